@@ -1,0 +1,1 @@
+"""How agents interact: debate configurations, teams on AutoGen group chats, runners and the CLI."""

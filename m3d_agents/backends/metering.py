@@ -1,0 +1,171 @@
+"""Per-sample accounting of model calls, and the limits every call goes through.
+
+Backends are shared by all samples of a run, but accounting must be per sample. So each agent gets
+a light :class:`MeteredClient` view over the shared client, bound to that sample's
+:class:`UsageLedger`, its own name and its role (candidate, reward, critique, planner, ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, AsyncGenerator, Literal, Mapping, Optional, Sequence, Union
+
+from autogen_core import CancellationToken
+from autogen_core.models import ChatCompletionClient, CreateResult, LLMMessage, ModelCapabilities, ModelInfo, RequestUsage
+from autogen_core.tools import Tool, ToolSchema
+from pydantic import BaseModel
+
+from m3d_agents.errors import BackendError
+from m3d_agents.verdict import Accounting, RoleUsage
+
+
+@dataclass
+class CallRecord:
+    agent: str
+    role: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached: bool
+
+
+@dataclass
+class UsageLedger:
+    """Every model call made for one sample."""
+
+    records: list[CallRecord] = field(default_factory=list)
+    parse_retries: int = 0
+
+    def add(self, record: CallRecord) -> None:
+        self.records.append(record)
+
+    def calls(self, role: str | None = None, agent: str | None = None) -> int:
+        return sum(1 for r in self.records if (role is None or r.role == role) and (agent is None or r.agent == agent))
+
+    def accounting(self) -> Accounting:
+        by_role: dict[str, RoleUsage] = {}
+        by_agent: dict[str, RoleUsage] = {}
+        for r in self.records:
+            for key, table in ((r.role, by_role), (r.agent, by_agent)):
+                usage = table.setdefault(key, RoleUsage())
+                usage.calls += 1
+                usage.prompt_tokens += r.prompt_tokens
+                usage.completion_tokens += r.completion_tokens
+        return Accounting(
+            model_calls=len(self.records),
+            prompt_tokens=sum(r.prompt_tokens for r in self.records),
+            completion_tokens=sum(r.completion_tokens for r in self.records),
+            latency_s=round(sum(r.latency_s for r in self.records), 4),
+            cache_hits=sum(1 for r in self.records if r.cached),
+            parse_retries=self.parse_retries,
+            by_role=by_role,
+            by_agent=by_agent,
+        )
+
+
+class MeteredClient(ChatCompletionClient):
+    """A view of a shared client that limits concurrency, enforces a timeout and records usage."""
+
+    def __init__(
+        self,
+        inner: ChatCompletionClient,
+        semaphore: asyncio.Semaphore,
+        ledger: UsageLedger,
+        agent: str,
+        role: str,
+        timeout_s: float,
+    ) -> None:
+        self.inner = inner
+        self.semaphore = semaphore
+        self.ledger = ledger
+        self.agent = agent
+        self.role = role
+        self.timeout_s = timeout_s
+
+    def with_role(self, role: str, agent: str | None = None) -> "MeteredClient":
+        return MeteredClient(self.inner, self.semaphore, self.ledger, agent or self.agent, role, self.timeout_s)
+
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[Tool | ToolSchema] = [],
+        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
+        json_output: Optional[bool | type[BaseModel]] = None,
+        extra_create_args: Mapping[str, Any] = {},
+        cancellation_token: Optional[CancellationToken] = None,
+    ) -> CreateResult:
+        async with self.semaphore:
+            started = time.perf_counter()
+            try:
+                result = await asyncio.wait_for(
+                    self.inner.create(
+                        messages,
+                        tools=tools,
+                        tool_choice=tool_choice,
+                        json_output=json_output,
+                        extra_create_args=extra_create_args,
+                        cancellation_token=cancellation_token,
+                    ),
+                    timeout=self.timeout_s,
+                )
+            except asyncio.TimeoutError as exc:
+                raise BackendError(f"model call by {self.agent} ({self.role}) timed out after {self.timeout_s}s") from exc
+            latency = time.perf_counter() - started
+        usage = result.usage
+        self.ledger.add(
+            CallRecord(
+                agent=self.agent,
+                role=self.role,
+                prompt_tokens=usage.prompt_tokens if usage else 0,
+                completion_tokens=usage.completion_tokens if usage else 0,
+                latency_s=latency,
+                cached=bool(result.cached),
+            )
+        )
+        return result
+
+    async def create_stream(  # type: ignore[override]
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[Tool | ToolSchema] = [],
+        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
+        json_output: Optional[bool | type[BaseModel]] = None,
+        extra_create_args: Mapping[str, Any] = {},
+        cancellation_token: Optional[CancellationToken] = None,
+    ) -> AsyncGenerator[Union[str, CreateResult], None]:
+        result = await self.create(
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            json_output=json_output,
+            extra_create_args=extra_create_args,
+            cancellation_token=cancellation_token,
+        )
+        yield result
+
+    async def close(self) -> None:
+        """A view owns nothing; the shared client is closed by its :class:`Backend`."""
+
+    def actual_usage(self) -> RequestUsage:
+        return self.inner.actual_usage()
+
+    def total_usage(self) -> RequestUsage:
+        return self.inner.total_usage()
+
+    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
+        return self.inner.count_tokens(messages, tools=tools)
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
+        return self.inner.remaining_tokens(messages, tools=tools)
+
+    @property
+    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
+        return self.inner.capabilities
+
+    @property
+    def model_info(self) -> ModelInfo:
+        return self.inner.model_info

@@ -1,0 +1,38 @@
+"""Evidence that agents may cite, with where it came from and why it was kept or dropped."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import date, datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+EvidenceKind = Literal["web_page", "reverse_image", "wikipedia", "corpus", "tool", "answer", "video_frame"]
+Reliability = Literal["reliable", "unreliable", "satire", "unsure", "factcheck", "unknown"]
+
+
+class Evidence(BaseModel):
+    id: str = ""
+    kind: EvidenceKind
+    url: str | None = None
+    domain: str | None = None
+    reliability: Reliability = "unknown"
+    retrieved_at: datetime | None = None
+    published: date | None = None
+    title: str | None = None
+    text: str = ""
+    summary: str | None = None
+    kept: bool = True
+    reason: str = Field("", description="why it was kept, or the filter rule that dropped it")
+
+    def model_post_init(self, _context: object) -> None:
+        if not self.id:
+            digest = hashlib.sha256(f"{self.kind}|{self.url}|{self.text}".encode()).hexdigest()
+            self.id = f"ev-{digest[:10]}"
+
+    def quoted(self, max_chars: int = 1200) -> str:
+        """Fence untrusted page text so that prompts present it as quoted evidence, never as instructions."""
+        body = (self.summary or self.text)[:max_chars].replace("```", "'''")
+        source = self.url or self.kind
+        return f"[{self.id}] source: {source} (reliability: {self.reliability})\n```quoted-evidence\n{body}\n```"

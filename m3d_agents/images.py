@@ -1,0 +1,118 @@
+"""Opening, checking and normalising images, once per distinct file content.
+
+Images arrive from datasets and users, so every way a file can be wrong (missing, not an image,
+truncated, a decompression bomb, too large) becomes an :class:`InputError` naming the field,
+instead of a PIL exception deep inside an agent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image, ImageFile, UnidentifiedImageError
+
+from m3d_agents.errors import InputError
+from m3d_agents.sample import InputLimits, Sample
+
+SUPPORTED_FORMATS = {"JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF"}
+
+
+@dataclass(frozen=True)
+class PreparedImage:
+    """An RGB image scaled to the configured maximum side, keyed by the hash of the file bytes."""
+
+    source: Path
+    sha256: str
+    image: Image.Image
+    original_size: tuple[int, int]
+    format: str
+
+    def png_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        self.image.save(buffer, format="PNG")
+        return buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class PreparedSample:
+    sample: Sample
+    images: list[PreparedImage]
+
+
+_cache: dict[tuple[str, int], PreparedImage] = {}
+_CACHE_LIMIT = 256
+
+
+def load_image(path: Path, limits: InputLimits | None = None, field: str = "image") -> PreparedImage:
+    """Validate and normalise one image; repeated content is served from an in-process cache."""
+    limits = limits or InputLimits()
+    path = Path(path)
+    if not path.exists():
+        raise InputError(field, f"file {path} does not exist")
+    if not path.is_file():
+        raise InputError(field, f"{path} is not a regular file")
+    size = path.stat().st_size
+    if size == 0:
+        raise InputError(field, f"file {path} is empty")
+    if size > limits.max_image_bytes:
+        raise InputError(field, f"file {path} has {size} bytes, over the limit of {limits.max_image_bytes}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(field, f"cannot read {path}: {exc.strerror or exc}") from exc
+    sha = hashlib.sha256(data).hexdigest()
+    key = (sha, limits.max_side)
+    cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    prepared = _decode(data, path, sha, limits, field)
+    if len(_cache) >= _CACHE_LIMIT:
+        _cache.pop(next(iter(_cache)))
+    _cache[key] = prepared
+    return prepared
+
+
+def _decode(data: bytes, path: Path, sha: str, limits: InputLimits, field: str) -> PreparedImage:
+    ImageFile.LOAD_TRUNCATED_IMAGES = False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            probe = Image.open(io.BytesIO(data))
+            fmt = probe.format or "unknown"
+            width, height = probe.size
+    except UnidentifiedImageError as exc:
+        raise InputError(field, f"{path} is not an image file PIL can identify") from exc
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise InputError(field, f"{path} looks like a decompression bomb: {exc}") from exc
+    if fmt not in SUPPORTED_FORMATS:
+        raise InputError(field, f"{path} has unsupported format {fmt}; supported: {', '.join(sorted(SUPPORTED_FORMATS))}")
+    if width * height > limits.max_pixels:
+        raise InputError(
+            field, f"{path} has {width}x{height} = {width * height} pixels, over the limit of {limits.max_pixels}"
+        )
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise InputError(field, f"{path} is corrupt or truncated: {exc}") from exc
+    rgb = image.convert("RGB")
+    if max(rgb.size) > limits.max_side:
+        rgb.thumbnail((limits.max_side, limits.max_side), Image.Resampling.LANCZOS)
+    return PreparedImage(source=path, sha256=sha, image=rgb, original_size=(width, height), format=fmt)
+
+
+def prepare_sample(sample: Sample, limits: InputLimits | None = None) -> PreparedSample:
+    """Step 1 of every check: apply the configurable limits and load every image."""
+    limits = limits or InputLimits()
+    if len(sample.text) > limits.max_text_chars:
+        raise InputError("text", f"{len(sample.text)} characters, over the limit of {limits.max_text_chars}")
+    if len(sample.images) > limits.max_images:
+        raise InputError("images", f"{len(sample.images)} images, over the limit of {limits.max_images}")
+    images = [load_image(p, limits, field=f"images[{i}]") for i, p in enumerate(sample.images)]
+    if sample.video is not None and sample.video.path is not None and not Path(sample.video.path).is_file():
+        raise InputError("video.path", f"file {sample.video.path} does not exist")
+    return PreparedSample(sample=sample, images=images)

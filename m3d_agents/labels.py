@@ -1,0 +1,100 @@
+"""Label taxonomies of the benchmarks we support, each with an explicit misinformation map.
+
+Datasets disagree on what their labels mean, so every label says outright whether it counts as
+misinformation. Metrics collapse any taxonomy onto that binary view through this map alone.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+
+class Taxonomy(BaseModel):
+    """A named label set; ``misinformation[label]`` is the binary collapse of each label."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    misinformation: dict[str, bool]
+
+    @model_validator(mode="after")
+    def _non_empty(self) -> "Taxonomy":
+        if not self.misinformation:
+            raise ValueError(f"taxonomy {self.name!r} has no labels")
+        return self
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.misinformation)
+
+    def normalise(self, label: str) -> str:
+        """Map a spelling variant (case, spaces, hyphens) onto the canonical label."""
+        key = label.strip().lower().replace("-", "_").replace(" ", "_")
+        for known in self.misinformation:
+            if known.lower() == key:
+                return known
+        raise ValueError(f"label {label!r} is not in taxonomy {self.name!r} ({', '.join(self.labels)})")
+
+    def is_misinformation(self, label: str) -> bool:
+        return self.misinformation[self.normalise(label)]
+
+
+TAXONOMIES: dict[str, Taxonomy] = {
+    t.name: t
+    for t in [
+        Taxonomy(
+            name="m3d",
+            description="MMFakeBench: which modality, if any, carries the distortion.",
+            misinformation={
+                "original": False,
+                "textual_veracity_distortion": True,
+                "visual_veracity_distortion": True,
+                "cross_modal_consistency_distortion": True,
+            },
+        ),
+        Taxonomy(
+            name="ooc",
+            description="NewsCLIPpings out-of-context: is the image used with a caption that fits it?",
+            misinformation={"pristine": False, "falsified": True},
+        ),
+        Taxonomy(
+            name="factcheck",
+            description=(
+                "RW-Post style fact-check ratings. 'mixture' and 'outdated' mislead a reader and count"
+                " as misinformation; 'unproven' is not shown to be false and does not."
+            ),
+            misinformation={
+                "true": False,
+                "false": True,
+                "unproven": False,
+                "mixture": True,
+                "outdated": True,
+            },
+        ),
+        Taxonomy(
+            name="amg",
+            description="AMG: real posts plus five kinds of forgery (by the part of the post that was forged).",
+            misinformation={
+                "real": False,
+                "image_fabrication": True,
+                "entity_inconsistency": True,
+                "event_inconsistency": True,
+                "time_inconsistency": True,
+                "text_fabrication": True,
+            },
+        ),
+        Taxonomy(
+            name="binary",
+            description="Real or fake (MediaEval, FakeSV, FakeTT, FakeVV).",
+            misinformation={"real": False, "fake": True},
+        ),
+    ]
+}
+
+
+def get_taxonomy(name: str) -> Taxonomy:
+    try:
+        return TAXONOMIES[name]
+    except KeyError:
+        raise ValueError(f"unknown taxonomy {name!r}; known: {', '.join(TAXONOMIES)}") from None

@@ -1,0 +1,288 @@
+"""Turning model text into typed answers, for every answer format the five systems use.
+
+The rule throughout: read what the text *says*, or raise :class:`ParseError`. A parser never
+guesses, because a guessed label looks exactly like a real one in a results table. Callers retry
+the model and, failing that, record an abstention with the error as its reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from m3d_agents.errors import ParseError
+from m3d_agents.labels import Taxonomy
+
+T = TypeVar("T", bound=BaseModel)
+
+_THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|$)", re.IGNORECASE | re.DOTALL)
+_ENDS_TOKEN = r"(?=\s*$|\s*\n|\s*[.,!;:)\]*\"'`>]|\s+(?:because|since)\b)"
+_YES_NO_TOKEN = re.compile(r"(?<![\w'-])(yes|no)" + _ENDS_TOKEN, re.IGNORECASE)
+_ANSWER_MARKER = re.compile(
+    r"(?:final\s+answer|final\s+verdict|answer|verdict|decision|conclusion|misinformation\??)"
+    r"\s*(?:is|:|=|-|—)?\s*[*_\"'`\[(]*\s*(yes|no)" + _ENDS_TOKEN,
+    re.IGNORECASE,
+)
+
+
+def strip_reasoning(text: str) -> str:
+    """Drop ``<think>`` blocks (reasoning models) so that only the visible answer is read."""
+    return _THINK_BLOCK.sub("", text).strip()
+
+
+def parse_yes_no(text: str) -> bool:
+    """Read a final YES/NO to "is this misinformation?"; True means YES.
+
+    Only a standalone yes/no that ends a phrase counts, so "Not", "Note", "No doubt", "no evidence"
+    are never read as NO. An explicit answer marker ("Answer: NO") wins over loose mentions;
+    loose mentions that disagree are ambiguous and raise.
+    """
+    visible = strip_reasoning(text)
+    marked = _ANSWER_MARKER.findall(visible)
+    if marked:
+        return marked[-1].lower() == "yes"
+    tokens = {t.lower() for t in _YES_NO_TOKEN.findall(visible)}
+    if len(tokens) == 1:
+        return tokens.pop() == "yes"
+    if not tokens:
+        raise ParseError("yes/no", "no standalone YES or NO answer", text)
+    raise ParseError("yes/no", "both YES and NO appear without an answer marker", text)
+
+
+FINISH_ACTIONS = ("TEXT REFUTE", "TEXT SUPPORT", "IMAGE REFUTE", "IMAGE SUPPORT", "MATCH", "MISMATCH")
+_FINISH = re.compile(
+    r"Finish\s*\[\s*(TEXT\s+REFUTE|TEXT\s+SUPPORT|IMAGE\s+REFUTE|IMAGE\s+SUPPORT|MISMATCH|MATCH)\s*\]",
+    re.IGNORECASE,
+)
+
+
+def parse_finish(text: str) -> str:
+    """Read the ReAct-style final action ``Finish[...]``; the last one is the agent's decision."""
+    found = _FINISH.findall(strip_reasoning(text))
+    if not found:
+        raise ParseError("Finish[...]", f"no Finish[...] with one of {', '.join(FINISH_ACTIONS)}", text)
+    return " ".join(found[-1].upper().split())
+
+
+_BON = re.compile(r"\[\s*BON\s*level\s*-?\s*([01])\s*\]", re.IGNORECASE)
+
+
+def parse_bon_level(text: str) -> int:
+    """Read the planner's choice: ``[BON level-0]`` (single pass) or ``[BON level-1]`` (best-of-N)."""
+    levels = set(_BON.findall(strip_reasoning(text)))
+    if len(levels) == 1:
+        return int(levels.pop())
+    if not levels:
+        raise ParseError("[BON level-k]", "no [BON level-0] or [BON level-1]", text)
+    raise ParseError("[BON level-k]", "both levels are named", text)
+
+
+_NUMBER = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+))"
+_UNIT_SCORE = re.compile(
+    r"(?:score|reward|rating|confidence|probability)\s*(?:is|of|:|=)?\s*[*_\"'`]*\s*" + _NUMBER + r"\s*(%)?",
+    re.IGNORECASE,
+)
+_BARE_NUMBER = re.compile(r"^\s*[*_\"'`]*" + _NUMBER + r"\s*(%)?[*_\"'`.]*\s*$")
+
+
+def parse_unit_score(text: str) -> float:
+    """Read a score in [0, 1] ("Score: 0.8", "0.8", "80%"); out-of-range values raise."""
+    visible = strip_reasoning(text)
+    match = _BARE_NUMBER.match(visible)
+    found = [match.groups()] if match else _UNIT_SCORE.findall(visible)
+    if not found:
+        raise ParseError("score in [0, 1]", "no score found", text)
+    number, percent = found[-1]
+    value = float(number) / (100.0 if percent else 1.0)
+    if not 0.0 <= value <= 1.0:
+        raise ParseError("score in [0, 1]", f"{value} is outside [0, 1]", text)
+    return value
+
+
+_TEN_POINT = re.compile(r"score\s+(?:is|of|:|=)\s*[*_\"'`]*\s*" + _NUMBER + r"(?:\s*/\s*10)?", re.IGNORECASE)
+
+
+def parse_ten_point_score(text: str) -> float:
+    """Read "... score is s" with s from 1 to 10 (the critique format)."""
+    found = _TEN_POINT.findall(strip_reasoning(text))
+    if not found:
+        raise ParseError("score 1-10", "no 'score is s' phrase", text)
+    value = float(found[-1])
+    if not 1.0 <= value <= 10.0:
+        raise ParseError("score 1-10", f"{value} is outside 1..10", text)
+    return value
+
+
+_PROB_LIST = re.compile(r"\[\s*" + _NUMBER + r"(?:\s*,\s*" + r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)" + r")+\s*\]")
+
+
+def parse_probabilities(text: str, expected: int | None = None, tolerance: float = 0.05) -> list[float]:
+    """Read a probability list ``[p1, p2, p3]``: each in [0, 1], summing to 1 within ``tolerance``."""
+    visible = strip_reasoning(text)
+    spans = [m.group(0) for m in _PROB_LIST.finditer(visible)]
+    if not spans:
+        raise ParseError("probability list", "no [p1, p2, ...] list", text)
+    values = [float(v) for v in re.findall(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)", spans[-1])]
+    if expected is not None and len(values) != expected:
+        raise ParseError("probability list", f"{len(values)} values, expected {expected}", text)
+    if any(not 0.0 <= v <= 1.0 for v in values):
+        raise ParseError("probability list", "a value is outside [0, 1]", text)
+    total = sum(values)
+    if abs(total - 1.0) > tolerance:
+        raise ParseError("probability list", f"values sum to {total:.3f}, not 1", text)
+    return [v / total for v in values]
+
+
+class ThinkAnswer(BaseModel):
+    think: str | None
+    answer: str
+
+
+_THINK = re.compile(r"<think>(.*?)</think>", re.IGNORECASE | re.DOTALL)
+_ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.IGNORECASE | re.DOTALL)
+
+
+def parse_think_answer(text: str) -> ThinkAnswer:
+    """Split the ``<think>...</think><answer>...</answer>`` format (FactGuard, GRPO-trained models)."""
+    answers = _ANSWER.findall(text)
+    if not answers or not answers[-1].strip():
+        raise ParseError("<answer>", "no non-empty <answer> block", text)
+    thinks = _THINK.findall(text)
+    return ThinkAnswer(think=thinks[-1].strip() if thinks else None, answer=answers[-1].strip())
+
+
+_FENCE = re.compile(r"```(?:json|JSON|javascript|python)?\s*\n?(.*?)```", re.DOTALL)
+
+
+def _balanced_objects(text: str) -> list[str]:
+    """Every top-level ``{...}`` span, honouring single- and double-quoted strings."""
+    spans: list[str] = []
+    depth, start, quote, escaped = 0, -1, "", False
+    for i, ch in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+            continue
+        if ch in "\"'" and depth > 0:
+            quote = ch
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append(text[start : i + 1])
+    return spans
+
+
+def _pythonise_literals(candidate: str) -> str:
+    """Rewrite bare JSON literals (true/false/null) outside strings into Python ones."""
+    out: list[str] = []
+    quote, escaped, i = "", False, 0
+    mapping = {"true": "True", "false": "False", "null": "None"}
+    while i < len(candidate):
+        ch = candidate[i]
+        if quote:
+            out.append(ch)
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+            i += 1
+            continue
+        if ch in "\"'":
+            quote = ch
+            out.append(ch)
+            i += 1
+            continue
+        word = re.match(r"[A-Za-z_]+", candidate[i:])
+        if word:
+            token = word.group(0)
+            out.append(mapping.get(token, token))
+            i += len(token)
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _load_object(candidate: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(candidate)
+    except json.JSONDecodeError:
+        try:
+            value = ast.literal_eval(_pythonise_literals(candidate))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """Read the first JSON object, whether bare, fenced in ```json, followed by prose, or single-quoted."""
+    visible = strip_reasoning(text)
+    candidates = [c for block in _FENCE.findall(visible) for c in _balanced_objects(block)]
+    candidates += _balanced_objects(visible)
+    for candidate in candidates:
+        value = _load_object(candidate)
+        if value is not None:
+            return value
+    raise ParseError("JSON object", "no well-formed JSON object", text)
+
+
+def parse_model(text: str, model: type[T]) -> T:
+    """Read a JSON object and validate it against a pydantic model."""
+    data = parse_json_object(text)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ParseError(model.__name__, problems, text) from exc
+
+
+_LABEL_MARKER = re.compile(
+    r"(?:final\s+answer|final\s+label|final\s+verdict|label|verdict|answer)\s*(?:is|:|=|-|—)\s*[*_\"'`\[(]*\s*"
+    r"([A-Za-z][A-Za-z _-]{0,60}?)\s*(?=$|\n|[.,!;:)\]*\"'`])",
+    re.IGNORECASE,
+)
+
+
+def _binary_pair(taxonomy: Taxonomy) -> tuple[str, str] | None:
+    fine = [label for label, misinfo in taxonomy.misinformation.items() if not misinfo]
+    bad = [label for label, misinfo in taxonomy.misinformation.items() if misinfo]
+    return (fine[0], bad[0]) if len(fine) == 1 and len(bad) == 1 else None
+
+
+def parse_label(text: str, taxonomy: Taxonomy) -> str:
+    """Read a taxonomy label from prose: "FINAL ANSWER: fake", a bare label, or YES/NO for binary sets.
+
+    YES means "this is misinformation" and maps onto the taxonomy's single misinformation label;
+    that only works for two-label taxonomies, where the map is unambiguous.
+    """
+    visible = strip_reasoning(text)
+    bare = visible.strip().strip("*_\"'`.[]() ")
+    candidates = [bare] + [m.strip() for m in reversed(_LABEL_MARKER.findall(visible))]
+    pair = _binary_pair(taxonomy)
+    for candidate in candidates:
+        try:
+            return taxonomy.normalise(candidate)
+        except ValueError:
+            pass
+        if pair is not None and candidate.lower() in {"yes", "no"}:
+            return pair[1] if candidate.lower() == "yes" else pair[0]
+    if pair is not None:
+        try:
+            return pair[1] if parse_yes_no(visible) else pair[0]
+        except ParseError:
+            pass
+    raise ParseError(f"{taxonomy.name} label", f"no answer naming one of {', '.join(taxonomy.labels)}", text)

@@ -1,0 +1,73 @@
+"""What is checked: a post with text, images and perhaps a video.
+
+The model validates structure only (non-empty text, well-formed dates). Limits that a user may
+tune, and anything that needs to open a file, live in :func:`m3d_agents.images.prepare_sample`, so
+that building thousands of Samples from a dataset stays cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import date
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class InputLimits(BaseModel):
+    """Bounds on what a sample may contain; all are configurable per run."""
+
+    max_text_chars: int = Field(8000, gt=0)
+    max_pixels: int = Field(40_000_000, gt=0, description="decompression-bomb guard")
+    max_image_bytes: int = Field(30 * 1024 * 1024, gt=0)
+    max_side: int = Field(1024, gt=0, description="images are resized so that no side exceeds this")
+    max_images: int = Field(8, ge=0)
+
+
+class SampleMetadata(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    claim_date: date | None = None
+    source_url: str | None = None
+    language: str | None = None
+
+
+class VideoRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: Path | None = None
+    video_id: str | None = None
+    transcript: str | None = None
+    duration_s: float | None = Field(None, ge=0)
+
+
+class Sample(BaseModel):
+    """One post to check. ``id`` defaults to a hash of its content, so re-runs are stable."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = ""
+    text: str
+    images: list[Path] = Field(default_factory=list)
+    video: VideoRef | None = None
+    metadata: SampleMetadata = Field(default_factory=SampleMetadata)
+    gold_label: str | None = None
+    taxonomy: str = "binary"
+
+    @field_validator("text")
+    @classmethod
+    def _text_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("text is empty; a post needs a caption or claim to check")
+        return value
+
+    def model_post_init(self, _context: object) -> None:
+        if not self.id:
+            digest = hashlib.sha256(self.text.encode())
+            for path in self.images:
+                digest.update(str(path).encode())
+            self.id = digest.hexdigest()[:16]
+        if self.gold_label is not None:
+            from m3d_agents.labels import get_taxonomy
+
+            self.gold_label = get_taxonomy(self.taxonomy).normalise(self.gold_label)

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = (REPO.parent / "shared" / "data").resolve()
+EXAMPLE_IMAGE = REPO / "examples" / "sandy_fake_29.jpg"
+
+
+def shared_data(*parts: str) -> Path:
+    """A path under ../shared/data, skipping the test when a user's clone does not have it."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"needs the shared data set at {path} (present in CI, not in a plain clone)")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep every response cache and config lookup of a test inside its own temporary folder."""
+    monkeypatch.setenv("M3D_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("M3D_BACKEND", raising=False)
+    monkeypatch.delenv("M3D_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)

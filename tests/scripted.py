@@ -1,0 +1,127 @@
+"""A scripted chat-completion client for tests: answers come from a list or a function of the prompt."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, AsyncGenerator, Callable, Literal, Mapping, Optional, Sequence, Union
+
+from autogen_core import CancellationToken
+from autogen_core.models import (
+    ChatCompletionClient,
+    CreateResult,
+    LLMMessage,
+    ModelCapabilities,
+    ModelFamily,
+    ModelInfo,
+    RequestUsage,
+)
+from autogen_core.tools import Tool, ToolSchema
+from pydantic import BaseModel
+
+Responder = Callable[[Sequence[LLMMessage], Mapping[str, Any]], str]
+
+
+def text_of(messages: Sequence[LLMMessage]) -> str:
+    """All text the model was shown, joined; handy for asserting who saw what."""
+    parts: list[str] = []
+    for m in messages:
+        content = getattr(m, "content", "")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(c for c in content if isinstance(c, str))
+    return "\n".join(parts)
+
+
+@dataclass
+class RecordedCall:
+    messages: list[LLMMessage]
+    kwargs: dict[str, Any]
+    started: float = 0.0
+    finished: float = 0.0
+
+    @property
+    def prompt(self) -> str:
+        return text_of(self.messages)
+
+
+@dataclass
+class ScriptedClient(ChatCompletionClient):
+    script: list[str] | Responder
+    delay_s: float = 0.0
+    vision: bool = False
+    structured_output: bool = False
+    calls: list[RecordedCall] = field(default_factory=list)
+
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[Tool | ToolSchema] = [],
+        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
+        json_output: Optional[bool | type[BaseModel]] = None,
+        extra_create_args: Mapping[str, Any] = {},
+        cancellation_token: Optional[CancellationToken] = None,
+    ) -> CreateResult:
+        loop = asyncio.get_running_loop()
+        call = RecordedCall(list(messages), {"json_output": json_output, **extra_create_args}, started=loop.time())
+        self.calls.append(call)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if callable(self.script):
+            text = self.script(messages, call.kwargs)
+        else:
+            if not self.script:
+                raise AssertionError("the scripted client ran out of answers")
+            text = self.script.pop(0)
+        call.finished = loop.time()
+        prompt_tokens = max(1, len(text_of(messages)) // 4)
+        return CreateResult(
+            finish_reason="stop",
+            content=text,
+            usage=RequestUsage(prompt_tokens=prompt_tokens, completion_tokens=max(1, len(text) // 4)),
+            cached=False,
+        )
+
+    async def create_stream(  # type: ignore[override]
+        self, messages: Sequence[LLMMessage], **kwargs: Any
+    ) -> AsyncGenerator[Union[str, CreateResult], None]:
+        yield await self.create(messages, **kwargs)
+
+    async def close(self) -> None:
+        pass
+
+    def actual_usage(self) -> RequestUsage:
+        return RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+    def total_usage(self) -> RequestUsage:
+        return RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
+        return len(text_of(messages)) // 4
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
+        return 100_000
+
+    @property
+    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
+        return ModelCapabilities(vision=self.vision, function_calling=False, json_output=True)  # type: ignore[typeddict-item]
+
+    @property
+    def model_info(self) -> ModelInfo:
+        return ModelInfo(
+            vision=self.vision,
+            function_calling=False,
+            json_output=True,
+            family=ModelFamily.UNKNOWN,
+            structured_output=self.structured_output,
+        )
+
+
+def scripted_backend(client: ScriptedClient, name: str = "scripted", concurrency: int = 64):  # type: ignore[no-untyped-def]
+    """A Backend around a scripted client, for tests that drive agents end to end without a server."""
+    from m3d_agents.backends.config import BackendConfig
+    from m3d_agents.backends.factory import Backend
+
+    return Backend(name, BackendConfig(kind="local", concurrency=concurrency, cache=False), client)

@@ -1,0 +1,51 @@
+"""End to end over HTTP: the real llama.cpp server with the packaged 270M model, through `m3d check`.
+
+This is the same OpenAI-compatible code path that serves vLLM; only the URL differs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from m3d_agents.verdict import Verdict
+from tests.conftest import EXAMPLE_IMAGE, REPO
+
+pytestmark = pytest.mark.integration
+
+
+def run_m3d(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "debates.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def test_m3d_check_end_to_end_on_the_embedded_model() -> None:
+    text = (REPO / "examples" / "sample.txt").read_text().strip()
+    result = run_m3d("check", "--text", text, "--image", str(EXAMPLE_IMAGE), "--backend", "local", "--json")
+    assert result.returncode == 0, result.stderr
+    verdict = Verdict.model_validate(json.loads(result.stdout))
+    assert verdict.backend == "local"
+    assert verdict.abstained or verdict.label in {"real", "fake"}
+    assert verdict.accounting.model_calls >= 1
+    assert verdict.accounting.prompt_tokens > 0
+    assert verdict.accounting.completion_tokens > 0
+
+
+def test_m3d_check_reports_bad_input_clearly() -> None:
+    result = run_m3d("check", "--text", "  ", "--backend", "local")
+    assert result.returncode == 2
+    assert "text" in result.stderr and "empty" in result.stderr
+
+
+def test_dead_endpoint_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "m3d.yaml"
+    config.write_text("backends:\n  dead: {kind: vllm, base_url: 'http://127.0.0.1:9/v1', max_retries: 0, cache: false}\n")
+    result = run_m3d("check", "--text", "a claim", "--backend", "dead", "--config-file", str(config))
+    assert result.returncode == 2
+    assert "did not answer" in result.stderr
