@@ -1,0 +1,26 @@
+"""The two questions the debate layer asks of retrieval, as small protocols.
+
+Debates depend only on these, so a live web provider, a local corpus and a recorded trace are
+interchangeable, and tests can pass a plain object that answers from a dictionary.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from m3d_agents.evidence import Evidence
+from m3d_agents.sample import Sample
+
+
+@runtime_checkable
+class EvidenceSource(Protocol):
+    """Gathers the evidence for a sample before the debate starts (reverse image search, pages, summaries)."""
+
+    async def gather(self, sample: Sample) -> list[Evidence]: ...
+
+
+@runtime_checkable
+class QueryAnswerer(Protocol):
+    """Answers a disambiguation query that an agent asks during a debate."""
+
+    async def answer(self, query: str, sample: Sample) -> list[Evidence]: ...
