@@ -160,8 +160,12 @@ def backends(
     console.print(table)
 
 
-# Commands that live in their own modules register themselves on `app` when imported here.
-# (one import per feature area; keep this list sorted)
+def main() -> None:
+    """Entry point of ``m3d`` and ``python -m debates``.
 
-if __name__ == "__main__":
+    Commands that live in their own modules register themselves on ``app`` when imported here
+    (one import per feature area; keep this list sorted).
+    """
+    from debates import cli_debate  # noqa: F401
+
     app()

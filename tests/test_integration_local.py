@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 def run_m3d(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
-        [sys.executable, "-m", "debates.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
+        [sys.executable, "-m", "debates", *args], capture_output=True, text=True, timeout=timeout, env=env
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from autogen_core.models import ChatCompletionClient, ModelFamily, ModelInfo
 from pydantic import BaseModel
 
-from m3d_agents.backends.config import BackendConfig, BackendSettings, default_cache_root
+from m3d_agents.backends.config import BackendConfig, BackendSettings, default_cache_root, resolve_backend_name
 from m3d_agents.backends.local_server import local_base_url
 from m3d_agents.backends.metering import MeteredClient, UsageLedger
 from m3d_agents.errors import BackendError
@@ -143,13 +143,23 @@ class BackendPool:
         self.overrides = overrides or {}
         self._backends: dict[str, Backend] = {}
 
+    @property
+    def default_backend(self) -> str:
+        """The backend for seats that name none: ``M3D_BACKEND``, else the config file's, else ``local``."""
+        return resolve_backend_name(None, self.settings)
+
     def config(self, name: str) -> BackendConfig:
         return self.overrides.get(name) or self.settings.get(name)
 
-    def get(self, name: str) -> Backend:
-        if name not in self._backends:
-            self._backends[name] = build_backend(self.config(name), name)
-        return self._backends[name]
+    def get(self, name: str, model: str | None = None) -> Backend:
+        """The backend called ``name``; with ``model``, the same endpoint serving another model."""
+        key = f"{name}:{model}" if model else name
+        if key not in self._backends:
+            config = self.config(name)
+            if model:
+                config = config.with_overrides(model=model)
+            self._backends[key] = build_backend(config, key)
+        return self._backends[key]
 
     def add(self, backend: Backend) -> None:
         self._backends[backend.name] = backend

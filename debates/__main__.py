@@ -1,0 +1,3 @@
+from debates.cli import main
+
+main()

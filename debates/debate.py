@@ -1,0 +1,145 @@
+"""Run one debate configuration on one sample, with a fresh team, and return the Verdict.
+
+Flow: validate the sample, gather evidence, build a fresh team (so no history leaks between
+samples), run the turns while streaming each message to an optional callback, then decide.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any, Awaitable, Callable, Mapping
+
+from autogen_agentchat.base import ChatAgent, TaskResult
+from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, TextMessage
+
+from debates.config import DebateConfig, SeatConfig
+from debates.desk import RetrievalDesk
+from debates.human import HumanSeat, InputFunc
+from debates.outcome import confidence, decide, diagnostics, findings, transcript
+from debates.seats import ModelSeat
+from debates.speakers import POLICIES
+from debates.state import DebateState
+from debates.team import DebateGroupChat
+from debates.turns import build_turn_policy
+from m3d_agents.backends.factory import BackendPool
+from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.errors import BackendError
+from m3d_agents.evidence import Evidence
+from m3d_agents.images import PreparedSample, prepare_sample
+from m3d_agents.labels import get_taxonomy
+from m3d_agents.sample import InputLimits, Sample
+from m3d_agents.verdict import Verdict
+from retrieval.interfaces import EvidenceSource, QueryAnswerer
+
+MessageCallback = Callable[[BaseAgentEvent | BaseChatMessage, DebateState], Awaitable[None] | None]
+
+
+def _seat_backend_name(seat: SeatConfig, config: DebateConfig, pool: BackendPool, override: str | None) -> str:
+    return override or seat.backend or config.backend or pool.default_backend
+
+
+def build_seats(
+    config: DebateConfig,
+    state: DebateState,
+    prepared: PreparedSample,
+    evidence: list[Evidence],
+    pool: BackendPool,
+    ledger: UsageLedger,
+    *,
+    backend: str | None = None,
+    human_seats: Mapping[str, InputFunc] | None = None,
+    seed: int = 0,
+) -> list[ChatAgent]:
+    """One participant per seat: a model seat, or a person where ``human_seats`` names the seat."""
+    humans = dict(human_seats or {})
+    for name in humans:
+        config.seat(name)
+    seats: list[ChatAgent] = []
+    for index, seat in enumerate(config.seats):
+        if seat.name in humans:
+            seats.append(HumanSeat(seat, config, state.taxonomy, prepared, evidence, humans[seat.name]))
+            continue
+        chosen = pool.get(_seat_backend_name(seat, config, pool, backend), model=seat.model)
+        create: dict[str, object] = {
+            "temperature": seat.temperature if seat.temperature is not None else config.temperature,
+            "seed": seed * 1000 + index,
+        }
+        seats.append(
+            ModelSeat(
+                seat,
+                config,
+                state.taxonomy,
+                chosen.view(ledger, agent=seat.name, role=seat.role),
+                prepared,
+                evidence,
+                build_turn_policy(seat.turn_policy),
+                create,
+                chosen.vision,
+            )
+        )
+    return seats
+
+
+async def run_debate(
+    config: DebateConfig,
+    sample: Sample,
+    pool: BackendPool,
+    *,
+    backend: str | None = None,
+    evidence: list[Evidence] | None = None,
+    evidence_source: EvidenceSource | None = None,
+    query_answerer: QueryAnswerer | None = None,
+    human_seats: Mapping[str, InputFunc] | None = None,
+    on_message: MessageCallback | None = None,
+    limits: InputLimits | None = None,
+    seed: int = 0,
+) -> Verdict:
+    started = time.perf_counter()
+    prepared = prepare_sample(sample, limits)
+    taxonomy = get_taxonomy(sample.taxonomy)
+    gathered = list(evidence or [])
+    if config.use_evidence and evidence_source is not None:
+        gathered += await evidence_source.gather(sample)
+    kept = [e for e in gathered if e.kept] if config.use_evidence else []
+    ledger = UsageLedger()
+    state = DebateState(config=config, taxonomy=taxonomy)
+    participants = build_seats(
+        config, state, prepared, kept, pool, ledger, backend=backend, human_seats=human_seats, seed=seed
+    )
+    desk = None
+    if config.protocol == "disambiguation":
+        desk = RetrievalDesk(state, query_answerer, sample)
+        participants.append(desk)
+    team = DebateGroupChat(participants, state, POLICIES[config.protocol])
+    task = TextMessage(content=f"Debate on post {sample.id} begins.", source="moderator")
+    try:
+        async for item in team.run_stream(task=task, output_task_messages=False):
+            if on_message is not None and not isinstance(item, TaskResult):
+                result = on_message(item, state)
+                if inspect.isawaitable(result):
+                    await result
+    except BackendError:
+        raise
+    except Exception as exc:
+        raise BackendError(f"the {config.name} debate on sample {sample.id} failed: {exc}") from exc
+    label, decided_by, rationale = decide(state)
+    cited = [e.id for e in kept] + ([e.id for e in desk.evidence] if desk else [])
+    common: dict[str, Any] = {
+        "sample_id": sample.id,
+        "taxonomy": taxonomy.name,
+        "config": config.name,
+        "backend": ",".join(sorted({_seat_backend_name(s, config, pool, backend) for s in config.seats})),
+        "transcript": transcript(state),
+        "findings": findings(state),
+        "evidence_ids": cited,
+        "accounting": ledger.accounting(),
+        "diagnostics": {
+            **diagnostics(state, label),
+            "decided_by": decided_by if label else None,
+            "wall_time_s": round(time.perf_counter() - started, 3),
+        },
+    }
+    if label is None:
+        return Verdict.abstain(reason=decided_by, rationale=rationale, **common)
+    return Verdict(label=label, confidence=confidence(state, label, decided_by), rationale=rationale, **common)

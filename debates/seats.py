@@ -1,0 +1,131 @@
+"""Debate participants backed by a model: debaters, judges, actors and skeptics.
+
+A seat knows only the messages the group chat sent it (see :mod:`debates.visibility`) plus the
+post and, unless it is the judge, the retrieved evidence it was given when the team was built.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from autogen_agentchat.agents import BaseChatAgent
+from autogen_agentchat.base import Response
+from autogen_agentchat.messages import BaseChatMessage, TextMessage
+from autogen_core import CancellationToken
+from autogen_core.models import SystemMessage, UserMessage
+
+import prompts
+from debates.config import DebateConfig, SeatConfig
+from debates.state import StanceReading, read_message
+from debates.turns import TurnPolicy
+from debates.visibility import SeatView
+from m3d_agents.agents.post_content import image_context
+from m3d_agents.backends.metering import MeteredClient
+from m3d_agents.errors import ParseError
+from m3d_agents.evidence import Evidence
+from m3d_agents.images import PreparedSample
+from m3d_agents.labels import Taxonomy
+from m3d_agents.agents.post_content import AgentImage
+
+STANCE_TEXT = {
+    "misinformation": "the post IS misinformation",
+    "not_misinformation": "the post is NOT misinformation",
+}
+
+
+def answers_required(seat: SeatConfig, config: DebateConfig) -> bool:
+    """Whose messages must end in a readable answer (and are retried until they do)."""
+    if seat.role in ("judge", "actor"):
+        return True
+    return seat.role == "debater" and config.protocol != "judged"
+
+
+def system_prompt(seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
+    framing = prompts.load(f"framing_{config.framing}")
+    answer_format = prompts.render("answer_format", labels=", ".join(taxonomy.labels))
+    if seat.role == "judge":
+        return prompts.render("judge_system", answer_format=answer_format)
+    if seat.role == "actor":
+        return prompts.render("actor_system", framing=framing, answer_format=answer_format)
+    if seat.role == "skeptic":
+        return prompts.render("skeptic_system", framing=framing)
+    if config.protocol == "judged":
+        stance = seat.stance or ""
+        return prompts.render("judged_debater_system", framing=framing, stance_text=STANCE_TEXT.get(stance, f"the correct label is '{stance}'"))
+    if config.protocol == "disambiguation":
+        return prompts.render(
+            "disambiguation_system", framing=framing, answer_format=answer_format, max_queries=config.max_queries_per_turn
+        )
+    return prompts.render("debater_system", framing=framing, answer_format=answer_format)
+
+
+def post_block(seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
+    """The stable prefix of every prompt of a seat: the post, then (not for the judge) the evidence."""
+    if seat.role == "judge":
+        return prompts.render("debate_task", text=prepared.sample.text, image_context="", evidence="").strip()
+    if evidence:
+        evidence_text = "Quoted evidence (retrieved from the web; untrusted):\n\n" + "\n\n".join(e.quoted() for e in evidence)
+    else:
+        evidence_text = "No retrieved evidence is available."
+    return prompts.render(
+        "debate_task", text=prepared.sample.text, image_context=image_context(prepared, vision), evidence=evidence_text
+    ).strip()
+
+
+class ModelSeat(BaseChatAgent):
+    def __init__(
+        self,
+        seat: SeatConfig,
+        config: DebateConfig,
+        taxonomy: Taxonomy,
+        client: MeteredClient,
+        prepared: PreparedSample,
+        evidence: list[Evidence],
+        turn_policy: TurnPolicy,
+        create_kwargs: dict[str, object],
+        vision: bool,
+    ) -> None:
+        super().__init__(seat.name, description=f"{seat.role} in a {config.name} debate")
+        self.seat = seat
+        self.view = SeatView(seat, config)
+        self._config = config
+        self._taxonomy = taxonomy
+        self._client = client
+        self._prepared = prepared
+        self._system = system_prompt(seat, config, taxonomy)
+        self._prefix = post_block(seat, prepared, evidence, vision)
+        self._images = prepared.images if vision and seat.role != "judge" else []
+        self._turn = turn_policy
+        self._create_kwargs = create_kwargs
+        self.last_error: str | None = None
+
+    @property
+    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
+        return (TextMessage,)
+
+    def _parse(self, text: str) -> StanceReading:
+        reading = read_message(text, self._taxonomy, self._config.max_queries_per_turn)
+        if reading.error and answers_required(self.seat, self._config):
+            raise ParseError(f"{self._taxonomy.name} label", reading.error, text)
+        return reading
+
+    async def on_messages(self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken) -> Response:
+        self.view.add(messages)
+        content: list[str | AgentImage] = [self._prefix]
+        content.extend(AgentImage.from_pil(image.image) for image in self._images)
+        content.append(self.view.instruction())
+        user = UserMessage(content=content if self._images else "\n\n".join(str(c) for c in content), source="user")
+        answer = await self._turn.produce(
+            self._client,
+            [SystemMessage(content=self._system), user],
+            self._parse,
+            retries=self._config.retries,
+            create_kwargs={"extra_create_args": dict(self._create_kwargs)},
+            on_retry=lambda: setattr(self._client.ledger, "parse_retries", self._client.ledger.parse_retries + 1),
+        )
+        self.last_error = answer.error
+        self.view.add_own(answer.text)
+        return Response(chat_message=TextMessage(content=answer.text, source=self.name))
+
+    async def on_reset(self, cancellation_token: CancellationToken) -> None:
+        self.view = SeatView(self.seat, self._config)
