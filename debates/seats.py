@@ -94,7 +94,7 @@ class ModelSeat(BaseChatAgent):
         self._prepared = prepared
         self._system = system_prompt(seat, config, taxonomy)
         self._prefix = post_block(seat, prepared, evidence, vision)
-        self._images = prepared.images if vision and seat.role != "judge" else []
+        self._images = [AgentImage.from_pil(i.image) for i in prepared.images] if vision and seat.role != "judge" else []
         self._turn = turn_policy
         self._create_kwargs = create_kwargs
         self.last_error: str | None = None
@@ -112,7 +112,7 @@ class ModelSeat(BaseChatAgent):
     async def on_messages(self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken) -> Response:
         self.view.add(messages)
         content: list[str | AgentImage] = [self._prefix]
-        content.extend(AgentImage.from_pil(image.image) for image in self._images)
+        content.extend(self._images)
         content.append(self.view.instruction())
         user = UserMessage(content=content if self._images else "\n\n".join(str(c) for c in content), source="user")
         answer = await self._turn.produce(

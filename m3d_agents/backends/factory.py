@@ -15,6 +15,7 @@ from autogen_core.models import ChatCompletionClient, ModelFamily, ModelInfo
 from pydantic import BaseModel
 
 from m3d_agents.backends.config import BackendConfig, BackendSettings, default_cache_root, resolve_backend_name
+from m3d_agents.backends.lazy_client import LazyClient
 from m3d_agents.backends.local_server import local_base_url
 from m3d_agents.backends.metering import MeteredClient, UsageLedger
 from m3d_agents.errors import BackendError
@@ -60,8 +61,16 @@ class Backend:
     def vision(self) -> bool:
         return bool(self.client.model_info["vision"])
 
+    @property
+    def call_deadline_s(self) -> float:
+        """A backstop on one whole call: every retry of the HTTP request, plus a local server's start."""
+        deadline = self.config.timeout_s * (self.config.max_retries + 1)
+        if isinstance(self.client, LazyClient) or isinstance(getattr(self.client, "client", None), LazyClient):
+            deadline += self.config.local.startup_timeout_s
+        return deadline
+
     def view(self, ledger: UsageLedger, agent: str, role: str) -> MeteredClient:
-        return MeteredClient(self.client, self.semaphore, ledger, agent, role, self.config.timeout_s)
+        return MeteredClient(self.client, self.semaphore, ledger, agent, role, self.call_deadline_s)
 
     def structured_args(self, schema: type[BaseModel]) -> dict[str, Any]:
         """Keyword arguments for ``create`` that make the answer valid JSON of ``schema`` by construction.
@@ -73,10 +82,8 @@ class Backend:
         if self.client.model_info.get("structured_output"):
             return {"json_output": schema}
         if self.client.model_info.get("json_output"):
-            return {
-                "json_output": True,
-                "extra_create_args": {"response_format": {"type": "json_object", "schema": schema.model_json_schema()}},
-            }
+            # Passed raw: AutoGen's json_output=True would replace it with a schema-less json_object.
+            return {"extra_create_args": {"response_format": {"type": "json_object", "schema": schema.model_json_schema()}}}
         return {}
 
     async def close(self) -> None:
@@ -129,9 +136,10 @@ def build_backend(config: BackendConfig, name: str | None = None) -> Backend:
         base_url = config.base_url or os.environ.get("M3D_VLLM_BASE_URL") or "http://127.0.0.1:8000/v1"
         key = os.environ.get(config.api_key_env) or os.environ.get("VLLM_API_KEY") or "EMPTY"
         client = _openai_client(config, base_url, key)
+    elif config.base_url:
+        client = _openai_client(config, config.base_url, "local")
     else:
-        base_url = config.base_url or local_base_url(config.local)
-        client = _openai_client(config, base_url, "local")
+        client = LazyClient(lambda: _openai_client(config, local_base_url(config.local), "local"), model_info_for(config))
     return Backend(name, config, _with_cache(config, client))
 
 
