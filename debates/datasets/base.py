@@ -208,9 +208,15 @@ class ImageResolver:
         self.skips = skips
 
     def resolve(self, reference: str, row: Row, field_name: str) -> Path | None:
-        """The image path, or None when it is missing and the policy is to skip (counted)."""
+        """The image path, or None when it is missing and the policy is to skip (counted).
+
+        Datasets root their paths differently (MMFakeBench writes ``/fake/...`` relative to the split
+        folder, RW-Post starts at its repository root), so the reference is tried as given, under
+        the root, and with leading folders dropped one by one.
+        """
         relative = Path(reference.lstrip("/").removeprefix("./"))
-        candidates = [self.root / relative]
+        candidates = [Path(reference)] if Path(reference).is_absolute() else []
+        candidates.append(self.root / relative)
         parts = relative.parts
         candidates += [self.root.joinpath(*parts[i:]) for i in range(1, len(parts))]
         for candidate in candidates:

@@ -88,7 +88,7 @@ def confusion_matrix(gold: Sequence[str], pred: Sequence[str], rows: Sequence[st
 
 def classification_scores(gold: Sequence[str], pred: Sequence[str], label_order: Sequence[str]) -> ClassificationScores:
     present = set(gold) | set(pred)
-    labels = [label for label in label_order if label in present]
+    labels = [label for label in label_order if label in present and label != ABSTAIN]
     per_class = per_class_scores(gold, pred, labels)
     supports = np.array([per_class[label].support for label in labels], dtype=float)
     f1s = np.array([per_class[label].f1 for label in labels], dtype=float)
