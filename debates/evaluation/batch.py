@@ -17,6 +17,7 @@ import hashlib
 import json
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -210,6 +211,10 @@ class BatchRunner:
         for item in todo:
             queue.put_nowait(item)
         self.results.open()
+        # One writer thread keeps rows in completion order and keeps each fsync off the event loop,
+        # where it would stall every request in flight.
+        writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="results-writer")
+        loop = asyncio.get_running_loop()
 
         async def worker() -> None:
             while True:
@@ -218,13 +223,12 @@ class BatchRunner:
                 except asyncio.QueueEmpty:
                     return
                 row = await self.run_one(index, sample)
-                self.results.append(row)
+                await loop.run_in_executor(writer, self.results.append, row)
                 self.tally.add(row)
                 outcome.ran += 1
                 if self.on_progress is not None:
                     self.on_progress(self.tally)
 
-        loop = asyncio.get_running_loop()
         current = asyncio.current_task()
         stop_signals = []
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -246,6 +250,7 @@ class BatchRunner:
         finally:
             for sig in stop_signals:
                 loop.remove_signal_handler(sig)
+            writer.shutdown(wait=True)
             self.results.close()
         outcome.rows = read_rows(self.out_dir / RESULTS)[0]
         return outcome
