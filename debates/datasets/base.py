@@ -232,6 +232,17 @@ class ImageResolver:
         )
 
 
+    def resolve_all(self, references: list[str], row: Row, field_name: str) -> list[Path] | None:
+        """Every image of a row, or None when one is missing and the policy is to skip the row."""
+        paths = []
+        for k, reference in enumerate(references):
+            image = self.resolve(reference, row, f"{field_name}[{k}]" if len(references) > 1 else field_name)
+            if image is None:
+                return None
+            paths.append(image)
+        return paths
+
+
 def make_sample(row: Row, skips: Skips, **fields: Any) -> Sample | None:
     """Build a Sample; an empty text is a counted skip, any other invalid field an error naming the row."""
     text = str(fields.get("text") or "")

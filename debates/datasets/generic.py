@@ -84,16 +84,9 @@ def load(path: Path, options: Options) -> LoadedDataset:
             gold = map_label(row, options.label, row.require(options.label), labels, skips)
             if gold is None:
                 continue
-        paths = []
-        missing = False
-        if options.images is not None:
-            for reference in _image_list(row.data.get(options.images), options.image_separator):
-                image = images.resolve(reference, row, options.images)
-                if image is None:
-                    missing = True
-                    break
-                paths.append(image)
-        if missing:
+        references = _image_list(row.data.get(options.images), options.image_separator) if options.images else []
+        paths = images.resolve_all(references, row, options.images or "images")
+        if paths is None:
             continue
         metadata = {
             key: row.data.get(column) or None

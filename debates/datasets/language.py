@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from debates.datasets.base import Skips
 
 _NOISE = re.compile(r"https?://\S+|www\.\S+|@\w+|RT\b")
 
@@ -37,3 +41,20 @@ def parse_languages(value: str | None) -> set[str] | None:
     if not value:
         return None
     return {part.strip().lower() for part in value.split(",") if part.strip()}
+
+
+class LanguageFilter:
+    """Keeps texts in the given languages (all when none are given) and counts the others as skipped."""
+
+    def __init__(self, languages: str | None) -> None:
+        self.languages = parse_languages(languages)
+
+    def check(self, text: str, skips: "Skips") -> tuple[bool, str | None]:
+        """Whether to keep ``text``, and its detected language (None when no filter is set)."""
+        if self.languages is None:
+            return True, None
+        language = detect_language(text)
+        if language not in self.languages:
+            skips.add(f"language not in {','.join(sorted(self.languages))}")
+            return False, language
+        return True, language

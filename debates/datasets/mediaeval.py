@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from debates.datasets.base import LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_csv_rows
-from debates.datasets.language import detect_language, parse_languages
+from debates.datasets.language import LanguageFilter
 from m3d_agents.errors import InputError
 from m3d_agents.sample import SampleMetadata
 
@@ -63,7 +63,7 @@ def _timestamp(value: str) -> datetime | None:
 def load(path: Path, options: Options) -> LoadedDataset:
     posts = posts_file(path)
     images = image_index(options.images_dir or posts.parent / "images")
-    languages = parse_languages(options.language)
+    languages = LanguageFilter(options.language)
     skips = Skips()
     taken: set[str] = set()
     samples = []
@@ -74,12 +74,9 @@ def load(path: Path, options: Options) -> LoadedDataset:
         if label is None:
             continue
         text = row.text("post_text")
-        language = None
-        if languages is not None:
-            language = detect_language(text)
-            if language not in languages:
-                skips.add(f"language not in {','.join(sorted(languages))}")
-                continue
+        keep, language = languages.check(text, skips)
+        if not keep:
+            continue
         ids = [i.strip() for i in row.text("image_id(s)").split(",") if i.strip()]
         present = [i for i in ids if i in images]
         if not present:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from debates.datasets.base import ImageResolver, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records
-from debates.datasets.language import detect_language, parse_languages
+from debates.datasets.language import LanguageFilter
 
 MAPS: dict[str, dict[str, str | None]] = {
     "binary": {"0": "real", "1": "fake", "2": None},
@@ -33,19 +33,16 @@ class Options(LoaderOptions):
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
     images = ImageResolver(options.image_root or path.parent / "queries_dataset" / "merge", options.missing_images, skips)
-    languages = parse_languages(options.language)
+    languages = LanguageFilter(options.language)
     samples = []
     for row in read_records(path):
         label = map_label(row, "label", row.require("label"), MAPS[options.taxonomy], skips)
         if label is None:
             continue
         caption = row.text("caption")
-        language = None
-        if languages is not None:
-            language = detect_language(caption)
-            if language not in languages:
-                skips.add(f"language not in {','.join(sorted(languages))}")
-                continue
+        keep, language = languages.check(caption, skips)
+        if not keep:
+            continue
         image = images.resolve(row.text("image_path"), row, "image_path")
         if image is None:
             continue

@@ -48,17 +48,10 @@ def load(path: Path, options: Options) -> LoadedDataset:
         claim = row.text("claim")
         post_text = str(post.get("text") or "")
         text = claim if not post_text or post_text.strip() == claim.strip() else f"Claim: {claim}\nPost: {post_text}"
-        paths = []
-        missing = False
-        if options.with_images:
-            addresses = post.get("image_address") or []
-            for k, address in enumerate(addresses if isinstance(addresses, list) else [addresses]):
-                image = images.resolve(str(address), row, f"steps_in_groundtruth_generated.Post.image_address[{k}]")
-                if image is None:
-                    missing = True
-                    break
-                paths.append(image)
-        if missing:
+        addresses = (post.get("image_address") or []) if options.with_images else []
+        paths = images.resolve_all([str(a) for a in (addresses if isinstance(addresses, list) else [addresses])], row,
+                                   "steps_in_groundtruth_generated.Post.image_address")
+        if paths is None:
             continue
         claim_date = None
         if row.data.get("claim_time"):
