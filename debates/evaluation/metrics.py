@@ -13,7 +13,7 @@ Conventions, chosen so that a run cannot look better by refusing to answer:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 from pydantic import BaseModel
@@ -176,11 +176,3 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         error_types=error_types,
     )
 
-
-def running_summary(correct: int, scored: int, cost: float | None, errors: int, abstained: int) -> dict[str, Any]:
-    return {
-        "accuracy": correct / scored if scored else None,
-        "cost_usd": cost,
-        "errors": errors,
-        "abstained": abstained,
-    }
