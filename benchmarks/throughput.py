@@ -24,10 +24,12 @@ import argparse
 import asyncio
 import json
 import math
+import re
 import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -37,24 +39,24 @@ sys.path.insert(0, str(REPO))
 
 # ---- the server (child process) -------------------------------------------------------------
 
-def instance_of(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
-    """A small valid instance of a JSON schema: the first enum value, the lower bound of a number, ..."""
+def instance_of(schema: dict[str, Any], defs: dict[str, Any], pick: int = 0) -> Any:
+    """A small valid instance of a JSON schema: the ``pick``-th enum value, the middle of a number range, ..."""
     if "$ref" in schema:
-        return instance_of(defs[schema["$ref"].split("/")[-1]], defs)
+        return instance_of(defs[schema["$ref"].split("/")[-1]], defs, pick)
     for key in ("anyOf", "oneOf", "allOf"):
         if key in schema:
-            return instance_of(schema[key][0], defs)
+            return instance_of(schema[key][0], defs, pick)
     if "const" in schema:
         return schema["const"]
     if "enum" in schema:
-        return schema["enum"][0]
+        return schema["enum"][pick % len(schema["enum"])]
     kind = schema.get("type", "object")
     if isinstance(kind, list):
         kind = kind[0]
     if kind == "object":
-        return {name: instance_of(sub, defs) for name, sub in schema.get("properties", {}).items()}
+        return {name: instance_of(sub, defs, pick) for name, sub in schema.get("properties", {}).items()}
     if kind == "array":
-        return [instance_of(schema["items"], defs) for _ in range(schema.get("minItems", 0))] if "items" in schema else []
+        return [instance_of(schema["items"], defs, pick) for _ in range(schema.get("minItems", 0))] if "items" in schema else []
     if kind in ("number", "integer"):
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
         high = schema.get("maximum", schema.get("exclusiveMaximum", low + 1))
@@ -65,11 +67,22 @@ def instance_of(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
     return "benchmark answer"
 
 
-def answer_text(request: dict[str, Any]) -> str:
+def answer_text(request: dict[str, Any], seen: dict[int, int]) -> str:
+    """An answer in the requested schema. The k-th request about one post picks the k-th label, so
+    consecutive turns alternate, the seats of a round never all agree, and a debate runs every round."""
     form = request.get("response_format") or {}
     schema = (form.get("json_schema") or {}).get("schema") or form.get("schema")
+    user = next((m.get("content") for m in request.get("messages", []) if m.get("role") == "user"), "")
+    post = zlib.crc32(json.dumps(user)[:300].encode())
+    pick = seen.get(post, 0)
+    seen[post] = pick + 1
     if schema:
-        return json.dumps(instance_of(schema, schema.get("$defs", {})))
+        return json.dumps(instance_of(schema, schema.get("$defs", {}), pick))
+    prompt = " ".join(str(m.get("content")) for m in request.get("messages", []))
+    offered = re.search(r"one of: ([^>\n]+)>", prompt)
+    if offered:
+        labels = [label.strip() for label in offered.group(1).split(",")]
+        return f"The post is weighed against what is known.\nFINAL ANSWER: {labels[pick % len(labels)]}\nCONFIDENCE: 0.7"
     return "yes"
 
 
@@ -88,6 +101,7 @@ def sequential_depth(intervals: list[tuple[float, float]]) -> int:
 async def serve(delay: float) -> None:
     stats: dict[str, Any] = {"requests": 0, "in_flight": 0, "max_in_flight": 0}
     intervals: list[tuple[float, float]] = []
+    seen: dict[int, int] = {}
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -119,7 +133,7 @@ async def serve(delay: float) -> None:
                         "id": "chatcmpl-bench", "object": "chat.completion", "created": int(time.time()),
                         "model": request.get("model", "bench-model"),
                         "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": answer_text(request)}}],
+                                     "message": {"role": "assistant", "content": answer_text(request, seen)}}],
                         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
                     }
                 data = json.dumps(payload).encode()
