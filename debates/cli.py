@@ -166,6 +166,6 @@ def main() -> None:
     Commands that live in their own modules register themselves on ``app`` when imported here
     (one import per feature area; keep this list sorted).
     """
-    from debates import cli_debate  # noqa: F401
+    from debates import cli_debate, cli_evaluate  # noqa: F401
 
     app()

@@ -1,0 +1,273 @@
+"""What every dataset loader shares: options, counted skips, row references and file lookups.
+
+Loaders turn a benchmark's own files into :class:`Sample` objects with a gold label from one of
+our taxonomies. Two kinds of trouble are kept apart on purpose:
+
+* a row that cannot be right (an unknown label, a missing required field, an image the download
+  should have had) raises :class:`InputError` naming the file, the row and the field, because
+  evaluating quietly on a subset would mislead;
+* a row that is fine but has no place in the chosen task (a label with no honest mapping, a post
+  in another language) is skipped and counted with its reason, and the report shows the counts.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from m3d_agents.errors import InputError
+from m3d_agents.sample import Sample
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff")
+
+
+class LoaderOptions(BaseModel):
+    """Options common to every loader; each loader extends this with its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    missing_images: Literal["error", "skip"] = "error"
+
+
+@dataclass
+class Skips:
+    """Rows left out, counted by reason."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def add(self, reason: str) -> None:
+        self.counts[reason] += 1
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.counts.most_common())
+
+
+class LoadReport(BaseModel):
+    kind: str
+    path: str
+    options: dict[str, Any]
+    loaded: int
+    skipped: dict[str, int]
+    taxonomy: str
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
+
+
+@dataclass
+class LoadedDataset:
+    samples: list[Sample]
+    report: LoadReport
+
+    @classmethod
+    def build(
+        cls, kind: str, path: Path, options: LoaderOptions, samples: list[Sample], skips: Skips, taxonomy: str
+    ) -> "LoadedDataset":
+        report = LoadReport(
+            kind=kind, path=str(path), options=options.model_dump(mode="json", exclude_defaults=True),
+            loaded=len(samples), skipped=skips.as_dict(), taxonomy=taxonomy,
+        )
+        return cls(samples=samples, report=report)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One record of a dataset file and where it came from, for error messages."""
+
+    ref: str
+    data: dict[str, Any]
+
+    def field(self, name: str) -> str:
+        return f"{self.ref}.{name}"
+
+    def require(self, name: str) -> Any:
+        if name not in self.data or self.data[name] is None:
+            raise InputError(self.field(name), "missing; the file does not look like the expected format")
+        return self.data[name]
+
+    def text(self, name: str, default: str | None = None) -> str:
+        value = self.data.get(name, default) if default is not None else self.require(name)
+        if value is None:
+            return ""
+        return str(value)
+
+
+def parse_options(model: type[LoaderOptions], raw: dict[str, str], kind: str) -> LoaderOptions:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = ".".join(str(p) for p in first["loc"]) or "option"
+        known = ", ".join(model.model_fields)
+        raise InputError(f"dataset option {name}", f"{first['msg']} (options of {kind}: {known})") from exc
+
+
+def require_file(path: Path, what: str) -> Path:
+    if not path.exists():
+        raise InputError("dataset", f"{what} {path} does not exist")
+    if not path.is_file():
+        raise InputError("dataset", f"{what} {path} is not a file")
+    return path
+
+
+def read_records(path: Path) -> Iterator[Row]:
+    """Rows of a JSON array, a JSON object of objects (keyed by id), JSON Lines, or concatenated objects.
+
+    Benchmarks ship all four: MMFakeBench an array, MR2 an object keyed by id, FakeSV and RW-Post
+    JSON Lines, AMG pretty-printed objects one after another.
+    """
+    text = require_file(path, "dataset file").read_text(encoding="utf-8-sig")
+    stripped = text.lstrip()
+    if not stripped:
+        raise InputError("dataset", f"{path} is empty")
+    if stripped[0] == "[":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path.name}", f"not valid JSON at line {exc.lineno}: {exc.msg}") from exc
+        for i, item in enumerate(data):
+            yield Row(f"{path.name}[{i}]", _as_object(item, f"{path.name}[{i}]"))
+        return
+    decoder = json.JSONDecoder()
+    position, line_of = 0, _line_counter(text)
+    objects: list[tuple[int, Any]] = []
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position >= len(text):
+            break
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path.name}:{line_of(position)}", f"not valid JSON: {exc.msg}") from exc
+        objects.append((line_of(position), value))
+        position = end
+    if len(objects) == 1 and isinstance(objects[0][1], dict) and objects[0][1] and all(
+        isinstance(v, dict) for v in objects[0][1].values()
+    ):
+        for key, item in objects[0][1].items():
+            yield Row(f"{path.name}[{key!r}]", {"__key__": key, **item})
+        return
+    for line, item in objects:
+        yield Row(f"{path.name}:{line}", _as_object(item, f"{path.name}:{line}"))
+
+
+def _as_object(item: Any, ref: str) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        raise InputError(ref, f"expected a JSON object, got {type(item).__name__}")
+    return item
+
+
+def _line_counter(text: str) -> Callable[[int], int]:
+    starts = [0]
+    for i, char in enumerate(text):
+        if char == "\n":
+            starts.append(i + 1)
+
+    def line_of(position: int) -> int:
+        import bisect
+
+        return bisect.bisect_right(starts, position)
+
+    return line_of
+
+
+def read_csv_rows(path: Path, delimiter: str = ",", quoting: int = csv.QUOTE_MINIMAL) -> Iterator[Row]:
+    """CSV rows as dicts; row references count the header as line 1."""
+    require_file(path, "dataset file")
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        reader = csv.DictReader(handle, delimiter=delimiter, quoting=quoting)
+        if not reader.fieldnames:
+            raise InputError("dataset", f"{path} has no header row")
+        for row in reader:
+            yield Row(f"{path.name}:{reader.line_num}", {k: v for k, v in row.items() if k is not None})
+
+
+def find_image(folder: Path, stem: str) -> Path | None:
+    """A file named ``stem`` with any usual image suffix, or None."""
+    for suffix in IMAGE_SUFFIXES:
+        for candidate in (folder / f"{stem}{suffix}", folder / f"{stem}{suffix.upper()}"):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+class ImageResolver:
+    """Turns a dataset's image reference into a path, applying the ``missing_images`` policy."""
+
+    def __init__(self, root: Path, policy: Literal["error", "skip"], skips: Skips) -> None:
+        self.root = root
+        self.policy = policy
+        self.skips = skips
+
+    def resolve(self, reference: str, row: Row, field_name: str) -> Path | None:
+        """The image path, or None when it is missing and the policy is to skip (counted).
+
+        Datasets root their paths differently (MMFakeBench writes ``/fake/...`` relative to the split
+        folder, RW-Post starts at its repository root), so the reference is tried as given, under
+        the root, and with leading folders dropped one by one.
+        """
+        relative = Path(reference.lstrip("/").removeprefix("./"))
+        candidates = [Path(reference)] if Path(reference).is_absolute() else []
+        candidates.append(self.root / relative)
+        parts = relative.parts
+        candidates += [self.root.joinpath(*parts[i:]) for i in range(1, len(parts))]
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+        if self.policy == "skip":
+            self.skips.add(f"image file not found ({field_name})")
+            return None
+        raise InputError(
+            row.field(field_name),
+            f"image {reference!r} not found under {self.root}; download the images, point image_root at them,"
+            " or pass missing_images=skip to count such rows and leave them out",
+        )
+
+
+    def resolve_all(self, references: list[str], row: Row, field_name: str) -> list[Path] | None:
+        """Every image of a row, or None when one is missing and the policy is to skip the row."""
+        paths = []
+        for k, reference in enumerate(references):
+            image = self.resolve(reference, row, f"{field_name}[{k}]" if len(references) > 1 else field_name)
+            if image is None:
+                return None
+            paths.append(image)
+        return paths
+
+
+def make_sample(row: Row, skips: Skips, **fields: Any) -> Sample | None:
+    """Build a Sample; an empty text is a counted skip, any other invalid field an error naming the row."""
+    text = str(fields.get("text") or "")
+    if not text.strip():
+        skips.add("empty text")
+        return None
+    try:
+        return Sample(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = ".".join(str(p) for p in first["loc"]) or "sample"
+        raise InputError(row.field(name), first["msg"]) from exc
+
+
+def map_label(row: Row, field_name: str, raw: Any, mapping: dict[str, str | None], skips: Skips) -> str | None:
+    """Look ``raw`` up in an explicit map; None in the map means 'no honest mapping: skip, counted'.
+
+    A value absent from the map is an error: it means the file is not the format we think it is.
+    """
+    key = str(raw).strip()
+    lookup = {k.lower(): v for k, v in mapping.items()}
+    if key.lower() not in lookup:
+        raise InputError(row.field(field_name), f"unknown label {key!r}; expected one of {', '.join(mapping)}")
+    mapped = lookup[key.lower()]
+    if mapped is None:
+        skips.add(f"label {key!r} has no mapping onto the chosen taxonomy")
+    return mapped
+

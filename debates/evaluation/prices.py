@@ -1,0 +1,68 @@
+"""What a model call costs, per backend, in US dollars.
+
+Self-hosted backends (the embedded llama.cpp model, a vLLM server) have no per-token bill, so
+they cost zero here; the GPU time behind them is not counted. Hosted models are priced per million
+input and output tokens. A model we have no price for gets no cost at all (reported as unknown),
+never a guessed one; ``--prices FILE`` adds or overrides entries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
+from m3d_agents.backends.config import BackendConfig
+from m3d_agents.errors import InputError
+
+
+class Price(BaseModel):
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1_000_000
+
+
+FREE = Price(input_per_mtok=0.0, output_per_mtok=0.0)
+
+# OpenAI list prices (standard tier, USD per 1M tokens).
+HOSTED: dict[str, Price] = {
+    "gpt-4o": Price(input_per_mtok=2.50, output_per_mtok=10.00),
+    "gpt-4o-mini": Price(input_per_mtok=0.15, output_per_mtok=0.60),
+    "gpt-4.1": Price(input_per_mtok=2.00, output_per_mtok=8.00),
+    "gpt-4.1-mini": Price(input_per_mtok=0.40, output_per_mtok=1.60),
+    "gpt-4.1-nano": Price(input_per_mtok=0.10, output_per_mtok=0.40),
+}
+
+
+class PriceTable(BaseModel):
+    models: dict[str, Price] = Field(default_factory=lambda: dict(HOSTED))
+
+    def for_backend(self, config: BackendConfig) -> Price | None:
+        """Zero for self-hosted kinds; the model's entry (dated snapshots fall back to their family) for hosted ones."""
+        name = config.model_name
+        if name in self.models:
+            return self.models[name]
+        if config.kind in ("local", "vllm"):
+            return FREE
+        for known in sorted(self.models, key=len, reverse=True):
+            if name.startswith(known + "-"):
+                return self.models[known]
+        return None
+
+
+def load_price_table(path: Path | None) -> PriceTable:
+    table = PriceTable()
+    if path is None:
+        return table
+    if not path.is_file():
+        raise InputError("prices", f"{path} does not exist")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+        extra = {name: Price.model_validate(value) for name, value in dict(raw).items()}
+    except (yaml.YAMLError, ValidationError, TypeError, ValueError) as exc:
+        raise InputError("prices", f"{path}: expected 'model: {{input_per_mtok: X, output_per_mtok: Y}}' entries ({exc})") from exc
+    table.models.update(extra)
+    return table

@@ -1,0 +1,144 @@
+"""The results file of a run: one JSON line per finished sample, appended and fsynced one by one.
+
+Each row is written with a single ``write`` on a file opened for appending, then fsynced, so a
+crash at any point leaves every earlier row intact and at most one torn line at the end, which
+:func:`read_rows` cuts off before a resumed run appends to the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from m3d_agents.errors import InputError
+from m3d_agents.verdict import Verdict
+
+Status = Literal["ok", "abstained", "error"]
+
+
+class RowError(BaseModel):
+    type: str
+    message: str
+    field: str | None = None
+
+
+class EvalRow(BaseModel):
+    """One sample's outcome, with what the metrics need at the top level and the full verdict below."""
+
+    sample_id: str
+    index: int
+    seed: int
+    status: Status
+    taxonomy: str
+    gold: str | None = None
+    label: str | None = None
+    gold_misinformation: bool | None = None
+    is_misinformation: bool | None = None
+    confidence: float | None = None
+    abstain_reason: str | None = None
+    error: RowError | None = None
+    latency_s: float = 0.0
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    cost_usd: float | None = 0.0
+    config: str
+    backend: str
+    verdict: dict[str, Any] | None = Field(None, description="the full Verdict, transcript included")
+
+    @property
+    def scored(self) -> bool:
+        return self.gold is not None and self.status != "error"
+
+    @property
+    def correct(self) -> bool:
+        return self.status == "ok" and self.label == self.gold
+
+
+class ResultsFile:
+    """Append-only JSONL of :class:`EvalRow`, one fsync per row."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        existed = self.path.exists()
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if not existed:
+            directory = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+
+    def append(self, row: EvalRow) -> None:
+        if self._fd is None:
+            raise RuntimeError("the results file is not open")
+        data = (row.model_dump_json() + "\n").encode()
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def read_rows(path: Path, repair: bool = False) -> tuple[list[EvalRow], bool]:
+    """Every complete row, and whether a torn last line was found (and, with ``repair``, cut off).
+
+    A bad line anywhere but at the end cannot come from an interrupted append, so it is an error.
+    Where a sample id occurs more than once (a failed sample retried), the last row wins.
+    """
+    if not path.exists():
+        return [], False
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    rows: dict[str, EvalRow] = {}
+    offset = 0
+    torn = False
+    for number, line in enumerate(lines, start=1):
+        is_last = number == len(lines)
+        if not line.strip():
+            offset += len(line) + 1
+            continue
+        try:
+            if is_last:
+                raise ValueError("no newline at the end")
+            row = EvalRow.model_validate(json.loads(line))
+        except (ValueError, ValidationError) as exc:
+            if is_last or (number == len(lines) - 1 and not lines[-1]):
+                torn = True
+                break
+            raise InputError(f"{path.name}:{number}", f"not a result row ({exc}); the file was changed by hand") from exc
+        rows[row.sample_id] = row
+        offset += len(line) + 1
+    if torn and repair:
+        with path.open("r+b") as handle:
+            handle.truncate(offset)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return list(rows.values()), torn
+
+
+def row_from_verdict(verdict: Verdict, *, index: int, seed: int, gold: str | None, gold_mis: bool | None,
+                     latency_s: float, cost_usd: float | None, config: str, backend: str) -> EvalRow:
+    acc = verdict.accounting
+    return EvalRow(
+        sample_id=verdict.sample_id, index=index, seed=seed, status="abstained" if verdict.abstained else "ok",
+        taxonomy=verdict.taxonomy, gold=gold, label=verdict.label, gold_misinformation=gold_mis,
+        is_misinformation=verdict.is_misinformation, confidence=verdict.confidence,
+        abstain_reason=verdict.abstain_reason, latency_s=round(latency_s, 4), model_calls=acc.model_calls,
+        prompt_tokens=acc.prompt_tokens, completion_tokens=acc.completion_tokens, cache_hits=acc.cache_hits,
+        cost_usd=cost_usd, config=config, backend=verdict.backend or backend, verdict=verdict.model_dump(mode="json"),
+    )
