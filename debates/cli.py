@@ -161,11 +161,10 @@ def backends(
 
 
 def main() -> None:
-    """Entry point of ``m3d`` and ``python -m debates``.
-
-    Commands that live in their own modules register themselves on ``app`` when imported here
-    (one import per feature area; keep this list sorted).
-    """
-    from debates import cli_debate, cli_evaluate  # noqa: F401
-
+    """Entry point of ``m3d`` and ``python -m debates``."""
     app()
+
+
+# Commands that live in their own modules register themselves on `app` when imported here
+# (one import per feature area; keep this list sorted).
+from debates import cli_debate, cli_evaluate  # noqa: E402,F401
