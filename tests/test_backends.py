@@ -42,7 +42,9 @@ def test_structured_output_request_per_backend() -> None:
 
     schema = answer_schema(get_taxonomy("binary"))
     vllm = build_backend(BackendConfig(kind="vllm", base_url="http://127.0.0.1:9/v1", cache=False))
-    assert vllm.structured_args(schema) == {"json_output": schema}
+    sent = vllm.structured_args(schema)["extra_create_args"]["response_format"]
+    assert sent["type"] == "json_schema" and sent["json_schema"]["strict"] is True
+    assert sent["json_schema"]["schema"]["additionalProperties"] is False
     local = build_backend(BackendConfig(kind="local", base_url="http://127.0.0.1:9/v1", cache=False))
     args = local.structured_args(schema)
     assert args["extra_create_args"]["response_format"]["type"] == "json_object"

@@ -14,7 +14,7 @@ from autogen_agentchat.base import Response
 from autogen_agentchat.messages import BaseChatMessage, TextMessage
 from autogen_core import CancellationToken
 from autogen_core.models import SystemMessage, UserMessage
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 import prompts
 from m3d_agents.agents.post_content import image_context, user_content
@@ -36,7 +36,8 @@ def _schema_for(name: str, labels: tuple[str, ...]) -> type[BaseModel]:
     label_type = Literal[labels]  # type: ignore[valid-type]
     return create_model(  # type: ignore[call-overload, no-any-return]
         f"CheckAnswer_{name}",
-        rationale=(str, Field(..., max_length=600)),
+        __config__=ConfigDict(extra="forbid"),
+        rationale=(str, Field(..., description="at most three sentences")),
         label=(label_type, ...),
         confidence=(float, Field(..., ge=0.0, le=1.0)),
     )

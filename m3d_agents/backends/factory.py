@@ -75,12 +75,14 @@ class Backend:
     def structured_args(self, schema: type[BaseModel]) -> dict[str, Any]:
         """Keyword arguments for ``create`` that make the answer valid JSON of ``schema`` by construction.
 
-        vLLM and OpenAI take ``response_format`` of type ``json_schema`` (AutoGen sends it when
-        ``json_output`` is a pydantic class); llama.cpp's server only accepts a ``json_object``
-        with a ``schema`` key, which it turns into a grammar.
+        vLLM and OpenAI take ``response_format`` of type ``json_schema``; llama.cpp's server only
+        accepts a ``json_object`` with a ``schema`` key, which it turns into a grammar.
         """
         if self.client.model_info.get("structured_output"):
-            return {"json_output": schema}
+            # Sent as a raw response_format, not through AutoGen's json_output=<model>: that path uses
+            # the SDK's beta parser, which costs CPU per call and warns on every parsed reply.
+            json_schema = {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": True}
+            return {"extra_create_args": {"response_format": {"type": "json_schema", "json_schema": json_schema}}}
         if self.client.model_info.get("json_output"):
             # Passed raw: AutoGen's json_output=True would replace it with a schema-less json_object.
             return {"extra_create_args": {"response_format": {"type": "json_object", "schema": schema.model_json_schema()}}}
