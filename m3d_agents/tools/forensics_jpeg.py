@@ -31,9 +31,9 @@ from m3d_agents.tools.forensics_base import (
 )
 
 NAME = "jpeg_analysis"
-GHOST_QUALITIES = tuple(range(50, 100, 5))
+GHOST_QUALITIES = (50, 60, 70, 80, 90)
 GHOST_BLOCK = 16
-LOW_QUALITIES = 4
+LOW_QUALITIES = 2
 _LOW_FREQUENCIES = ((0, 1), (1, 0), (1, 1), (0, 2), (2, 0), (1, 2), (2, 1))
 
 _IJG_LUMINANCE = np.array(
