@@ -16,7 +16,7 @@ from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.images import load_image, prepare_sample
-from m3d_agents.sample import Sample, SampleMetadata
+from m3d_agents.sample import Sample
 from m3d_agents.tools import ToolCard, ToolContext, default_registry, enable_image_describers
 from m3d_agents.tools.describers import forensic_describer, ocr_describer
 from m3d_agents.tools.logic_check import check_logic

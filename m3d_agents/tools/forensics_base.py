@@ -154,6 +154,19 @@ def block_result(
     )
 
 
+def anomaly_result(
+    tool: str, z: np.ndarray, block: int, shape: tuple[int, int], centre: float, width: float,
+    flagged: str, clean: str, **details: Any,
+) -> ForensicResult:
+    """Score a z-map by its most anomalous blocks; ``flagged`` may use ``{area}``, the suspicious share."""
+    strength = tail_strength(z)
+    score = logistic(strength, centre=centre, width=width)
+    area = suspicious_area(z)
+    finding = flagged.format(area=f"{area:.0%}") if score >= 0.5 else clean
+    return block_result(tool, z, block, shape, score, finding,
+                        tail_z=round(strength, 3), suspicious_area=round(area, 4), **details)
+
+
 def jpeg_roundtrip(rgb: np.ndarray, quality: int) -> np.ndarray:
     buffer = io.BytesIO()
     Image.fromarray(rgb).save(buffer, format="JPEG", quality=quality)

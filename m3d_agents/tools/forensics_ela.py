@@ -10,17 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from m3d_agents.images import PreparedImage
-from m3d_agents.tools.forensics_base import (
-    ForensicResult,
-    analysis_image,
-    block_reduce,
-    block_result,
-    jpeg_roundtrip,
-    logistic,
-    robust_z,
-    suspicious_area,
-    tail_strength,
-)
+from m3d_agents.tools.forensics_base import ForensicResult, analysis_image, anomaly_result, block_reduce, jpeg_roundtrip, robust_z
 
 NAME = "error_level_analysis"
 QUALITY = 90
@@ -36,15 +26,9 @@ def ela_blocks(rgb: np.ndarray, quality: int = QUALITY, block: int = BLOCK) -> n
 def analyse_ela(image: PreparedImage) -> ForensicResult:
     pixels = analysis_image(image)
     blocks = ela_blocks(pixels.rgb)
-    z = robust_z(blocks)
-    strength = tail_strength(z)
-    score = logistic(strength, centre=6.0, width=1.5)
-    area = suspicious_area(z)
-    if score >= 0.5:
-        finding = f"a region covering {area:.0%} of the image has unusually high error levels after re-compression"
-    else:
-        finding = "error levels after re-compression are fairly uniform across the image"
-    return block_result(
-        NAME, z, BLOCK, pixels.rgb.shape[:2], score, finding,
-        quality=QUALITY, tail_z=round(strength, 3), suspicious_area=round(area, 4), mean_error=round(float(blocks.mean()), 3),
+    return anomaly_result(
+        NAME, robust_z(blocks), BLOCK, pixels.rgb.shape[:2], centre=6.0, width=1.5,
+        flagged="a region covering {area} of the image has unusually high error levels after re-compression",
+        clean="error levels after re-compression are fairly uniform across the image",
+        quality=QUALITY, mean_error=round(float(blocks.mean()), 3),
     )

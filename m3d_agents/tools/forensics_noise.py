@@ -10,16 +10,7 @@ import numpy as np
 from scipy import ndimage
 
 from m3d_agents.images import PreparedImage
-from m3d_agents.tools.forensics_base import (
-    ForensicResult,
-    analysis_image,
-    block_reduce,
-    block_result,
-    logistic,
-    robust_z,
-    suspicious_area,
-    tail_strength,
-)
+from m3d_agents.tools.forensics_base import ForensicResult, analysis_image, anomaly_result, block_reduce, robust_z
 
 NAME = "noise_inconsistency"
 BLOCK = 16
@@ -34,15 +25,8 @@ def noise_blocks(luminance: np.ndarray, block: int = BLOCK) -> np.ndarray:
 
 def analyse_noise(image: PreparedImage) -> ForensicResult:
     pixels = analysis_image(image)
-    blocks = noise_blocks(pixels.luminance)
-    z = np.abs(robust_z(blocks))
-    strength = tail_strength(z)
-    score = logistic(strength, centre=4.0, width=1.0)
-    area = suspicious_area(z)
-    if score >= 0.5:
-        finding = f"the noise level differs markedly in {area:.0%} of the image, as if parts came from another source"
-    else:
-        finding = "the noise level is consistent across the image"
-    return block_result(
-        NAME, z, BLOCK, pixels.rgb.shape[:2], score, finding, tail_z=round(strength, 3), suspicious_area=round(area, 4)
+    return anomaly_result(
+        NAME, np.abs(robust_z(noise_blocks(pixels.luminance))), BLOCK, pixels.rgb.shape[:2], centre=4.0, width=1.0,
+        flagged="the noise level differs markedly in {area} of the image, as if parts came from another source",
+        clean="the noise level is consistent across the image",
     )
