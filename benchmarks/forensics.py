@@ -2,7 +2,8 @@
 
 - pixel level: each tool's heat map against the tampering masks of ../shared/data/casia2-samples
   (AUC per image, then the mean over images);
-- image level: each tool's score, fake against real, on ../shared/data/mediaeval2016-dev.
+- image level: each tool's score, fake against real, on ../shared/data/mediaeval2016-dev
+  (labels from posts.txt, one per image).
 
 Run: python benchmarks/forensics.py [--limit N]
 """
@@ -21,6 +22,7 @@ from scipy.stats import rankdata
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from debates.cli_tools import mediaeval_images  # noqa: E402
 from m3d_agents.errors import InputError  # noqa: E402
 from m3d_agents.images import load_image  # noqa: E402
 from m3d_agents.sample import InputLimits  # noqa: E402
@@ -62,8 +64,7 @@ def pixel_level() -> dict[str, list[float]]:
 
 
 def image_level(limit: int | None) -> tuple[dict[str, float], int, int, int]:
-    paths = sorted((DATA / "mediaeval2016-dev" / "images").glob("*/*/*"))
-    labelled = [(p, p.parent.name == "fakes") for p in paths if p.parent.name in {"fakes", "reals"}]
+    labelled = mediaeval_images(DATA / "mediaeval2016-dev")
     if limit:
         labelled = labelled[:: max(1, len(labelled) // limit)][:limit]
     scores: dict[str, list[float]] = {m: [] for m in METHODS}

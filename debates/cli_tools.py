@@ -21,11 +21,11 @@ EVALUABLE_CONFIGS = ("forensic-fusion",)
 
 
 def mediaeval_images(folder: Path) -> list[tuple[Path, bool]]:
-    """Labelled images of a MediaEval 2016 folder: ``posts.txt`` labels joined to ``images/*/*/<image_id>.*``."""
+    """Labelled images of a MediaEval 2016 folder: ``posts.txt`` labels joined to ``images/**/<image_id>.*``."""
     posts = folder / "posts.txt"
     if not posts.is_file():
         raise InputError("dataset", f"{posts} does not exist; expected a MediaEval 2016 folder with posts.txt and images/")
-    files = {p.stem: p for p in (folder / "images").glob("*/*/*") if p.suffix.lower() != ".txt"}
+    files = {p.stem: p for p in sorted((folder / "images").rglob("*")) if p.is_file() and p.suffix.lower() != ".txt"}
     labels: dict[str, bool] = {}
     csv.field_size_limit(sys.maxsize)
     with posts.open(encoding="utf-8", newline="") as handle:
