@@ -24,6 +24,7 @@ from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.images import PreparedSample
 from m3d_agents.labels import Taxonomy
 from m3d_agents.parsing import parse_model
+from m3d_agents.tools.describers import enable_image_describers
 
 
 def answer_schema(taxonomy: Taxonomy) -> type[BaseModel]:
@@ -54,6 +55,7 @@ class CheckerAgent(BaseChatAgent):
         retries: int = 2,
     ) -> None:
         super().__init__(name, description="Checks one post and answers with a label and a confidence.")
+        enable_image_describers()
         self._client = backend.view(ledger, agent=name, role="checker")
         self._backend = backend
         self._ledger = ledger

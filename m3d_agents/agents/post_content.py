@@ -24,6 +24,15 @@ def register_describer(describer: ImageDescriber) -> None:
         _describers.append(describer)
 
 
+def unregister_describer(describer: ImageDescriber) -> None:
+    if describer in _describers:
+        _describers.remove(describer)
+
+
+def registered_describers() -> list[ImageDescriber]:
+    return list(_describers)
+
+
 def basic_facts(image: PreparedImage) -> str:
     width, height = image.original_size
     return f"format {image.format}, {width}x{height} pixels, sha256 {image.sha256[:12]}"

@@ -1,0 +1,126 @@
+"""Tool cards and the registry: what each tool is for, rendered into AutoGen tool descriptions.
+
+A model picks tools by reading their descriptions, so the description is generated from one card
+per tool (purpose, when to use it, inputs, outputs, cost, requirements) instead of being written
+ad hoc next to each function. Tools are bound to one sample at a time through a
+:class:`ToolContext`, which keeps samples from sharing state.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Sequence
+
+from autogen_core.tools import FunctionTool
+from pydantic import BaseModel, Field, field_validator
+
+from m3d_agents.backends.factory import Backend
+from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.errors import InputError
+from m3d_agents.evidence import Evidence
+from m3d_agents.images import PreparedImage, PreparedSample
+
+CostClass = Literal["cheap", "moderate", "expensive"]
+
+
+class ToolCard(BaseModel):
+    name: str
+    purpose: str
+    when_to_use: str
+    inputs: str
+    outputs: str
+    cost: CostClass
+    needs_network: bool = False
+    needs_gpu: bool = False
+    needs_vision: bool = Field(False, description="needs a backend that can see images")
+    category: Literal["forensics", "image_analysis", "ocr", "text", "time"] = "forensics"
+
+    @field_validator("name")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z][a-z0-9_]{1,63}", value):
+            raise ValueError(f"{value!r} is not a tool name (lower-case letters, digits and _)")
+        return value
+
+    def description(self) -> str:
+        needs = [label for flag, label in ((self.needs_network, "network"), (self.needs_gpu, "GPU"),
+                                           (self.needs_vision, "a vision backend")) if flag]
+        return (
+            f"{self.purpose} When to use: {self.when_to_use} Inputs: {self.inputs} Outputs: {self.outputs} "
+            f"Cost: {self.cost}. Needs: {', '.join(needs) if needs else 'nothing beyond the CPU'}."
+        )
+
+
+@dataclass
+class ToolContext:
+    """The sample the tools work on, and where their model calls are billed."""
+
+    prepared: PreparedSample
+    ledger: UsageLedger = field(default_factory=UsageLedger)
+    backend: Backend | None = None
+    agent: str = "tools"
+    evidence: list[Evidence] = field(default_factory=list)
+
+    def image(self, index: int) -> PreparedImage:
+        count = len(self.prepared.images)
+        if not 0 <= index < count:
+            raise InputError("image_index", f"{index} is out of range; the post has {count} image(s)")
+        return self.prepared.images[index]
+
+    def require_backend(self) -> Backend:
+        if self.backend is None:
+            raise InputError("backend", "this tool calls a model, but no backend was given to the tools")
+        return self.backend
+
+
+ToolFactory = Callable[[ToolContext], Callable[..., Any]]
+
+
+@dataclass(frozen=True)
+class RegisteredTool:
+    card: ToolCard
+    factory: ToolFactory
+
+
+class ToolRegistry:
+    """Every tool the agents may call, by name."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, RegisteredTool] = {}
+
+    def register(self, card: ToolCard) -> Callable[[ToolFactory], ToolFactory]:
+        def decorate(factory: ToolFactory) -> ToolFactory:
+            if card.name in self._tools:
+                raise ValueError(f"a tool named {card.name!r} is already registered")
+            self._tools[card.name] = RegisteredTool(card, factory)
+            return factory
+
+        return decorate
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def cards(self, category: str | None = None) -> list[ToolCard]:
+        return [t.card for t in self._tools.values() if category is None or t.card.category == category]
+
+    def card(self, name: str) -> ToolCard:
+        return self._entry(name).card
+
+    def _entry(self, name: str) -> RegisteredTool:
+        if name not in self._tools:
+            raise InputError("tools", f"unknown tool {name!r}; known: {', '.join(self._tools)}")
+        return self._tools[name]
+
+    def function_tools(self, context: ToolContext, names: Sequence[str] | None = None) -> list[FunctionTool]:
+        """AutoGen tools bound to ``context``; their descriptions come from the cards."""
+        chosen = list(names) if names is not None else self.names()
+        tools = []
+        for name in chosen:
+            entry = self._entry(name)
+            tools.append(FunctionTool(entry.factory(context), description=entry.card.description(), name=name))
+        return tools
+
+    def catalogue(self) -> str:
+        """All cards as text, for planners that choose tools before calling them."""
+        return "\n".join(f"- {t.card.name}: {t.card.description()}" for t in self._tools.values())

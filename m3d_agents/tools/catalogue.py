@@ -1,0 +1,167 @@
+"""The registry of every tool, with its card and its binding to a sample."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+from m3d_agents.tools.cards import ToolCard, ToolContext, ToolRegistry
+from m3d_agents.tools.forensics_base import ForensicResult
+from m3d_agents.tools.fusion import FORENSIC_TOOLS, fuse, run_forensics
+from m3d_agents.tools.learned_detector import analyse_learned
+from m3d_agents.tools.logic_check import check_logic
+from m3d_agents.tools.ocr import read_text
+from m3d_agents.tools.time_detection import earliest_appearance
+from m3d_agents.tools.vlm_analysis import grounded_description, physics_check, recognise_entities, visual_question
+
+_IMAGE_INPUT = "image_index (0 for the first image of the post)."
+_FORENSIC_OUTPUT = "a score in [0, 1] (higher = more likely manipulated) and a one-line finding; a heat map is kept for the report."
+_FORENSIC_CARDS = {
+    "ela": ToolCard(
+        name="error_level_analysis", purpose="Error level analysis: re-compresses the image and finds regions whose error stands out.",
+        when_to_use="to locate pasted or retouched regions, mainly in JPEG photos.", inputs=_IMAGE_INPUT,
+        outputs=_FORENSIC_OUTPUT, cost="cheap"),
+    "jpeg": ToolCard(
+        name="jpeg_analysis", purpose="Reads the JPEG quantisation tables, estimates double compression and finds JPEG ghosts.",
+        when_to_use="when an image may have been edited and saved again, or composed from JPEGs of other qualities.",
+        inputs=_IMAGE_INPUT, outputs=_FORENSIC_OUTPUT, cost="cheap"),
+    "exif": ToolCard(
+        name="metadata_analysis", purpose="Reads EXIF and XMP metadata: editing software, dates, camera and GPS presence.",
+        when_to_use="to learn where the file came from and whether an editor saved it; absence of metadata is normal on social media.",
+        inputs=_IMAGE_INPUT, outputs=_FORENSIC_OUTPUT, cost="cheap"),
+    "noise": ToolCard(
+        name="noise_inconsistency", purpose="Compares the local noise level across the image.",
+        when_to_use="to spot spliced regions that came from another camera or were resized or blurred.",
+        inputs=_IMAGE_INPUT, outputs=_FORENSIC_OUTPUT, cost="cheap"),
+}
+
+REGISTRY = ToolRegistry()
+
+
+def _forensic_factory(key: str) -> Callable[[ToolContext], Callable[..., Any]]:
+    def factory(context: ToolContext) -> Callable[..., Any]:
+        async def run(image_index: int = 0) -> str:
+            result: ForensicResult = await asyncio.to_thread(FORENSIC_TOOLS[key], context.image(image_index))
+            return result.for_agents()
+
+        return run
+
+    return factory
+
+
+for _key, _card in _FORENSIC_CARDS.items():
+    REGISTRY.register(_card)(_forensic_factory(_key))
+
+
+@REGISTRY.register(ToolCard(
+    name="forensic_fusion", purpose="Runs every pixel and metadata forensic tool and fuses their scores into one forgery score.",
+    when_to_use="first, for a quick overall judgement of whether the image was manipulated.", inputs=_IMAGE_INPUT,
+    outputs="the fused score, the finding of each tool, and a fused heat map for the report.", cost="moderate"))
+def _fusion(context: ToolContext) -> Callable[..., Any]:
+    async def forensic_fusion(image_index: int = 0) -> str:
+        results = await asyncio.to_thread(run_forensics, context.image(image_index))
+        fused = fuse(list(results.values()))
+        return "\n".join([fused.for_agents(), *(r.for_agents() for r in results.values())])
+
+    return forensic_fusion
+
+
+@REGISTRY.register(ToolCard(
+    name="learned_detector", purpose="A learned forgery detector loaded from a local TorchScript file, when one is configured.",
+    when_to_use="as a second opinion next to the hand-made forensic tools.", inputs=_IMAGE_INPUT,
+    outputs="a forgery probability and a heat map, or 'unavailable' when no model is configured.", cost="moderate"))
+def _learned(context: ToolContext) -> Callable[..., Any]:
+    async def learned_detector(image_index: int = 0) -> str:
+        return (await asyncio.to_thread(analyse_learned, context.image(image_index))).for_agents()
+
+    return learned_detector
+
+
+@REGISTRY.register(ToolCard(
+    name="ocr", purpose="Reads the text inside the image with Tesseract.", category="ocr",
+    when_to_use="for memes, screenshots, signs and captions burnt into the picture.", inputs=_IMAGE_INPUT,
+    outputs="the text read and Tesseract's confidence.", cost="cheap"))
+def _ocr(context: ToolContext) -> Callable[..., Any]:
+    async def ocr(image_index: int = 0) -> str:
+        return (await asyncio.to_thread(read_text, context.image(image_index))).for_agents()
+
+    return ocr
+
+
+@REGISTRY.register(ToolCard(
+    name="grounded_description", purpose="Asks the vision model for a description tied to regions of the image.",
+    category="image_analysis", needs_vision=True, when_to_use="before judging whether image and text match.",
+    inputs=_IMAGE_INPUT, outputs="a short description that names where each thing is.", cost="expensive"))
+def _describe(context: ToolContext) -> Callable[..., Any]:
+    async def describe(image_index: int = 0) -> str:
+        result = await grounded_description(context.image(image_index), context.require_backend(), context.ledger, context.agent)
+        return result.for_agents()
+
+    return describe
+
+
+@REGISTRY.register(ToolCard(
+    name="visual_question", purpose="Asks the vision model one question about the image.", category="image_analysis",
+    needs_vision=True, when_to_use="to verify one specific detail the claim depends on.",
+    inputs="question (one question), image_index.", outputs="the answer, or 'cannot tell from the image'.", cost="expensive"))
+def _vqa(context: ToolContext) -> Callable[..., Any]:
+    async def answer(question: str, image_index: int = 0) -> str:
+        result = await visual_question(context.image(image_index), question, context.require_backend(), context.ledger, context.agent)
+        return result.for_agents()
+
+    return answer
+
+
+@REGISTRY.register(ToolCard(
+    name="image_entities", purpose="Asks the vision model which people, places, landmarks, logos and events the image shows.",
+    category="image_analysis", needs_vision=True, when_to_use="to compare who and where the image shows with what the text says.",
+    inputs=_IMAGE_INPUT, outputs="a list of entities, each with its type and visual evidence.", cost="expensive"))
+def _entities(context: ToolContext) -> Callable[..., Any]:
+    async def entities(image_index: int = 0) -> str:
+        result = await recognise_entities(context.image(image_index), context.require_backend(), context.ledger, context.agent)
+        return result.for_agents()
+
+    return entities
+
+
+@REGISTRY.register(ToolCard(
+    name="physics_check", purpose="Asks the vision model whether the scene is physically possible and consistent with the claim.",
+    category="image_analysis", needs_vision=True, when_to_use="for composites, impossible weather, shadows or scale, and generated images.",
+    inputs="claim (defaults to the post's text), image_index.", outputs="plausible yes/no, the problems seen, and whether the image fits the claim.",
+    cost="expensive"))
+def _physics(context: ToolContext) -> Callable[..., Any]:
+    async def check(claim: str = "", image_index: int = 0) -> str:
+        result = await physics_check(context.image(image_index), claim or context.prepared.sample.text,
+                                     context.require_backend(), context.ledger, context.agent)
+        return result.for_agents()
+
+    return check
+
+
+@REGISTRY.register(ToolCard(
+    name="logic_check", purpose="Asks the language model whether a claim contradicts itself.", category="text",
+    when_to_use="when the text critic reviews a claim with numbers, dates or chains of cause and effect.",
+    inputs="claim (defaults to the post's text).", outputs="consistent yes/no and the issues found.", cost="moderate"))
+def _logic(context: ToolContext) -> Callable[..., Any]:
+    async def logic(claim: str = "") -> str:
+        result = await check_logic(claim or context.prepared.sample.text, context.require_backend(), context.ledger,
+                                   context.evidence, context.agent)
+        return result.for_agents()
+
+    return logic
+
+
+@REGISTRY.register(ToolCard(
+    name="time_detection", purpose="Dates the image's first appearance from the pages that reverse image search matched.",
+    category="time", when_to_use="to catch old images reused for a new event; needs reverse image search evidence.",
+    inputs="none (uses the evidence gathered for the post and its claim date).",
+    outputs="the earliest publication date, its evidence id, and whether it predates the claim.", cost="cheap"))
+def _time(context: ToolContext) -> Callable[..., Any]:
+    async def time_detection() -> str:
+        return earliest_appearance(context.evidence, context.prepared.sample.metadata.claim_date).for_agents()
+
+    return time_detection
+
+
+def default_registry() -> ToolRegistry:
+    return REGISTRY
