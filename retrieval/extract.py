@@ -75,11 +75,31 @@ def extract_body(html: str, url: str | None = None) -> tuple[str, ExtractionMeth
     return combine_bodies(_safe(lambda: trafilatura_text(html, url), ""), news)
 
 
+_BLOCK_PAGE_MARKERS = (
+    "checking if the site connection is secure",
+    "used cloudflare to restrict access",
+    "attention required! | cloudflare",
+    "enable javascript and cookies to continue",
+    "verify you are human",
+)
+
+
+def is_block_page(title: str | None, text: str) -> bool:
+    """A bot-challenge or access-denied page: its text is about the crawler, not about the article."""
+    head = f"{title or ''} {text[:600]}".lower()
+    return (title or "").strip().lower() == "just a moment..." or any(m in head for m in _BLOCK_PAGE_MARKERS)
+
+
 def extract_article(html: str, url: str | None = None) -> ExtractedPage:
-    """Body, title, authors, publication date, language, and whether the page is a fact-check review."""
+    """Body, title, authors, publication date, language, and whether the page is a fact-check review.
+
+    A bot-challenge page gives an empty body, so callers fall back to what the search said about it.
+    """
     article = _safe(lambda: newspaper_article(html, url), None)
     news_text = getattr(article, "text", "") or ""
     text, method = combine_bodies(_safe(lambda: trafilatura_text(html, url), ""), news_text)
+    if is_block_page(getattr(article, "title", None), text):
+        text, method = "", "none"
     title = (getattr(article, "title", "") or "").strip() or None
     authors = list(getattr(article, "authors", []) or [])
     published = _as_date(getattr(article, "publish_date", None))

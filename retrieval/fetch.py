@@ -29,8 +29,16 @@ class FetchError(BackendError):
     """A fetch that was allowed but did not give a usable body (status, limits, timeout, network)."""
 
     def __init__(self, url: str, problem: str) -> None:
-        self.url = url
-        super().__init__(f"fetching {url}: {problem}")
+        self.url = redact(url)
+        super().__init__(f"fetching {self.url}: {problem}")
+
+
+_SECRET_PARAM = re.compile(r"([?&](?:api_key|apikey|key|token|access_token)=)[^&#]*", re.IGNORECASE)
+
+
+def redact(url: str) -> str:
+    """The URL with secret query parameters blanked, for messages and logs."""
+    return _SECRET_PARAM.sub(r"\1***", url)
 
 
 class FetchLimits(BaseModel):
