@@ -162,6 +162,7 @@ def backends(
 
 # Commands that live in their own modules register themselves on `app` when imported here.
 # (one import per feature area; keep this list sorted)
+import debates.cli_evidence  # noqa: E402,F401
 
 if __name__ == "__main__":
     app()

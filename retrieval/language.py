@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+import threading
 
+_DETECT_LOCK = threading.Lock()
+"""langdetect draws from the global ``random`` module, so concurrent calls would change each other's answers."""
 _CODE = re.compile(r"^[a-z]{2,3}$")
 
 
@@ -26,9 +29,10 @@ def detect_language(text: str, declared: str | None = None) -> str | None:
     if len(sample) >= 200 or (len(sample) >= 20 and not normalise_code(declared)):
         from langdetect import DetectorFactory, LangDetectException, detect
 
-        DetectorFactory.seed = 0
-        try:
-            return normalise_code(detect(sample))
-        except LangDetectException:
-            pass
+        with _DETECT_LOCK:
+            DetectorFactory.seed = 0
+            try:
+                return normalise_code(detect(sample))
+            except LangDetectException:
+                pass
     return normalise_code(declared)
