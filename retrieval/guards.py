@@ -58,11 +58,11 @@ class FetchGuard:
                 return
             raise FetchRefused(url, f"{address} is a loopback address")
         for kind, flag in (
-            ("a private", address.is_private),
             ("a link-local", address.is_link_local),
             ("a multicast", address.is_multicast),
             ("an unspecified", address.is_unspecified),
             ("a reserved", address.is_reserved),
+            ("a private", address.is_private),
         ):
             if flag:
                 raise FetchRefused(url, f"{address} is {kind} address")
