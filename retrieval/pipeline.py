@@ -280,14 +280,7 @@ def build_pipeline(
             web.append(SerperSearch(fetcher))
         else:
             web.append(DuckDuckGoSearch())
-    store = store or open_store(config)
-    ratings = DomainRatings.load(config.reliability_list)
-    rater = ReliabilityRater(ratings, judge=backend if config.judge_unknown_domains else None, store=store)
-    summariser = Summariser(backend, config.summary, store) if backend is not None and config.summary.enabled else None
-    return EvidencePipeline(
-        reverse=reverse, web=web, fetcher=fetcher, store=store, rater=rater,
-        leakage=LeakageFilter(ratings, config.leakage), summariser=summariser, config=config,
-    )
+    return _assemble(config, backend, store or open_store(config), reverse, web, fetcher)
 
 
 def mr2_replay_pipeline(
@@ -302,10 +295,22 @@ def mr2_replay_pipeline(
 
     config = config or RetrievalConfig(max_pages=8)
     trace = MR2Trace(root)
+    return _assemble(config, backend, store, [trace.reverse_search()], [trace.caption_search()], None)
+
+
+def _assemble(
+    config: RetrievalConfig,
+    backend: Backend | None,
+    store: EvidenceStore | None,
+    reverse: Sequence[ReverseImageSearch],
+    web: Sequence[WebSearch],
+    fetcher: Fetcher | None,
+) -> EvidencePipeline:
+    """The parts every pipeline shares: ratings, the rater, the leakage filter and the summariser."""
     ratings = DomainRatings.load(config.reliability_list)
     rater = ReliabilityRater(ratings, judge=backend if config.judge_unknown_domains else None, store=store)
     summariser = Summariser(backend, config.summary, store) if backend is not None and config.summary.enabled else None
     return EvidencePipeline(
-        reverse=[trace.reverse_search()], web=[trace.caption_search()], fetcher=None, store=store, rater=rater,
+        reverse=reverse, web=web, fetcher=fetcher, store=store, rater=rater,
         leakage=LeakageFilter(ratings, config.leakage), summariser=summariser, config=config,
     )

@@ -6,13 +6,11 @@ import pytest
 
 from retrieval.fetch import FetchError, Fetcher, FetchLimits
 from retrieval.guards import FetchGuard, FetchRefused
-from tests.conftest import shared_data
 from tests.page_server import PageServer
 
 
 @pytest.fixture
 def server():  # type: ignore[no-untyped-def]
-    shared_data("article-extraction-benchmark")
     with PageServer() as running:
         yield running
 
