@@ -167,4 +167,4 @@ def main() -> None:
 
 # Commands that live in their own modules register themselves on `app` when imported here
 # (one import per feature area; keep this list sorted).
-from debates import cli_debate, cli_evaluate, cli_tools  # noqa: E402,F401
+from debates import cli_debate, cli_evaluate, cli_evidence, cli_tools  # noqa: E402,F401

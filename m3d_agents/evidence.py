@@ -23,6 +23,7 @@ class Evidence(BaseModel):
     title: str | None = None
     text: str = ""
     summary: str | None = None
+    language: str | None = Field(None, description="ISO 639-1 code of the source text; non-English is flagged")
     kept: bool = True
     reason: str = Field("", description="why it was kept, or the filter rule that dropped it")
 

@@ -1,1 +1,6 @@
-"""Where evidence comes from: search providers, scraping, summaries, reliability and the evidence store."""
+"""Where evidence comes from: search providers, scraping, summaries, reliability and the evidence store.
+
+Entry points: :func:`retrieval.pipeline.build_pipeline` (live providers from a
+:class:`retrieval.config.RetrievalConfig`), :func:`retrieval.pipeline.mr2_replay_pipeline` (offline,
+from a recorded MR2 trace), and the query answerers in :mod:`retrieval.answerer`.
+"""

@@ -1,0 +1,99 @@
+"""The leakage filter: evidence that would hand a debate the answer instead of helping it find one.
+
+Three rules, each logged, each leaving the dropped item in the output with ``kept=False`` and the
+rule as its reason:
+
+- ``factcheck_domain``: the page is on a fact-checking site, matched by domain labels (so
+  ``apnews.com`` is never caught by a rule meant for another site);
+- ``claim_review``: the page carries schema.org ClaimReview markup, i.e. it is a published verdict
+  wherever it is hosted;
+- ``after_claim_date``: the page was published after the claim, when both dates are known: later
+  pages may report the debunk.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from m3d_agents.evidence import Evidence
+from retrieval.config import LeakageSettings
+from retrieval.domains import domain_candidates
+from retrieval.reliability import DomainRatings
+
+log = logging.getLogger(__name__)
+
+LeakageRule = Literal["factcheck_domain", "claim_review", "after_claim_date"]
+RULES: tuple[LeakageRule, ...] = ("factcheck_domain", "claim_review", "after_claim_date")
+
+
+class Candidate(BaseModel):
+    """Evidence plus what the filter needs to know about its page."""
+
+    evidence: Evidence
+    claim_review: bool = False
+
+
+class LeakageReport(BaseModel):
+    dropped: dict[str, int] = Field(default_factory=lambda: {rule: 0 for rule in RULES})
+    checked: int = 0
+
+    @property
+    def total_dropped(self) -> int:
+        return sum(self.dropped.values())
+
+    def merge(self, other: "LeakageReport") -> None:
+        self.checked += other.checked
+        for rule, count in other.dropped.items():
+            self.dropped[rule] = self.dropped.get(rule, 0) + count
+
+
+class LeakageFilter:
+    def __init__(self, ratings: DomainRatings | None = None, settings: LeakageSettings | None = None) -> None:
+        self.settings = settings or LeakageSettings()
+        ratings = ratings or DomainRatings.shipped()
+        self.factcheck_domains = set(ratings.domains("factcheck")) | {
+            d.lower().removeprefix("www.") for d in self.settings.extra_factcheck_domains
+        }
+
+    def is_factcheck_domain(self, host: str | None) -> bool:
+        return bool(host) and any(c in self.factcheck_domains for c in domain_candidates(host or ""))
+
+    def rule_for(self, candidate: Candidate, claim_date: date | None) -> tuple[LeakageRule, str] | None:
+        evidence = candidate.evidence
+        if self.is_factcheck_domain(evidence.domain):
+            return "factcheck_domain", f"dropped by leakage rule factcheck_domain: {evidence.domain} is a fact-checking site"
+        if self.settings.drop_claim_review and candidate.claim_review:
+            return "claim_review", "dropped by leakage rule claim_review: the page carries ClaimReview markup"
+        if (
+            self.settings.drop_after_claim_date
+            and claim_date is not None
+            and evidence.published is not None
+            and evidence.published > claim_date
+        ):
+            return (
+                "after_claim_date",
+                f"dropped by leakage rule after_claim_date: published {evidence.published}, after the claim date {claim_date}",
+            )
+        return None
+
+    def apply(self, candidates: list[Candidate], claim_date: date | None) -> tuple[list[Evidence], LeakageReport]:
+        """Every item comes back, the dropped ones marked, plus how many each rule dropped."""
+        report = LeakageReport(checked=len(candidates))
+        out: list[Evidence] = []
+        for candidate in candidates:
+            evidence = candidate.evidence
+            hit = self.rule_for(candidate, claim_date) if self.settings.enabled and evidence.kept else None
+            if hit is None:
+                out.append(evidence)
+                continue
+            rule, reason = hit
+            report.dropped[rule] += 1
+            log.info("leakage filter dropped %s (%s): %s", evidence.id, evidence.url, reason)
+            out.append(evidence.model_copy(update={"kept": False, "reason": reason}))
+        if report.total_dropped:
+            log.info("leakage filter dropped %d of %d items: %s", report.total_dropped, report.checked, report.dropped)
+        return out, report

@@ -1,0 +1,316 @@
+"""The evidence pipeline for one sample: reverse image search, pages, scraping, reliability, the
+leakage filter, summaries, and the store underneath every provider call.
+
+It implements :class:`retrieval.interfaces.EvidenceSource`. ``gather`` returns every item it
+looked at: the kept ones, and the dropped ones with ``kept=False`` and the reason, so a run can
+show what was filtered and why. :meth:`EvidencePipeline.collect` also gives the per-rule leakage
+counts and the failures (a page that could not be fetched, a provider that refused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Awaitable, Callable, Literal, Sequence, TypeVar
+
+from pydantic import BaseModel, Field
+
+from m3d_agents.backends.config import default_cache_root
+from m3d_agents.backends.factory import Backend
+from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.errors import BackendError, InputError
+from m3d_agents.evidence import Evidence, EvidenceKind
+from m3d_agents.images import PreparedImage, load_image
+from m3d_agents.sample import Sample
+from retrieval.config import RetrievalConfig
+from retrieval.domains import host_of
+from retrieval.extract import extract_article
+from retrieval.fetch import FetchedPage, Fetcher, decode_body
+from retrieval.guards import FetchGuard
+from retrieval.leakage import Candidate, LeakageFilter, LeakageReport
+from retrieval.providers.base import ImageQuery, ReverseImageResult, ReverseImageSearch, SearchHit, WebSearch
+from retrieval.reliability import DomainRatings, ReliabilityRater
+from retrieval.store import EvidenceStore, StoreMiss
+from retrieval.summarise import Summariser
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+HitOrigin = Literal["reverse_image", "web_page"]
+
+
+class GatherResult(BaseModel):
+    sample_id: str
+    evidence: list[Evidence] = Field(default_factory=list)
+    leakage: LeakageReport = Field(default_factory=LeakageReport)
+    failures: list[str] = Field(default_factory=list)
+    image_context: str = ""
+
+    @property
+    def kept(self) -> list[Evidence]:
+        return [e for e in self.evidence if e.kept]
+
+
+class EvidencePipeline:
+    def __init__(
+        self,
+        *,
+        reverse: Sequence[ReverseImageSearch] = (),
+        web: Sequence[WebSearch] = (),
+        fetcher: Fetcher | None = None,
+        store: EvidenceStore | None = None,
+        rater: ReliabilityRater | None = None,
+        leakage: LeakageFilter | None = None,
+        summariser: Summariser | None = None,
+        config: RetrievalConfig | None = None,
+    ) -> None:
+        self.reverse = list(reverse)
+        self.web = list(web)
+        self.fetcher = fetcher
+        self.store = store
+        self.config = config or RetrievalConfig()
+        self.rater = rater or ReliabilityRater(store=store)
+        self.leakage = leakage or LeakageFilter(self.rater.ratings, self.config.leakage)
+        self.summariser = summariser
+        self.last_result: GatherResult | None = None
+        self.last_ledger: UsageLedger | None = None
+
+    async def gather(self, sample: Sample, ledger: UsageLedger | None = None) -> list[Evidence]:
+        return (await self.collect(sample, ledger)).evidence
+
+    async def collect(self, sample: Sample, ledger: UsageLedger | None = None) -> GatherResult:
+        ledger = ledger if ledger is not None else UsageLedger()
+        result = GatherResult(sample_id=sample.id)
+        images = [load_image(path, field=f"images[{i}]") for i, path in enumerate(sample.images)]
+        hits: list[tuple[SearchHit, HitOrigin]] = []
+        context_items: list[Evidence] = []
+        for image in images:
+            for provider in self.reverse:
+                found = await self._guarded(
+                    result, provider.name,
+                    lambda p=provider, i=image: self._stored(  # type: ignore[misc]
+                        p.name, i.sha256, lambda: p.search_image(self._image_query(i)), ReverseImageResult
+                    ),
+                )
+                if found is None:
+                    continue
+                hits += [(hit, "reverse_image") for hit in found.pages]
+                context = describe_reverse_result(found)
+                if context:
+                    context_items.append(
+                        Evidence(kind="reverse_image", text=context, reason=f"what {found.provider} recognised in the image")
+                    )
+        if self.config.caption_search:
+            for provider in self.web:
+                found_hits = await self._guarded(
+                    result, provider.name,
+                    lambda p=provider: self._stored(  # type: ignore[misc]
+                        p.name, sample.text, lambda: p.search(sample.text, self.config.max_pages * 2), list[SearchHit]
+                    ),
+                )
+                hits += [(hit, "web_page") for hit in found_hits or []]
+        result.image_context = " ".join(item.text for item in context_items) + _titles(hits)
+        chosen = _dedupe(hits)[: self.config.max_pages]
+        pages = await asyncio.gather(*(self._page(hit, origin, result) for hit, origin in chosen))
+        candidates = _mark_duplicates([page for page in pages if page is not None])
+        for candidate in candidates:
+            rating, _note = await self.rater.rate(candidate.evidence.domain, ledger)
+            candidate.evidence = candidate.evidence.model_copy(update={"reliability": rating})
+        filtered, result.leakage = self.leakage.apply(candidates, sample.metadata.claim_date)
+        finished = await asyncio.gather(*(self._finish(e, sample, result.image_context, ledger) for e in filtered))
+        result.evidence = [*context_items, *finished]
+        self.last_result, self.last_ledger = result, ledger
+        return result
+
+    def _image_query(self, image: PreparedImage) -> ImageQuery:
+        template = self.config.public_image_url
+        return ImageQuery(image=image, public_url=template.format(sha256=image.sha256) if template else None)
+
+    async def _stored(self, provider: str, query: str, produce: Callable[[], Awaitable[T]], kind: object) -> T:
+        if self.store is None:
+            return await produce()
+        return await self.store.fetch(provider, query, produce, kind)
+
+    async def _guarded(self, result: GatherResult, provider: str, work: Callable[[], Awaitable[T]]) -> T | None:
+        """A provider that fails is recorded and skipped; a replay miss is an error the caller must see."""
+        try:
+            return await work()
+        except StoreMiss:
+            raise
+        except (BackendError, InputError) as exc:
+            log.warning("provider %s failed: %s", provider, exc)
+            result.failures.append(f"{provider}: {exc}")
+            return None
+
+    async def _page(self, hit: SearchHit, origin: HitOrigin, result: GatherResult) -> Candidate | None:
+        html, retrieved_at, problem = None, None, ""
+        if hit.snapshot is not None:
+            html = decode_body(Path(hit.snapshot).read_bytes())
+        elif self.fetcher is not None:
+            fetcher = self.fetcher
+            page = await self._guarded(
+                result, f"fetch {hit.url}", lambda: self._stored("page", hit.url, lambda: fetcher.get_page(hit.url), FetchedPage)
+            )
+            if page is not None:
+                html, retrieved_at = page.text, page.retrieved_at
+            else:
+                problem = "the page could not be fetched"
+        else:
+            problem = "no saved copy of the page, and fetching is off (offline replay)"
+        kind: EvidenceKind = origin
+        extracted = await asyncio.to_thread(extract_article, html, hit.url) if html else None
+        text = (extracted.text if extracted else "")[: self.config.max_page_chars]
+        reason = f"found by {hit.provider} ({hit.match} match, rank {hit.rank + 1})"
+        if not text:
+            if not hit.snippet:
+                result.failures.append(f"{hit.url}: {problem or 'no article text on the page'}")
+                return None
+            text = hit.snippet
+            reason += f"; search snippet only: {problem or 'no article text on the page'}"
+        evidence = Evidence(
+            kind=kind,
+            url=hit.url,
+            domain=host_of(hit.url) or None,
+            retrieved_at=retrieved_at,
+            published=(extracted.published if extracted else None) or hit.published,
+            title=(extracted.title if extracted else None) or hit.title,
+            text=text,
+            language=extracted.language if extracted else None,
+            reason=reason,
+        )
+        return Candidate(evidence=evidence, claim_review=bool(extracted and extracted.claim_review))
+
+    async def _finish(self, evidence: Evidence, sample: Sample, image_context: str, ledger: UsageLedger) -> Evidence:
+        if not evidence.kept:
+            return evidence
+        if self.config.summary.non_english == "exclude" and evidence.language not in (None, "en"):
+            return evidence.model_copy(
+                update={"kept": False, "reason": f"not in English ({evidence.language}); non-English pages are excluded by config"}
+            )
+        if self.summariser is None:
+            if evidence.language not in (None, "en"):
+                note = f"not in English ({evidence.language}); not translated: no summariser configured"
+                return evidence.model_copy(update={"reason": f"{evidence.reason}; {note}"})
+            return evidence
+        return await self.summariser.summarise(evidence, sample.text, image_context, ledger)
+
+    async def close(self) -> None:
+        if self.fetcher is not None:
+            await self.fetcher.close()
+        if self.store is not None:
+            self.store.close()
+
+
+def describe_reverse_result(found: ReverseImageResult) -> str:
+    parts = []
+    if found.best_guess:
+        parts.append(f"best guess for the image: {', '.join(found.best_guess)}")
+    if found.entities:
+        parts.append(f"web entities: {', '.join(found.entities[:10])}")
+    if parts:
+        parts.append(f"{len(found.pages)} pages show the image")
+    return "; ".join(parts) + ("." if parts else "")
+
+
+def _titles(hits: list[tuple[SearchHit, HitOrigin]]) -> str:
+    titles = [hit.title for hit, origin in hits if origin == "reverse_image" and hit.title][:5]
+    return f" Titles of pages showing the image: {' | '.join(titles)}." if titles else ""
+
+
+def _mark_duplicates(candidates: list[Candidate]) -> list[Candidate]:
+    """Syndicated copies (one story on three tabloid sites) would weigh as three sources: keep the first."""
+    first_by_text: dict[str, str] = {}
+    for candidate in candidates:
+        evidence = candidate.evidence
+        key = " ".join(evidence.text.split())
+        if key in first_by_text:
+            candidate.evidence = evidence.model_copy(
+                update={"kept": False, "reason": f"same text as {first_by_text[key]}; kept once"}
+            )
+        else:
+            first_by_text[key] = evidence.id
+    return candidates
+
+
+def _dedupe(hits: list[tuple[SearchHit, HitOrigin]]) -> list[tuple[SearchHit, HitOrigin]]:
+    seen: set[str] = set()
+    out = []
+    for hit, origin in hits:
+        key = hit.url.split("#")[0].rstrip("/")
+        if key not in seen:
+            seen.add(key)
+            out.append((hit, origin))
+    return out
+
+
+def open_store(config: RetrievalConfig) -> EvidenceStore:
+    return EvidenceStore(config.store_path or default_cache_root() / "evidence.sqlite", config.store_mode)
+
+
+def build_pipeline(
+    config: RetrievalConfig,
+    backend: Backend | None = None,
+    *,
+    store: EvidenceStore | None = None,
+    guard: FetchGuard | None = None,
+) -> EvidencePipeline:
+    """A live pipeline from config; providers whose key is missing fail here, naming the variable."""
+    from retrieval.providers.base import require_key
+    from retrieval.providers.duckduckgo import DuckDuckGoSearch
+    from retrieval.providers.google_vision import KEY_VARIABLE as VISION_KEY
+    from retrieval.providers.google_vision import GoogleVisionWebDetection
+    from retrieval.providers.serpapi_lens import KEY_VARIABLE as SERPAPI_KEY
+    from retrieval.providers.serpapi_lens import SerpApiGoogleLens
+    from retrieval.providers.serper import KEY_VARIABLE as SERPER_KEY
+    from retrieval.providers.serper import SerperSearch
+
+    fetcher = Fetcher(config.fetch, guard or FetchGuard())
+    reverse: list[ReverseImageSearch] = []
+    for name in config.reverse_image:
+        if name == "google_vision":
+            require_key(VISION_KEY, "Google Cloud Vision")
+            reverse.append(GoogleVisionWebDetection(fetcher))
+        else:
+            require_key(SERPAPI_KEY, "SerpAPI Google Lens")
+            reverse.append(SerpApiGoogleLens(fetcher))
+    web: list[WebSearch] = []
+    for web_name in config.web_search:
+        if web_name == "serper":
+            require_key(SERPER_KEY, "Serper")
+            web.append(SerperSearch(fetcher))
+        else:
+            web.append(DuckDuckGoSearch())
+    return _assemble(config, backend, store or open_store(config), reverse, web, fetcher)
+
+
+def mr2_replay_pipeline(
+    root: Path,
+    backend: Backend | None = None,
+    *,
+    config: RetrievalConfig | None = None,
+    store: EvidenceStore | None = None,
+) -> EvidencePipeline:
+    """A pipeline that answers from an MR2 trace on disk and never touches the network."""
+    from retrieval.providers.mr2_trace import MR2Trace
+
+    config = config or RetrievalConfig(max_pages=8)
+    trace = MR2Trace(root)
+    return _assemble(config, backend, store, [trace.reverse_search()], [trace.caption_search()], None)
+
+
+def _assemble(
+    config: RetrievalConfig,
+    backend: Backend | None,
+    store: EvidenceStore | None,
+    reverse: Sequence[ReverseImageSearch],
+    web: Sequence[WebSearch],
+    fetcher: Fetcher | None,
+) -> EvidencePipeline:
+    """The parts every pipeline shares: ratings, the rater, the leakage filter and the summariser."""
+    ratings = DomainRatings.load(config.reliability_list)
+    rater = ReliabilityRater(ratings, judge=backend if config.judge_unknown_domains else None, store=store)
+    summariser = Summariser(backend, config.summary, store) if backend is not None and config.summary.enabled else None
+    return EvidencePipeline(
+        reverse=reverse, web=web, fetcher=fetcher, store=store, rater=rater,
+        leakage=LeakageFilter(ratings, config.leakage), summariser=summariser, config=config,
+    )
