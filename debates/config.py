@@ -57,6 +57,9 @@ class DebateConfig(BaseModel):
     use_evidence: bool = True
     max_queries_per_turn: int = Field(2, ge=0)
     retries: int = Field(2, ge=0)
+    structured_turns: bool = Field(
+        True, description="ask schema-capable backends for JSON turns, so answers are valid by construction"
+    )
     seats: list[SeatConfig]
 
     @model_validator(mode="after")

@@ -76,6 +76,7 @@ def build_seats(
                 build_turn_policy(seat.turn_policy),
                 create,
                 chosen.vision,
+                structured=chosen.structured_args if config.structured_turns else None,
             )
         )
     return seats

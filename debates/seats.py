@@ -6,17 +6,19 @@ post and, unless it is the judge, the retrieved evidence it was given when the t
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from autogen_agentchat.agents import BaseChatAgent
 from autogen_agentchat.base import Response
 from autogen_agentchat.messages import BaseChatMessage, TextMessage
 from autogen_core import CancellationToken
 from autogen_core.models import SystemMessage, UserMessage
+from pydantic import BaseModel
 
 import prompts
 from debates.config import DebateConfig, SeatConfig
 from debates.state import StanceReading, read_message
+from debates.structured_turns import instruction, read_structured, turn_schema
 from debates.turns import TurnPolicy
 from debates.visibility import SeatView
 from m3d_agents.agents.post_content import image_context
@@ -84,6 +86,7 @@ class ModelSeat(BaseChatAgent):
         turn_policy: TurnPolicy,
         create_kwargs: dict[str, object],
         vision: bool,
+        structured: Callable[[type[BaseModel]], dict[str, Any]] | None = None,
     ) -> None:
         super().__init__(seat.name, description=f"{seat.role} in a {config.name} debate")
         self.seat = seat
@@ -96,7 +99,16 @@ class ModelSeat(BaseChatAgent):
         self._prefix = post_block(seat, prepared, evidence, vision)
         self._images = [AgentImage.from_pil(i.image) for i in prepared.images] if vision and seat.role != "judge" else []
         self._turn = turn_policy
-        self._create_kwargs = create_kwargs
+        self._create_kwargs = dict(create_kwargs)
+        self._schema: type[BaseModel] | None = None
+        if structured is not None and answers_required(seat, config):
+            with_queries = config.protocol == "disambiguation"
+            schema = turn_schema(tuple(taxonomy.labels), with_queries)
+            args = structured(schema)
+            if args:
+                self._schema = schema
+                self._create_kwargs.update(args["extra_create_args"])
+                self._structured_hint = instruction(taxonomy, with_queries)
         self.last_error: str | None = None
 
     @property
@@ -104,6 +116,8 @@ class ModelSeat(BaseChatAgent):
         return (TextMessage,)
 
     def _parse(self, text: str) -> StanceReading:
+        if self._schema is not None:
+            return read_structured(text, self._schema, self._taxonomy, self._config.max_queries_per_turn)
         reading = read_message(text, self._taxonomy, self._config.max_queries_per_turn)
         if reading.error and answers_required(self.seat, self._config):
             raise ParseError(f"{self._taxonomy.name} label", reading.error, text)
@@ -114,6 +128,8 @@ class ModelSeat(BaseChatAgent):
         content: list[str | AgentImage] = [self._prefix]
         content.extend(self._images)
         content.append(self.view.instruction())
+        if self._schema is not None:
+            content.append(self._structured_hint)
         user = UserMessage(content=content if self._images else "\n\n".join(str(c) for c in content), source="user")
         answer = await self._turn.produce(
             self._client,
@@ -124,8 +140,9 @@ class ModelSeat(BaseChatAgent):
             on_retry=lambda: setattr(self._client.ledger, "parse_retries", self._client.ledger.parse_retries + 1),
         )
         self.last_error = answer.error
-        self.view.add_own(answer.text)
-        return Response(chat_message=TextMessage(content=answer.text, source=self.name))
+        text = answer.value.rendered if answer.value is not None and answer.value.rendered else answer.text
+        self.view.add_own(text)
+        return Response(chat_message=TextMessage(content=text, source=self.name))
 
     async def on_reset(self, cancellation_token: CancellationToken) -> None:
         self.view = SeatView(self.seat, self._config)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from dataclasses import field as Field
 
 from debates.config import DebateConfig
 from m3d_agents.errors import ParseError
@@ -29,6 +30,7 @@ class StanceReading:
     confidence: float | None
     queries: list[str]
     error: str | None = None
+    rendered: str | None = Field(default=None, repr=False)
 
 
 def read_message(text: str, taxonomy: Taxonomy, max_queries: int = 2) -> StanceReading:

@@ -52,6 +52,7 @@ class ScriptedClient(ChatCompletionClient):
     delay_s: float = 0.0
     vision: bool = False
     structured_output: bool = False
+    json_output: bool = False
     calls: list[RecordedCall] = field(default_factory=list)
 
     async def create(
@@ -113,7 +114,7 @@ class ScriptedClient(ChatCompletionClient):
         return ModelInfo(
             vision=self.vision,
             function_calling=False,
-            json_output=True,
+            json_output=self.json_output,
             family=ModelFamily.UNKNOWN,
             structured_output=self.structured_output,
         )

@@ -291,3 +291,33 @@ def test_config_validation_names_the_problem() -> None:
     base["seats"][0]["stance"] = None
     with pytest.raises(ValueError, match="assigned stance"):
         DebateConfig.model_validate(base)
+
+
+async def test_schema_capable_backends_get_json_turns_rendered_as_prose() -> None:
+    import json
+
+    def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+        schema = kwargs["response_format"]["schema"]
+        assert schema["properties"]["answer"]["enum"] == ["real", "fake"]
+        return json.dumps({"argument": "The clouds are pasted in.", "answer": "fake", "confidence": 0.8})
+
+    config, pool, clients = seat_pool(load_config("async"), {n: respond for n in ("agent_a", "agent_b", "agent_c")},
+                                      json_output=True)
+    verdict = await run_debate(config, SAMPLE, pool)
+    assert verdict.label == "fake" and verdict.accounting.model_calls == 3
+    assert verdict.transcript[0].text == "The clouds are pasted in.\nFINAL ANSWER: fake\nCONFIDENCE: 0.8"
+    assert "JSON object" in prompts_of(clients["agent_a"])[0]
+
+
+async def test_json_turns_carry_disambiguation_queries() -> None:
+    import json
+
+    def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+        assert "queries" in kwargs["response_format"]["schema"]["properties"]
+        return json.dumps({"argument": "Unsure.", "queries": ["statue of liberty storm photo origin"],
+                           "answer": "fake", "confidence": 0.5})
+
+    config = load_config("disambiguation").model_copy(update={"max_rounds": 1})
+    config, pool, _ = seat_pool(config, {n: respond for n in ("agent_a", "agent_b", "agent_c")}, json_output=True)
+    verdict = await run_debate(config, SAMPLE, pool, query_answerer=DictAnswerer())
+    assert "QUERY: statue of liberty storm photo origin" in verdict.transcript[0].text

@@ -38,7 +38,7 @@ def _schema_for(name: str, labels: tuple[str, ...]) -> type[BaseModel]:
     return create_model(  # type: ignore[call-overload, no-any-return]
         f"CheckAnswer_{name}",
         __config__=ConfigDict(extra="forbid"),
-        rationale=(str, Field(..., description="at most three sentences")),
+        rationale=(str, Field(..., max_length=600)),
         label=(label_type, ...),
         confidence=(float, Field(..., ge=0.0, le=1.0)),
     )

@@ -81,7 +81,9 @@ class Backend:
         if self.client.model_info.get("structured_output"):
             # Sent as a raw response_format, not through AutoGen's json_output=<model>: that path uses
             # the SDK's beta parser, which costs CPU per call and warns on every parsed reply.
-            json_schema = {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": True}
+            # OpenAI's strict mode rejects some keywords (maxLength); vLLM enforces the full schema.
+            strict = self.config.kind != "openai"
+            json_schema = {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": strict}
             return {"extra_create_args": {"response_format": {"type": "json_schema", "json_schema": json_schema}}}
         if self.client.model_info.get("json_output"):
             # Passed raw: AutoGen's json_output=True would replace it with a schema-less json_object.
