@@ -107,7 +107,8 @@ class LoadedRewardModel:
         self.model.eval()
         self.model.to(device)
         self.device = device
-        self.max_length = max_length
+        positions = getattr(self.model.config, "max_position_embeddings", None)
+        self.max_length = min(max_length, positions) if isinstance(positions, int) and positions > 0 else max_length
         self._lock = threading.Lock()
 
     def _encode(self, question: str, answer: str) -> Any:
