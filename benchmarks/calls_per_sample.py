@@ -1,6 +1,6 @@
 """Model calls per sample of ``mmd-agent-bon`` (uniform best-of-N) and ``agentm3d`` (planner + early stop).
 
-Runs both configurations on 50 posts of ../shared/data/mediaeval2016-dev with a scripted backend,
+Runs both configurations on 50 posts of ../shared/data/mediaeval2016-dev with a scripted backend (the test double of tests/scripted.py),
 so the figures count calls, not model quality. The scripted answers follow a fixed seeded
 distribution, drawn per post and per candidate from a string seed:
 - the planner asks for best-of-N on a share of posts (``--level1-rate``, default 0.3);
@@ -22,29 +22,18 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
-from typing import Any, AsyncGenerator, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autogen_core import CancellationToken  # noqa: E402
-from autogen_core.models import (  # noqa: E402
-    ChatCompletionClient,
-    CreateResult,
-    LLMMessage,
-    ModelCapabilities,
-    ModelFamily,
-    ModelInfo,
-    RequestUsage,
-)
-from autogen_core.tools import Tool, ToolSchema  # noqa: E402
-from pydantic import BaseModel  # noqa: E402
+from autogen_core.models import LLMMessage  # noqa: E402
 
 from debates.config import DebateConfig, TurnPolicyConfig, load_config  # noqa: E402
 from debates.debate import run_debate  # noqa: E402
-from m3d_agents.backends.config import BackendConfig  # noqa: E402
-from m3d_agents.backends.factory import Backend, BackendPool  # noqa: E402
+from m3d_agents.backends.factory import BackendPool  # noqa: E402
 from m3d_agents.sample import Sample  # noqa: E402
+from tests.scripted import ScriptedClient, scripted_backend, text_of  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "mediaeval2016-dev"
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
@@ -68,14 +57,6 @@ def load_posts(folder: Path, count: int) -> list[Sample]:
     return mixed[:count]
 
 
-def text_of(messages: Sequence[LLMMessage]) -> str:
-    parts: list[str] = []
-    for m in messages:
-        content = getattr(m, "content", "")
-        parts.extend([content] if isinstance(content, str) else [c for c in content if isinstance(c, str)])
-    return "\n".join(parts)
-
-
 ACTIONS = {"its TEXT is true": ("TEXT REFUTE", "TEXT SUPPORT"), "its IMAGE is genuine": ("IMAGE REFUTE", "IMAGE SUPPORT"),
            "image and its text belong together": ("MISMATCH", "MATCH")}
 
@@ -86,7 +67,8 @@ class SeededScript:
 
     level1_rate: float
 
-    def answer(self, messages: Sequence[LLMMessage], seed: int) -> str:
+    def __call__(self, messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+        seed = int(kwargs.get("seed", 0) or 0)
         system, last = text_of(messages[:1]), text_of(messages[-1:])
         post = text_of(messages[1:2])
         if "strict grader" in last:
@@ -108,53 +90,6 @@ class SeededScript:
         raise AssertionError(f"unexpected prompt: {system[:80]}")
 
 
-class SeededClient(ChatCompletionClient):
-    def __init__(self, script: SeededScript) -> None:
-        self.script = script
-
-    async def create(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[Tool | ToolSchema] = [],
-        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
-        json_output: Optional[bool | type[BaseModel]] = None,
-        extra_create_args: Mapping[str, Any] = {},
-        cancellation_token: Optional[CancellationToken] = None,
-    ) -> CreateResult:
-        text = self.script.answer(messages, int(extra_create_args.get("seed", 0) or 0))
-        usage = RequestUsage(prompt_tokens=len(text_of(messages)) // 4, completion_tokens=len(text) // 4)
-        return CreateResult(finish_reason="stop", content=text, usage=usage, cached=False)
-
-    async def create_stream(  # type: ignore[override]
-        self, messages: Sequence[LLMMessage], **kwargs: Any
-    ) -> AsyncGenerator[Union[str, CreateResult], None]:
-        yield await self.create(messages, **kwargs)
-
-    async def close(self) -> None:
-        pass
-
-    def actual_usage(self) -> RequestUsage:
-        return RequestUsage(prompt_tokens=0, completion_tokens=0)
-
-    def total_usage(self) -> RequestUsage:
-        return RequestUsage(prompt_tokens=0, completion_tokens=0)
-
-    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
-        return len(text_of(messages)) // 4
-
-    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
-        return 100_000
-
-    @property
-    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
-        return ModelCapabilities(vision=False, function_calling=False, json_output=True)  # type: ignore[typeddict-item]
-
-    @property
-    def model_info(self) -> ModelInfo:
-        return ModelInfo(vision=False, function_calling=False, json_output=True, family=ModelFamily.UNKNOWN, structured_output=False)
-
-
 def with_n(config: DebateConfig, n: int) -> DebateConfig:
     config = config.model_copy(deep=True)
     for seat in config.seats:
@@ -173,7 +108,7 @@ class Run:
 
 async def run_config(name: str, samples: list[Sample], n: int, level1_rate: float) -> Run:
     pool = BackendPool()
-    pool.add(Backend("bench", BackendConfig(kind="local", cache=False, concurrency=64), SeededClient(SeededScript(level1_rate))))
+    pool.add(scripted_backend(ScriptedClient(SeededScript(level1_rate)), name="bench"))
     config = with_n(load_config(name), n)
     calls: list[int] = []
     by_role: Counter[str] = Counter()
