@@ -24,7 +24,7 @@ def stream_turn(message: Any, state: DebateState) -> None:
     if not isinstance(content, str) or not state.turns or state.turns[-1].speaker != source:
         return
     turn = state.turns[-1]
-    stance = turn.reading.label or ("(no answer)" if turn.reading.error else "")
+    stance = turn.reading.label or turn.reading.action or ("(no answer)" if turn.reading.error else "")
     title = f"{turn.speaker} · {turn.role} · round {turn.round}" + (f" · {stance}" if stance else "")
     console.print(Panel(content.strip(), title=title, title_align="left"))
 

@@ -15,20 +15,54 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from m3d_agents.errors import InputError
+from m3d_agents.labels import get_taxonomy
 
-Protocol = Literal["async", "sync", "judged", "actor_skeptic", "disambiguation"]
-Role = Literal["debater", "judge", "actor", "skeptic"]
+Protocol = Literal["async", "sync", "judged", "actor_skeptic", "disambiguation", "cascade", "standard"]
+Role = Literal["debater", "judge", "actor", "skeptic", "text", "image", "cross_modal", "single"]
+
+MODALITY_ROLES: tuple[str, ...] = ("text", "image", "cross_modal")
+"""The cascade's seats, in the order they speak."""
+
+
+class RewardConfig(BaseModel):
+    """Where the reward u of a best-of-N candidate comes from.
+
+    ``llm_judge`` asks the seat's own backend for a score in [0, 1]. ``sequence_classifier`` runs a
+    transformers reward model (such as GRM-Gemma2-2B) from a local directory, or from a model id that
+    is already in the local Hugging Face cache: nothing is downloaded at run time.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["llm_judge", "sequence_classifier"] = "llm_judge"
+    model: str | None = Field(None, description="sequence_classifier: a local directory or a cached model id")
+    device: str = "cpu"
+    max_length: int = Field(2048, gt=0)
+
+    @model_validator(mode="after")
+    def _needs_model(self) -> "RewardConfig":
+        if self.kind == "sequence_classifier" and not self.model:
+            raise ValueError("reward.kind sequence_classifier needs reward.model (a local directory or model id)")
+        return self
 
 
 class TurnPolicyConfig(BaseModel):
-    """How a seat produces its message: one pass, or best-of-N (added by the selector work)."""
+    """How a seat produces its message: ``single`` (one pass), ``best_of_n``, or ``planned``.
+
+    ``planned`` asks the planner once per sample and then behaves as ``single`` (level 0) or as
+    ``best_of_n`` with the settings below (level 1).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     kind: str = "single"
-    n: int = Field(5, ge=1)
-    tau: float = 0.5
-    critique: bool = True
+    n: int = Field(5, ge=1, le=64)
+    tau: float = Field(0.5, ge=0.0)
+    temperature: float | None = Field(None, ge=0.0, le=2.0, description="candidates' temperature; None: the seat's")
+    critique: bool = Field(True, description="add the critique q of the text and image critics to the reward")
+    critique_cross_modal: bool = Field(False, description="also critique cross-modal answers (an ablation)")
+    early_stop: bool = Field(True, description="score lazily and stop at the top-m gap; False scores all N")
+    reward: RewardConfig = Field(default_factory=RewardConfig)
 
 
 class SeatConfig(BaseModel):
@@ -60,6 +94,9 @@ class DebateConfig(BaseModel):
     structured_turns: bool = Field(
         True, description="ask schema-capable backends for JSON turns, so answers are valid by construction"
     )
+    taxonomy: str | None = Field(
+        None, description="the label set the seats answer in; None: the sample's. The cascade always answers in m3d."
+    )
     seats: list[SeatConfig]
 
     @model_validator(mode="after")
@@ -78,10 +115,27 @@ class DebateConfig(BaseModel):
                 raise ValueError("every debater of a judged debate needs an assigned stance")
         if self.on_no_consensus == "judge" and judges != 1:
             raise ValueError("on_no_consensus: judge needs a judge seat")
+        modality = [r for r in roles if r in MODALITY_ROLES]
+        if self.protocol == "cascade":
+            if not modality or len(modality) != len(roles):
+                raise ValueError(f"a cascade has only modality seats ({', '.join(MODALITY_ROLES)}), got {roles}")
+            if modality != [r for r in MODALITY_ROLES if r in modality]:
+                raise ValueError(f"cascade seats must be ordered {' -> '.join(MODALITY_ROLES)}, each once; got {roles}")
+            if self.taxonomy not in (None, "m3d"):
+                raise ValueError("a cascade answers in the m3d taxonomy")
+        elif modality:
+            raise ValueError(f"roles {modality} belong to the cascade protocol, not {self.protocol}")
+        if self.protocol == "standard":
+            if roles != ["single"]:
+                raise ValueError(f"the standard protocol has exactly one seat of role single, got {roles}")
+        elif "single" in roles:
+            raise ValueError("role single belongs to the standard protocol")
+        if self.taxonomy is not None:
+            get_taxonomy(self.taxonomy)
         if self.protocol == "actor_skeptic":
             if roles.count("actor") != 1 or roles.count("skeptic") != 1:
                 raise ValueError("actor_skeptic needs exactly one actor and one skeptic")
-        elif not any(r == "debater" for r in roles):
+        elif self.protocol not in ("cascade", "standard") and not any(r == "debater" for r in roles):
             raise ValueError(f"protocol {self.protocol} needs at least one debater")
         return self
 
@@ -90,7 +144,15 @@ class DebateConfig(BaseModel):
         """Seats whose answers count towards consensus."""
         if self.protocol == "actor_skeptic":
             return [s.name for s in self.seats if s.role == "actor"]
+        if self.protocol in ("cascade", "standard"):
+            return [s.name for s in self.seats]
         return [s.name for s in self.seats if s.role == "debater"]
+
+    def answer_taxonomy(self, sample_taxonomy: str) -> str:
+        """The label set seats answer in; the verdict is then collapsed onto the sample's taxonomy."""
+        if self.protocol == "cascade":
+            return "m3d"
+        return self.taxonomy or sample_taxonomy
 
     def seat(self, name: str) -> SeatConfig:
         for seat in self.seats:

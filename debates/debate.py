@@ -24,10 +24,10 @@ from debates.team import DebateGroupChat
 from debates.turns import build_turn_policy
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.backends.metering import UsageLedger
-from m3d_agents.errors import BackendError
+from m3d_agents.errors import BackendError, InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.images import PreparedSample, prepare_sample
-from m3d_agents.labels import get_taxonomy
+from m3d_agents.labels import collapse_label, get_taxonomy
 from m3d_agents.sample import InputLimits, Sample
 from m3d_agents.verdict import Verdict
 from retrieval.interfaces import EvidenceSource, QueryAnswerer
@@ -76,6 +76,7 @@ def build_seats(
                 build_turn_policy(seat.turn_policy),
                 create,
                 chosen.vision,
+                selector=state.selector,
                 structured=chosen.structured_args if config.structured_turns else None,
             )
         )
@@ -99,12 +100,17 @@ async def run_debate(
     started = time.perf_counter()
     prepared = prepare_sample(sample, limits)
     taxonomy = get_taxonomy(sample.taxonomy)
+    answering = get_taxonomy(config.answer_taxonomy(sample.taxonomy))
+    try:
+        collapse_label(answering.labels[0], answering, taxonomy)
+    except ValueError as exc:
+        raise InputError("taxonomy", f"the {config.name} configuration answers in {answering.name}: {exc}") from None
     gathered = list(evidence or [])
     if config.use_evidence and evidence_source is not None:
         gathered += await evidence_source.gather(sample)
     kept = [e for e in gathered if e.kept] if config.use_evidence else []
     ledger = UsageLedger()
-    state = DebateState(config=config, taxonomy=taxonomy)
+    state = DebateState(config=config, taxonomy=answering)
     participants = build_seats(
         config, state, prepared, kept, pool, ledger, backend=backend, human_seats=human_seats, seed=seed
     )
@@ -124,7 +130,8 @@ async def run_debate(
         raise
     except Exception as exc:
         raise BackendError(f"the {config.name} debate on sample {sample.id} failed: {exc}") from exc
-    label, decided_by, rationale = decide(state)
+    answer, decided_by, rationale = decide(state)
+    label = collapse_label(answer, answering, taxonomy) if answer is not None else None
     cited = [e.id for e in kept] + ([e.id for e in desk.evidence] if desk else [])
     common: dict[str, Any] = {
         "sample_id": sample.id,
@@ -136,11 +143,13 @@ async def run_debate(
         "evidence_ids": cited,
         "accounting": ledger.accounting(),
         "diagnostics": {
-            **diagnostics(state, label),
+            **diagnostics(state, answer),
             "decided_by": decided_by if label else None,
+            "answer": {"taxonomy": answering.name, "label": answer},
+            "selection": state.selector.diagnostics(),
             "wall_time_s": round(time.perf_counter() - started, 3),
         },
     }
     if label is None:
         return Verdict.abstain(reason=decided_by, rationale=rationale, **common)
-    return Verdict(label=label, confidence=confidence(state, label, decided_by), rationale=rationale, **common)
+    return Verdict(label=label, confidence=confidence(state, answer or label, decided_by), rationale=rationale, **common)

@@ -18,7 +18,7 @@ from autogen_core import CancellationToken
 import prompts
 from debates.config import DebateConfig, SeatConfig
 from debates.seats import answers_required, post_block, system_prompt
-from debates.state import read_message
+from debates.state import read_turn
 from debates.visibility import SeatView
 from m3d_agents.evidence import Evidence
 from m3d_agents.images import PreparedSample
@@ -68,7 +68,7 @@ class HumanSeat(UserProxyAgent):
         for _ in range(self._max_asks):
             yield UserInputRequestedEvent(request_id=f"{self.name}-{self.view.own_round}", source=self.name)
             text = (await self._get_input(prompt, cancellation_token)).strip()
-            reading = read_message(text, self._taxonomy, self._config.max_queries_per_turn)
+            reading = read_turn(text, self.seat.role, self._taxonomy, self._config.max_queries_per_turn)
             if text and not (reading.error and answers_required(self.seat, self._config)):
                 break
             prompt = prompts.render("retry_unreadable", reason=reading.error or "the message was empty") + "\n> "

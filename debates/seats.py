@@ -16,12 +16,13 @@ from autogen_core.models import SystemMessage, UserMessage
 from pydantic import BaseModel
 
 import prompts
-from debates.config import DebateConfig, SeatConfig
-from debates.state import StanceReading, read_message
+from debates.config import MODALITY_ROLES, DebateConfig, SeatConfig
+from debates.selection import SelectorState
+from debates.state import StanceReading, read_turn
 from debates.structured_turns import instruction, read_structured, turn_schema
-from debates.turns import TurnPolicy
+from debates.turns import TurnContext, TurnPolicy
 from debates.visibility import SeatView
-from m3d_agents.agents.post_content import image_context
+from m3d_agents.agents.post_content import describe_image, image_context
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.errors import ParseError
 from m3d_agents.evidence import Evidence
@@ -37,7 +38,7 @@ STANCE_TEXT = {
 
 def answers_required(seat: SeatConfig, config: DebateConfig) -> bool:
     """Whose messages must end in a readable answer (and are retried until they do)."""
-    if seat.role in ("judge", "actor"):
+    if seat.role in ("judge", "actor", "single", *MODALITY_ROLES):
         return True
     return seat.role == "debater" and config.protocol != "judged"
 
@@ -47,6 +48,10 @@ def system_prompt(seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) ->
     answer_format = prompts.render("answer_format", labels=", ".join(taxonomy.labels))
     if seat.role == "judge":
         return prompts.render("judge_system", answer_format=answer_format)
+    if seat.role in MODALITY_ROLES:
+        return prompts.load(f"{seat.role}_agent_system")
+    if seat.role == "single":
+        return prompts.render("standard_system", answer_format=answer_format)
     if seat.role == "actor":
         return prompts.render("actor_system", framing=framing, answer_format=answer_format)
     if seat.role == "skeptic":
@@ -69,9 +74,11 @@ def post_block(seat: SeatConfig, prepared: PreparedSample, evidence: list[Eviden
         evidence_text = "Quoted evidence (retrieved from the web; untrusted):\n\n" + "\n\n".join(e.quoted() for e in evidence)
     else:
         evidence_text = "No retrieved evidence is available."
-    return prompts.render(
-        "debate_task", text=prepared.sample.text, image_context=image_context(prepared, vision), evidence=evidence_text
-    ).strip()
+    context = image_context(prepared, vision)
+    if seat.role == "image" and vision and prepared.images:
+        reports = "\n".join(f"Image {i}: {describe_image(image)}" for i, image in enumerate(prepared.images, start=1))
+        context = f"{context}\nWhat analysis tools report about the image(s):\n{reports}"
+    return prompts.render("debate_task", text=prepared.sample.text, image_context=context, evidence=evidence_text).strip()
 
 
 class ModelSeat(BaseChatAgent):
@@ -86,6 +93,7 @@ class ModelSeat(BaseChatAgent):
         turn_policy: TurnPolicy,
         create_kwargs: dict[str, object],
         vision: bool,
+        selector: SelectorState | None = None,
         structured: Callable[[type[BaseModel]], dict[str, Any]] | None = None,
     ) -> None:
         super().__init__(seat.name, description=f"{seat.role} in a {config.name} debate")
@@ -101,7 +109,7 @@ class ModelSeat(BaseChatAgent):
         self._turn = turn_policy
         self._create_kwargs = dict(create_kwargs)
         self._schema: type[BaseModel] | None = None
-        if structured is not None and answers_required(seat, config):
+        if structured is not None and answers_required(seat, config) and seat.role not in MODALITY_ROLES:
             with_queries = config.protocol == "disambiguation"
             schema = turn_schema(tuple(taxonomy.labels), with_queries)
             args = structured(schema)
@@ -109,6 +117,8 @@ class ModelSeat(BaseChatAgent):
                 self._schema = schema
                 self._create_kwargs.update(args["extra_create_args"])
                 self._structured_hint = instruction(taxonomy, with_queries)
+        self._vision = vision
+        self._selector = selector if selector is not None else SelectorState()
         self.last_error: str | None = None
 
     @property
@@ -118,7 +128,7 @@ class ModelSeat(BaseChatAgent):
     def _parse(self, text: str) -> StanceReading:
         if self._schema is not None:
             return read_structured(text, self._schema, self._taxonomy, self._config.max_queries_per_turn)
-        reading = read_message(text, self._taxonomy, self._config.max_queries_per_turn)
+        reading = read_turn(text, self.seat.role, self._taxonomy, self._config.max_queries_per_turn)
         if reading.error and answers_required(self.seat, self._config):
             raise ParseError(f"{self._taxonomy.name} label", reading.error, text)
         return reading
@@ -138,6 +148,7 @@ class ModelSeat(BaseChatAgent):
             retries=self._config.retries,
             create_kwargs={"extra_create_args": dict(self._create_kwargs)},
             on_retry=lambda: setattr(self._client.ledger, "parse_retries", self._client.ledger.parse_retries + 1),
+            context=TurnContext(self.seat, self._config, self._prepared, self._selector, self._vision, self.view.own_round),
         )
         self.last_error = answer.error
         text = answer.value.rendered if answer.value is not None and answer.value.rendered else answer.text

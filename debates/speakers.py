@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from debates.modality import CHECKS, distortion_label
 from debates.state import DESK_NAME, NO_OBJECTIONS, DebateState
 
 SpeakerPolicy = Callable[[DebateState], list[str] | None]
@@ -84,7 +85,40 @@ def actor_then_skeptic(state: DebateState) -> list[str] | None:
     return [skeptic]
 
 
+def cascade(state: DebateState) -> list[str] | None:
+    """``cascade`` (AgentM3D eq. 9): text, then image, then cross-modal; the first distortion ends the chat.
+
+    A modality agent speaks only when every agent before it found no distortion. An unreadable
+    answer also ends the chat: whether that modality is distorted is unknown, so asking the next
+    agent could only produce a label the evidence does not support.
+    """
+    for seat in state.config.seats:
+        turn = state.latest(seat.name)
+        if turn is None:
+            return [seat.name]
+        title = CHECKS[seat.role].title
+        if turn.reading.action is None:
+            state.stop_reason = f"the {title} answer could not be read"
+            return None
+        if distortion_label(seat.role, turn.reading.action) is not None:
+            state.stop_reason = f"the {title} check found a distortion ({turn.reading.action})"
+            return None
+    state.stop_reason = "no modality found a distortion"
+    return None
+
+
+def single_answer(state: DebateState) -> list[str] | None:
+    """``standard``: the one seat answers once."""
+    seat = state.config.seats[0].name
+    if state.rounds_of(seat) == 0:
+        return [seat]
+    state.stop_reason = "single answer given"
+    return None
+
+
 POLICIES: dict[str, SpeakerPolicy] = {
+    "cascade": cascade,
+    "standard": single_answer,
     "async": round_robin,
     "judged": round_robin,
     "sync": all_at_once,

@@ -12,7 +12,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from dataclasses import field as Field
 
-from debates.config import DebateConfig
+from debates.config import MODALITY_ROLES, DebateConfig
+from debates.modality import parse_modality_action
+from debates.selection import SelectorState
 from m3d_agents.errors import ParseError
 from m3d_agents.labels import Taxonomy
 from m3d_agents.parsing import parse_label, parse_unit_score, strip_reasoning
@@ -31,19 +33,37 @@ class StanceReading:
     queries: list[str]
     error: str | None = None
     rendered: str | None = Field(default=None, repr=False)
+    action: str | None = None
+
+
+def _stated_confidence(visible: str) -> float | None:
+    lines = _CONFIDENCE_LINE.findall(visible)
+    if not lines:
+        return None
+    try:
+        return parse_unit_score(lines[-1])
+    except ParseError:
+        return None
+
+
+def read_turn(text: str, role: str, taxonomy: Taxonomy, max_queries: int = 2) -> StanceReading:
+    """The single reading of any seat's message: modality seats give a Finish action, others a label."""
+    if role not in MODALITY_ROLES:
+        return read_message(text, taxonomy, max_queries)
+    visible = strip_reasoning(text)
+    try:
+        action: str | None = parse_modality_action(visible, role)
+        error = None
+    except ParseError as exc:
+        action, error = None, str(exc)
+    return StanceReading(label=None, confidence=_stated_confidence(visible), queries=[], error=error, action=action)
 
 
 def read_message(text: str, taxonomy: Taxonomy, max_queries: int = 2) -> StanceReading:
     """The single reading of a debate message, used for agents and humans alike."""
     visible = strip_reasoning(text)
     queries = [q for q in _QUERY_LINE.findall(visible)][:max_queries]
-    confidence = None
-    lines = _CONFIDENCE_LINE.findall(visible)
-    if lines:
-        try:
-            confidence = parse_unit_score(lines[-1])
-        except ParseError:
-            confidence = None
+    confidence = _stated_confidence(visible)
     try:
         label: str | None = parse_label(_CONFIDENCE_LINE.sub("", visible), taxonomy)
         error = None
@@ -68,6 +88,7 @@ class DebateState:
     turns: list[TurnRecord] = field(default_factory=list)
     answered_queries: int = 0
     stop_reason: str = ""
+    selector: SelectorState = field(default_factory=SelectorState)
 
     def role_of(self, speaker: str) -> str:
         if speaker == DESK_NAME:
@@ -81,7 +102,7 @@ class DebateState:
         reading = (
             StanceReading(label=None, confidence=None, queries=[])
             if speaker == DESK_NAME
-            else read_message(text, self.taxonomy, self.config.max_queries_per_turn)
+            else read_turn(text, self.role_of(speaker), self.taxonomy, self.config.max_queries_per_turn)
         )
         turn = TurnRecord(speaker, self.role_of(speaker), self.rounds_of(speaker) + 1, text, reading)
         self.turns.append(turn)

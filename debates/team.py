@@ -58,6 +58,7 @@ class DebateManager(BaseGroupChatManager):
         self._message_thread.clear()
         self._state.turns.clear()
         self._state.stop_reason = ""
+        self._state.selector.reset()
         self._planned = None
         if self._termination_condition is not None:
             await self._termination_condition.reset()

@@ -1,20 +1,41 @@
 """Turn policies: how a seat produces its message once the speaker policy has picked it.
 
-``single`` is one model call (with the usual retry on unreadable text). Other policies, such as
-best-of-N, register themselves in :data:`TURN_POLICIES` and are chosen per seat in the config.
+``single`` is one model call (with the usual retry on unreadable text). ``best_of_n``
+(:mod:`debates.best_of_n`) and ``planned`` (:mod:`debates.planner`) register themselves in
+:data:`TURN_POLICIES` and are chosen per seat in the config, so any speaker policy can use them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence, TypeVar
 
 from autogen_core.models import LLMMessage
 
-from debates.config import TurnPolicyConfig
+from debates.config import DebateConfig, SeatConfig, TurnPolicyConfig
+from debates.selection import SelectorState
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.metering import MeteredClient
+from m3d_agents.errors import InputError
+from m3d_agents.images import PreparedSample
 
 T = TypeVar("T")
+
+
+@dataclass
+class TurnContext:
+    """What a turn policy may know beyond the messages: whose turn it is and the per-sample state.
+
+    Critics need the seat's role and the post; the planner's decision is shared by every seat of
+    the sample through ``selector``.
+    """
+
+    seat: SeatConfig
+    config: DebateConfig
+    prepared: PreparedSample
+    selector: SelectorState
+    vision: bool
+    round: int
 
 
 class TurnPolicy(Protocol):
@@ -27,6 +48,7 @@ class TurnPolicy(Protocol):
         retries: int,
         create_kwargs: dict[str, Any],
         on_retry: Callable[[], None] | None,
+        context: TurnContext,
     ) -> Answer[T]: ...
 
 
@@ -42,6 +64,7 @@ class SinglePass:
         retries: int,
         create_kwargs: dict[str, Any],
         on_retry: Callable[[], None] | None,
+        context: TurnContext,
     ) -> Answer[T]:
         return await ask(client, messages, parse, retries=retries, create_kwargs=create_kwargs, on_retry=on_retry)
 
@@ -51,9 +74,11 @@ TURN_POLICIES: dict[str, TurnPolicyFactory] = {"single": lambda config: SinglePa
 
 
 def build_turn_policy(config: TurnPolicyConfig) -> TurnPolicy:
-    try:
-        return TURN_POLICIES[config.kind](config)
-    except KeyError:
-        from m3d_agents.errors import InputError
+    import debates.best_of_n  # noqa: F401  (registers "best_of_n")
+    import debates.planner  # noqa: F401  (registers "planned")
 
+    try:
+        factory = TURN_POLICIES[config.kind]
+    except KeyError:
         raise InputError("turn_policy.kind", f"unknown turn policy {config.kind!r}; known: {', '.join(TURN_POLICIES)}") from None
+    return factory(config)

@@ -5,7 +5,9 @@ The rules (identical for model and human seats):
 - ``async`` and ``judged``: later, each other debater's latest answer;
 - ``sync`` and ``disambiguation``: later, each other debater's answer from the previous round only;
 - the judge: the whole debate transcript, but never the retrieved evidence;
-- actor and skeptic: each sees the other's latest message.
+- actor and skeptic: each sees the other's latest message;
+- the cascade's modality agents and the standard single seat: nobody else's message; each judges
+  its own modality, and the cascade's gating decides whether it is asked at all.
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ class SeatView:
             return prompts.render("judge_turn", history=self.history())
         if role == "skeptic":
             return prompts.render("skeptic_turn", history=self.history())
+        if role in ("text", "image", "cross_modal", "single"):
+            return prompts.load("assess_turn")
         if self.own_round == 1:
             return prompts.load("turn_first")
         if role == "actor":

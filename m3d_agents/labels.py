@@ -98,3 +98,22 @@ def get_taxonomy(name: str) -> Taxonomy:
         return TAXONOMIES[name]
     except KeyError:
         raise ValueError(f"unknown taxonomy {name!r}; known: {', '.join(TAXONOMIES)}") from None
+
+
+def collapse_label(label: str, source: Taxonomy, target: Taxonomy) -> str:
+    """Carry a label of ``source`` over to ``target`` through the binary misinformation map.
+
+    Systems that answer in a finer taxonomy (the cascade answers in m3d) are scored on datasets with
+    a two-label one (binary, ooc); the only honest bridge is whether the label is misinformation,
+    so a target needs exactly one label on each side.
+    """
+    label = source.normalise(label)
+    if source.name == target.name:
+        return label
+    sides = {flag: [name for name, misinfo in target.misinformation.items() if misinfo == flag] for flag in (False, True)}
+    if len(sides[False]) != 1 or len(sides[True]) != 1:
+        raise ValueError(
+            f"answers in {source.name!r} cannot be carried over to {target.name!r}: only taxonomies with one"
+            " misinformation label and one other label can take them"
+        )
+    return sides[source.is_misinformation(label)][0]

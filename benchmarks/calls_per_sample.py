@@ -1,0 +1,160 @@
+"""Model calls per sample of ``mmd-agent-bon`` (uniform best-of-N) and ``agentm3d`` (planner + early stop).
+
+Runs both configurations on 50 posts of ../shared/data/mediaeval2016-dev with a scripted backend (the test double of tests/scripted.py),
+so the figures count calls, not model quality. The scripted answers follow a fixed seeded
+distribution, drawn per post and per candidate from a string seed:
+- the planner asks for best-of-N on a share of posts (``--level1-rate``, default 0.3);
+- each modality check finds a distortion with probability 0.25, and a candidate answer agrees
+  with that with probability 0.8;
+- the judge's reward is uniform on [0, 1] and a critic's score uniform on 1..10.
+
+    python benchmarks/calls_per_sample.py [--samples 50] [--n 5] [--level1-rate 0.3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import random
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import mean
+from typing import Any, Mapping, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from autogen_core.models import LLMMessage  # noqa: E402
+
+from debates.config import DebateConfig, TurnPolicyConfig, load_config  # noqa: E402
+from debates.debate import run_debate  # noqa: E402
+from m3d_agents.backends.factory import BackendPool  # noqa: E402
+from m3d_agents.sample import Sample  # noqa: E402
+from tests.scripted import ScriptedClient, scripted_backend, text_of  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data" / "mediaeval2016-dev"
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
+
+
+def load_posts(folder: Path, count: int) -> list[Sample]:
+    """The first ``count`` posts whose first image is on disk, one post per image, fake and real alternating."""
+    images = {p.stem: p for p in (folder / "images").rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES}
+    by_label: dict[str, list[Sample]] = {"fake": [], "real": []}
+    used: set[str] = set()
+    with (folder / "posts.txt").open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+            image_id = (row.get("image_id(s)") or "").split(",")[0].strip()
+            label = (row.get("label") or "").strip()
+            text = (row.get("post_text") or "").strip()
+            if label not in by_label or image_id in used or image_id not in images or not text:
+                continue
+            used.add(image_id)
+            by_label[label].append(Sample(id=row["post_id"], text=text, images=[images[image_id]], gold_label=label))
+    mixed = [s for pair in zip(by_label["fake"], by_label["real"]) for s in pair]
+    return mixed[:count]
+
+
+ACTIONS = {"its TEXT is true": ("TEXT REFUTE", "TEXT SUPPORT"), "its IMAGE is genuine": ("IMAGE REFUTE", "IMAGE SUPPORT"),
+           "image and its text belong together": ("MISMATCH", "MATCH")}
+
+
+@dataclass
+class SeededScript:
+    """Answers every kind of call from a distribution seeded by the post and the candidate."""
+
+    level1_rate: float
+
+    def __call__(self, messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+        seed = int(kwargs.get("seed", 0) or 0)
+        system, last = text_of(messages[:1]), text_of(messages[-1:])
+        post = text_of(messages[1:2])
+        if "strict grader" in last:
+            candidate = text_of(messages[-2:-1])
+            return f"SCORE: {random.Random(f'reward|{candidate}').random():.3f}"
+        if "checking effort" in system:
+            hard = random.Random(f"plan|{post}").random() < self.level1_rate
+            return "[BON level-1]" if hard else "[BON level-0]"
+        if "You are a critic" in system:
+            return f"The score is {random.Random(f'critique|{text_of(messages)}').randint(1, 10)}"
+        if "reasoning inside a claim" in system:
+            return "The claim is internally consistent."
+        for marker, (distorted, clear) in ACTIONS.items():
+            if marker in system:
+                truth = random.Random(f"truth|{marker}|{post}").random() < 0.25
+                agrees = random.Random(f"agree|{marker}|{post}|{seed}").random() < 0.8
+                action = distorted if truth == agrees else clear
+                return f"Candidate with seed {seed} checked its part.\nFinish[{action}]\nCONFIDENCE: 0.7"
+        raise AssertionError(f"unexpected prompt: {system[:80]}")
+
+
+def with_n(config: DebateConfig, n: int) -> DebateConfig:
+    config = config.model_copy(deep=True)
+    for seat in config.seats:
+        seat.turn_policy = TurnPolicyConfig.model_validate({**seat.turn_policy.model_dump(), "n": n})
+    return config
+
+
+@dataclass
+class Run:
+    calls: list[int]
+    by_role: Counter[str]
+    escalated: int
+    m_star: Counter[int]
+    saved: int
+
+
+async def run_config(name: str, samples: list[Sample], n: int, level1_rate: float) -> Run:
+    pool = BackendPool()
+    pool.add(scripted_backend(ScriptedClient(SeededScript(level1_rate)), name="bench"))
+    config = with_n(load_config(name), n)
+    calls: list[int] = []
+    by_role: Counter[str] = Counter()
+    m_star: Counter[int] = Counter()
+    escalated = saved = 0
+    for i, sample in enumerate(samples):
+        verdict = await run_debate(config, sample, pool, backend="bench", seed=i)
+        calls.append(verdict.accounting.model_calls)
+        by_role.update({role: usage.calls for role, usage in verdict.accounting.by_role.items()})
+        selection = verdict.diagnostics["selection"]
+        escalated += int(selection["escalated"])
+        m_star.update(selection["m_star"])
+        saved += selection["saved_calls"]["total"]
+    return Run(calls, by_role, escalated, m_star, saved)
+
+
+def describe(name: str, run: Run, count: int) -> str:
+    roles = ", ".join(f"{role} {calls / count:.2f}" for role, calls in sorted(run.by_role.items()))
+    m_star = " ".join(f"{m}:{k}" for m, k in sorted(run.m_star.items())) or "-"
+    return (
+        f"{name:14s} {mean(run.calls):6.2f} calls/sample  (escalated {run.escalated}/{count}; per role: {roles};"
+        f" m* counts {m_star}; scoring calls saved {run.saved})"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=50)
+    parser.add_argument("--n", type=int, default=5)
+    parser.add_argument("--level1-rate", type=float, default=0.3, help="share of posts the scripted planner escalates")
+    args = parser.parse_args()
+    if not DATA.is_dir():
+        raise SystemExit(f"needs the shared data set at {DATA}")
+    samples = load_posts(DATA, args.samples)
+    print(f"{len(samples)} MediaEval 2016 dev posts, N = {args.n}, scripted planner level-1 rate {args.level1_rate}")
+    uniform = await run_config("mmd-agent-bon", samples, args.n, args.level1_rate)
+    agentm3d = await run_config("agentm3d", samples, args.n, args.level1_rate)
+    print(describe("mmd-agent-bon", uniform, len(samples)))
+    print(describe("agentm3d", agentm3d, len(samples)))
+    ratio = mean(agentm3d.calls) / mean(uniform.calls)
+    print(f"ratio agentm3d / mmd-agent-bon = {ratio:.3f} (target <= 0.5: {'met' if ratio <= 0.5 else 'NOT met'})")
+    print("sensitivity to the planner's level-1 rate (agentm3d calls/sample, ratio):")
+    for rate in (0.0, 0.2, 0.25, 0.5, 1.0):
+        other = await run_config("agentm3d", samples, args.n, rate)
+        print(f"  level-1 rate {rate:.2f}: {mean(other.calls):6.2f}  ratio {mean(other.calls) / mean(uniform.calls):.3f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

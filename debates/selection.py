@@ -1,0 +1,158 @@
+"""Best-of-N selection: the common score scale, the top-m early-stop rule, and what each turn records.
+
+Scale. Every reward u and critique q is mapped onto [0, 1] by a fixed map, before any candidate is
+compared: an LLM judge's score is already in [0, 1]; a reward model's logit goes through the
+logistic function (two-class models: the probability of the positive class); a critic's 1-10 score
+becomes (score - 1) / 9. So s = u + q lies in [0, 2] for critiqued turns and s = u in [0, 1]
+otherwise, and tau is read on that scale. A fixed map is used instead of normalising over the N
+candidates (min-max, z-score) because lazy scoring never sees all N scores.
+
+Early stop. Candidates are scored one at a time in sampling order (the first two together). After
+the m-th score, the m scores so far are sorted in descending order; if the top one exceeds the mean
+of ranks 2..m by more than tau, scoring stops at m* = m. Otherwise the next candidate is scored, and
+if the rule never fires m* = N. The best of those m* wins; on a tie the earliest candidate. With
+N = 1 nothing is scored (m* = 1), since there is nothing to choose between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+
+def logistic(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def unit_from_ten_point(score: float) -> float:
+    """A critic's 1-10 score on the common [0, 1] scale."""
+    if not 1.0 <= score <= 10.0:
+        raise ValueError(f"a 1-10 score was expected, got {score}")
+    return (score - 1.0) / 9.0
+
+
+def gap_exceeds(scores: Sequence[float], tau: float) -> bool:
+    """Whether the top score beats the mean of the others (ranks 2..m) by more than tau."""
+    if len(scores) < 2:
+        return False
+    ranked = sorted(scores, reverse=True)
+    rest = ranked[1:]
+    return ranked[0] - sum(rest) / len(rest) > tau
+
+
+def early_stop_m(scores: Sequence[float], tau: float) -> int:
+    """m*: the smallest m >= 2 at which the first m scores satisfy :func:`gap_exceeds`, else N."""
+    if len(scores) <= 1:
+        return len(scores)
+    for m in range(2, len(scores) + 1):
+        if gap_exceeds(scores[:m], tau):
+            return m
+    return len(scores)
+
+
+def best_index(scores: Sequence[float | None]) -> int | None:
+    """Position of the highest score, the earliest on a tie; None when nothing was scored."""
+    best: int | None = None
+    for i, score in enumerate(scores):
+        if score is not None and (best is None or score > scores[best]):  # type: ignore[operator]
+            best = i
+    return best
+
+
+@dataclass
+class CandidateScore:
+    """One candidate's scores on the common scale; an error says why a part is missing."""
+
+    index: int
+    reward: float | None = None
+    critique: float | None = None
+    critiqued: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> float | None:
+        if self.reward is None or (self.critiqued and self.critique is None):
+            return None
+        return self.reward + (self.critique if self.critique is not None else 0.0)
+
+
+@dataclass
+class TurnSelection:
+    """What one best-of-N turn did, for the verdict's diagnostics."""
+
+    speaker: str
+    round: int
+    n: int
+    readable: int
+    m_star: int
+    chosen: int | None
+    scores: list[dict[str, Any]]
+    saved_reward_calls: int
+    saved_critique_calls: int
+    reward: str
+    critic: str | None
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "speaker": self.speaker,
+            "round": self.round,
+            "n": self.n,
+            "readable_candidates": self.readable,
+            "m_star": self.m_star,
+            "chosen": self.chosen,
+            "scores": self.scores,
+            "saved_calls": {"reward": self.saved_reward_calls, "critique": self.saved_critique_calls},
+            "reward": self.reward,
+            "critic": self.critic,
+            "note": self.note,
+        }
+
+
+@dataclass
+class PlanDecision:
+    level: int
+    text: str
+    error: str | None = None
+
+
+@dataclass
+class SelectorState:
+    """Per-sample state shared by the seats' turn policies: the planner's decision and each turn's selection.
+
+    It lives in the debate state, which is built fresh for every sample, so a plan never carries
+    over to the next sample, and is shared across seats, so the planner is asked once per sample.
+    """
+
+    plan: PlanDecision | None = None
+    turns: list[TurnSelection] = field(default_factory=list)
+    single_pass_turns: int = 0
+    cache: dict[str, Any] = field(default_factory=dict)
+    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    def lock(self, key: str) -> asyncio.Lock:
+        return self.locks.setdefault(key, asyncio.Lock())
+
+    def reset(self) -> None:
+        self.plan = None
+        self.turns.clear()
+        self.single_pass_turns = 0
+        self.cache.clear()
+        self.locks.clear()
+
+    def diagnostics(self) -> dict[str, Any]:
+        saved_reward = sum(t.saved_reward_calls for t in self.turns)
+        saved_critique = sum(t.saved_critique_calls for t in self.turns)
+        return {
+            "escalated": bool(self.turns),
+            "planner": None if self.plan is None else {"level": self.plan.level, "error": self.plan.error},
+            "best_of_n_turns": [t.as_dict() for t in self.turns],
+            "single_pass_turns": self.single_pass_turns,
+            "m_star": [t.m_star for t in self.turns],
+            "saved_calls": {"reward": saved_reward, "critique": saved_critique, "total": saved_reward + saved_critique},
+        }
