@@ -4,8 +4,9 @@
 - image: a critic given the forgery tool's report on each image;
 - cross-modal: none by default; ``critique_cross_modal`` switches one on (the paper's ablation).
 
-The forgery report is an injected callable, so the forensic tools plug in without this module
-knowing them; until one is configured, the critic is told plainly that no forensic analysis exists.
+The forgery report is a replaceable callable: by default the fused CPU forensics of
+:mod:`m3d_agents.tools` (ELA, JPEG, EXIF, noise); a learned detector or another tool can be set
+with :func:`use_forgery_report`, and with none the critic is told plainly that no analysis exists.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.images import PreparedImage
 from m3d_agents.parsing import parse_ten_point_score
+from m3d_agents.tools.describers import forensic_describer
 
 ForgeryReport = Callable[[PreparedImage], str]
 
@@ -33,11 +35,12 @@ def no_forensic_tool(image: PreparedImage) -> str:
     return "No forensic tool is configured, so there is no forgery analysis of this image."
 
 
-_forgery_report: ForgeryReport = no_forensic_tool
+_forgery_report: ForgeryReport = forensic_describer
 
 
 def use_forgery_report(report: ForgeryReport | None) -> None:
-    """Set the forgery tool whose report the image critic receives (None: back to no tool)."""
+    """Set the forgery tool whose report the image critic receives (default: the fused CPU forensics;
+    None: no tool, and the critic is told so)."""
     global _forgery_report
     _forgery_report = report or no_forensic_tool
 

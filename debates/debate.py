@@ -29,6 +29,7 @@ from m3d_agents.evidence import Evidence
 from m3d_agents.images import PreparedSample, prepare_sample
 from m3d_agents.labels import collapse_label, get_taxonomy
 from m3d_agents.sample import InputLimits, Sample
+from m3d_agents.tools.describers import enable_image_describers
 from m3d_agents.verdict import Verdict
 from retrieval.interfaces import EvidenceSource, QueryAnswerer
 
@@ -51,7 +52,11 @@ def build_seats(
     human_seats: Mapping[str, InputFunc] | None = None,
     seed: int = 0,
 ) -> list[ChatAgent]:
-    """One participant per seat: a model seat, or a person where ``human_seats`` names the seat."""
+    """One participant per seat: a model seat, or a person where ``human_seats`` names the seat.
+
+    Text-only seats see the image through the forensic and OCR tools' findings.
+    """
+    enable_image_describers()
     humans = dict(human_seats or {})
     for name in humans:
         config.seat(name)
@@ -83,6 +88,13 @@ def build_seats(
     return seats
 
 
+def root_cause(exc: BaseException) -> str:
+    """The last line of an error that AutoGen re-raised with the agent's whole traceback in its text."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    last = lines[-1] if lines else type(exc).__name__
+    return last.split(": ", 1)[1] if last.split(": ", 1)[0].endswith(("Error", "Exception")) else last
+
+
 async def run_debate(
     config: DebateConfig,
     sample: Sample,
@@ -105,18 +117,18 @@ async def run_debate(
         collapse_label(answering.labels[0], answering, taxonomy)
     except ValueError as exc:
         raise InputError("taxonomy", f"the {config.name} configuration answers in {answering.name}: {exc}") from None
+    ledger = UsageLedger()
     gathered = list(evidence or [])
     if config.use_evidence and evidence_source is not None:
-        gathered += await evidence_source.gather(sample)
+        gathered += await evidence_source.gather(sample, ledger=ledger)
     kept = [e for e in gathered if e.kept] if config.use_evidence else []
-    ledger = UsageLedger()
     state = DebateState(config=config, taxonomy=answering)
     participants = build_seats(
         config, state, prepared, kept, pool, ledger, backend=backend, human_seats=human_seats, seed=seed
     )
     desk = None
     if config.protocol == "disambiguation":
-        desk = RetrievalDesk(state, query_answerer, sample)
+        desk = RetrievalDesk(state, query_answerer, sample, ledger)
         participants.append(desk)
     team = DebateGroupChat(participants, state, POLICIES[config.protocol])
     task = TextMessage(content=f"Debate on post {sample.id} begins.", source="moderator")
@@ -129,7 +141,7 @@ async def run_debate(
     except BackendError:
         raise
     except Exception as exc:
-        raise BackendError(f"the {config.name} debate on sample {sample.id} failed: {exc}") from exc
+        raise BackendError(f"the {config.name} debate on sample {sample.id} failed: {root_cause(exc)}") from exc
     answer, decided_by, rationale = decide(state)
     label = collapse_label(answer, answering, taxonomy) if answer is not None else None
     cited = [e.id for e in kept] + ([e.id for e in desk.evidence] if desk else [])

@@ -10,6 +10,7 @@ from autogen_agentchat.messages import BaseChatMessage, TextMessage
 from autogen_core import CancellationToken
 
 from debates.state import DESK_NAME, DebateState
+from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.evidence import Evidence
 from retrieval.interfaces import QueryAnswerer
 from m3d_agents.sample import Sample
@@ -18,11 +19,14 @@ from m3d_agents.sample import Sample
 class RetrievalDesk(BaseChatAgent):
     """Answers every query asked since its last turn, once each, and posts the results as quoted evidence."""
 
-    def __init__(self, state: DebateState, answerer: QueryAnswerer | None, sample: Sample, max_hits: int = 2) -> None:
+    def __init__(
+        self, state: DebateState, answerer: QueryAnswerer | None, sample: Sample, ledger: UsageLedger, max_hits: int = 2
+    ) -> None:
         super().__init__(DESK_NAME, description="answers disambiguation queries from retrieval")
         self._state = state
         self._answerer = answerer
         self._sample = sample
+        self._ledger = ledger
         self._max_hits = max_hits
         self.evidence: list[Evidence] = []
 
@@ -40,7 +44,7 @@ class RetrievalDesk(BaseChatAgent):
             if self._answerer is None:
                 blocks.append(f"QUERY from {asker}: {query}\nNo retrieval source is configured for this debate.")
                 continue
-            hits = (await self._answerer.answer(query, self._sample))[: self._max_hits]
+            hits = (await self._answerer.answer(query, self._sample, ledger=self._ledger))[: self._max_hits]
             self.evidence.extend(hits)
             found = "\n".join(h.quoted(600) for h in hits) if hits else "Nothing relevant was found."
             blocks.append(f"QUERY from {asker}: {query}\n{found}")

@@ -23,7 +23,7 @@ def call_kind(messages: Sequence[LLMMessage]) -> str:
         return "planner"
     if "You are a critic" in system:
         return "critique"
-    if "reasoning inside a claim" in system:
+    if "internal logic, not for its truth" in last:
         return "logic"
     return "answer"
 
@@ -45,7 +45,7 @@ class SelectorScript:
     reward: Callable[[str], str] = lambda candidate: "SCORE: 0.5"
     critique: Callable[[str], str] = lambda candidate: "Fine. The score is 5"
     plan: str = "[BON level-1]"
-    logic: str = "The claim is internally consistent."
+    logic: str = '{"consistent": true, "issues": [], "rationale": "The claim is internally consistent."}'
     seen: list[tuple[str, str]] = field(default_factory=list)
 
     def __call__(self, messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:

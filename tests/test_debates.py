@@ -188,7 +188,7 @@ class DictAnswerer:
     def __init__(self) -> None:
         self.asked: list[str] = []
 
-    async def answer(self, query: str, sample: Sample) -> list[Evidence]:
+    async def answer(self, query: str, sample: Sample, ledger: Any = None) -> list[Evidence]:
         self.asked.append(query)
         return [Evidence(kind="corpus", text=f"ANSWER-TO[{query}]: photo by Nick Hall, 2011, a composite")]
 

@@ -73,25 +73,27 @@ class Backend:
         return MeteredClient(self.client, self.semaphore, ledger, agent, role, self.call_deadline_s)
 
     def structured_args(self, schema: type[BaseModel]) -> dict[str, Any]:
-        """Keyword arguments for ``create`` that make the answer valid JSON of ``schema`` by construction.
-
-        vLLM and OpenAI take ``response_format`` of type ``json_schema``; llama.cpp's server only
-        accepts a ``json_object`` with a ``schema`` key, which it turns into a grammar.
-        """
-        if self.client.model_info.get("structured_output"):
-            # Sent as a raw response_format, not through AutoGen's json_output=<model>: that path uses
-            # the SDK's beta parser, which costs CPU per call and warns on every parsed reply.
-            # OpenAI's strict mode rejects some keywords (maxLength); vLLM enforces the full schema.
-            strict = self.config.kind != "openai"
-            json_schema = {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": strict}
-            return {"extra_create_args": {"response_format": {"type": "json_schema", "json_schema": json_schema}}}
-        if self.client.model_info.get("json_output"):
-            # Passed raw: AutoGen's json_output=True would replace it with a schema-less json_object.
-            return {"extra_create_args": {"response_format": {"type": "json_object", "schema": schema.model_json_schema()}}}
-        return {}
+        # OpenAI's strict mode rejects some keywords (maxLength); vLLM enforces the full schema.
+        return structured_create_args(self.client.model_info, schema, strict=self.config.kind != "openai")
 
     async def close(self) -> None:
         await self.client.close()
+
+
+def structured_create_args(model_info: ModelInfo, schema: type[BaseModel], strict: bool = True) -> dict[str, Any]:
+    """Keyword arguments for ``create`` that make the answer valid JSON of ``schema`` by construction.
+
+    vLLM and OpenAI take ``response_format`` of type ``json_schema``; llama.cpp's server only
+    accepts a ``json_object`` with a ``schema`` key, which it turns into a grammar. Both are sent
+    raw: AutoGen's ``json_output=<model>`` goes through the SDK's beta parser (CPU per call, a
+    warning per reply), and ``json_output=True`` would replace the schema with a bare json_object.
+    """
+    if model_info.get("structured_output"):
+        json_schema = {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": strict}
+        return {"extra_create_args": {"response_format": {"type": "json_schema", "json_schema": json_schema}}}
+    if model_info.get("json_output"):
+        return {"extra_create_args": {"response_format": {"type": "json_object", "schema": schema.model_json_schema()}}}
+    return {}
 
 
 def _openai_client(config: BackendConfig, base_url: str | None, api_key: str) -> ChatCompletionClient:

@@ -5,9 +5,9 @@ It judges internal coherence only; whether the claim is true is for the evidence
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
-from autogen_core.models import UserMessage
+from autogen_core.models import ChatCompletionClient, UserMessage
 from pydantic import BaseModel, Field
 
 import prompts
@@ -44,14 +44,23 @@ async def check_logic(
     evidence: Sequence[Evidence] = (),
     agent: str = "text_critic",
 ) -> LogicCheck:
+    client = backend.view(ledger, agent=agent, role="logic_check")
+    return await run_logic_check(claim, client, backend.structured_args(LogicVerdict), evidence)
+
+
+async def run_logic_check(
+    claim: str, client: ChatCompletionClient, create_kwargs: dict[str, Any], evidence: Sequence[Evidence] = (), retries: int = 2
+) -> LogicCheck:
+    """The check itself, on any client (the text critic calls it with its own metered view)."""
     quoted = "\n".join(e.quoted() for e in evidence if e.kept)
     prompt = prompts.render(
         "tool_logic_check", claim=claim.strip(), evidence=f"\nEvidence:\n{quoted}\n" if quoted else ""
     )
     answer = await ask(
-        backend.view(ledger, agent=agent, role="logic_check"),
+        client,
         [UserMessage(content=prompt, source="user")],
         lambda text: parse_model(text, LogicVerdict),
-        create_kwargs=backend.structured_args(LogicVerdict),
+        retries=retries,
+        create_kwargs=create_kwargs,
     )
     return LogicCheck(verdict=answer.value, error=answer.error, text=answer.text)
