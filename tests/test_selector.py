@@ -210,7 +210,7 @@ async def test_uniform_best_of_n_scores_every_candidate_and_cross_modal_uses_the
     assert verdict.label == "cross_modal_consistency_distortion" and turns[2]["chosen"] == 3
     assert turns[2]["scores"][-1]["s"] == pytest.approx(0.9) and turns[2]["m_star"] == 4
     image_critique = next(c.prompt for c in clients["image_agent"].calls if "What the forgery tool reports" in c.prompt)
-    assert "No forensic tool is configured" in image_critique
+    assert "fused forgery score" in image_critique, "the image critic is given the real forensic report"
 
     uniform, pool, _ = seat_pool(load_config("mmd-agent-bon"), {"text_agent": script, "image_agent": script, "cross_modal_agent": script})
     verdict = await run_debate(uniform, M3D_SAMPLE, pool)
