@@ -79,8 +79,8 @@ class SeededScript:
             return "[BON level-1]" if hard else "[BON level-0]"
         if "You are a critic" in system:
             return f"The score is {random.Random(f'critique|{text_of(messages)}').randint(1, 10)}"
-        if "reasoning inside a claim" in system:
-            return "The claim is internally consistent."
+        if "internal logic, not for its truth" in last:
+            return '{"consistent": true, "issues": [], "rationale": "The claim is internally consistent."}'
         for marker, (distorted, clear) in ACTIONS.items():
             if marker in system:
                 truth = random.Random(f"truth|{marker}|{post}").random() < 0.25
@@ -90,10 +90,10 @@ class SeededScript:
         raise AssertionError(f"unexpected prompt: {system[:80]}")
 
 
-def with_n(config: DebateConfig, n: int) -> DebateConfig:
+def with_n(config: DebateConfig, n: int, **policy: object) -> DebateConfig:
     config = config.model_copy(deep=True)
     for seat in config.seats:
-        seat.turn_policy = TurnPolicyConfig.model_validate({**seat.turn_policy.model_dump(), "n": n})
+        seat.turn_policy = TurnPolicyConfig.model_validate({**seat.turn_policy.model_dump(), "n": n, **policy})
     return config
 
 
@@ -106,10 +106,10 @@ class Run:
     saved: int
 
 
-async def run_config(name: str, samples: list[Sample], n: int, level1_rate: float) -> Run:
+async def run_config(name: str, samples: list[Sample], n: int, level1_rate: float, **policy: object) -> Run:
     pool = BackendPool()
     pool.add(scripted_backend(ScriptedClient(SeededScript(level1_rate)), name="bench"))
-    config = with_n(load_config(name), n)
+    config = with_n(load_config(name), n, **policy)
     calls: list[int] = []
     by_role: Counter[str] = Counter()
     m_star: Counter[int] = Counter()
@@ -150,6 +150,11 @@ async def main() -> None:
     print(describe("agentm3d", agentm3d, len(samples)))
     ratio = mean(agentm3d.calls) / mean(uniform.calls)
     print(f"ratio agentm3d / mmd-agent-bon = {ratio:.3f} (target <= 0.5: {'met' if ratio <= 0.5 else 'NOT met'})")
+    every_turn = await run_config("agentm3d", samples, args.n, args.level1_rate, skip_unanimous=False)
+    print(
+        f"without skip_unanimous (scoring even when all candidates agree): {mean(every_turn.calls):.2f} calls/sample,"
+        f" ratio {mean(every_turn.calls) / mean(uniform.calls):.3f}"
+    )
     print("sensitivity to the planner's level-1 rate (agentm3d calls/sample, ratio):")
     for rate in (0.0, 0.2, 0.25, 0.5, 1.0):
         other = await run_config("agentm3d", samples, args.n, rate)

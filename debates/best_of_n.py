@@ -27,6 +27,11 @@ SEED_STRIDE = 1009
 """Candidate i of a seat whose seed is b uses seed b * 1009 + i: distinct for every seat and i < 1009."""
 
 
+def decision(value: object) -> tuple[object, object]:
+    """What a candidate decides (its label or modality action), ignoring how it argues."""
+    return getattr(value, "label", None), getattr(value, "action", None)
+
+
 def candidate_seed(base: int, index: int) -> int:
     return base * SEED_STRIDE + index
 
@@ -56,11 +61,18 @@ class BestOfN:
         answers = await self._sample(client, messages, parse, retries, create_kwargs, on_retry)
         readable = [i for i, answer in enumerate(answers) if answer.ok]
         critic = critic_for(context.seat.role, self.config, self._forgery_report)
-        scores = await self._score(client, messages, answers, readable, critic, context, retries)
+        unanimous = self.config.skip_unanimous and len(readable) > 1 and len({decision(answers[i].value) for i in readable}) == 1
+        if unanimous:
+            scores = []
+        else:
+            scores = await self._score(client, messages, answers, readable, critic, context, retries)
         totals = [s.total for s in scores]
         best = best_index(totals)
         note = ""
-        if not readable:
+        if unanimous:
+            chosen = readable[0]
+            note = "every candidate reached the same answer; scoring was skipped"
+        elif not readable:
             chosen = None
             note = "no candidate gave a readable answer"
         elif best is None:

@@ -62,6 +62,11 @@ class TurnPolicyConfig(BaseModel):
     critique: bool = Field(True, description="add the critique q of the text and image critics to the reward")
     critique_cross_modal: bool = Field(False, description="also critique cross-modal answers (an ablation)")
     early_stop: bool = Field(True, description="score lazily and stop at the top-m gap; False scores all N")
+    skip_unanimous: bool = Field(
+        False,
+        description="when every candidate reaches the same answer, keep the first unscored: scores could only "
+        "change which rationale is shown, never the decision",
+    )
     reward: RewardConfig = Field(default_factory=RewardConfig)
 
 

@@ -305,6 +305,27 @@ async def test_an_async_debate_whose_seats_use_best_of_n_turns() -> None:
     assert verdict.accounting.by_agent["agent_b"].calls == 3
 
 
+async def test_unanimous_candidates_skip_scoring_when_asked_and_disagreeing_ones_are_scored() -> None:
+    def debater(i: int) -> str:
+        label = "real" if i % 1009 == 2 else "fake"
+        return f"CAND-{i} FINAL ANSWER: {label}\nCONFIDENCE: 0.9"
+
+    def unanimous(i: int) -> str:
+        return f"CAND-{i} FINAL ANSWER: fake\nCONFIDENCE: 0.9"
+
+    for answers, expected_rewards in ((unanimous, 0), (debater, 3)):
+        script = SelectorScript(answers={"debater": answers}, reward=by_candidate({0: 0.1, 1: 0.3, 2: 0.95}))
+        config = bon_config("async", kind="best_of_n", n=3, skip_unanimous=True)
+        config.seats = config.seats[:1]
+        config, pool, _ = seat_pool(config, {"agent_a": script})
+        verdict = await run_debate(config, M3D_SAMPLE.model_copy(update={"taxonomy": "binary"}), pool)
+        rewards = verdict.accounting.by_role.get("reward")
+        assert (rewards.calls if rewards else 0) == expected_rewards
+        turn = verdict.diagnostics["selection"]["best_of_n_turns"][0]
+        if expected_rewards == 0:
+            assert turn["chosen"] == 0 and "scoring was skipped" in turn["note"]
+
+
 # --- a reward model loaded from a local directory -------------------------------------------------
 
 
