@@ -136,3 +136,15 @@ def test_a_run_folder_refuses_rows_of_a_different_run(tmp_path: Path) -> None:
     prepare_run_dir(tmp_path / "run", manifest.model_copy())
     with pytest.raises(InputError, match="holds a different run"):
         prepare_run_dir(tmp_path / "run", manifest.model_copy(update={"seed": 5}))
+
+
+def test_a_debate_configuration_runs_in_a_batch_with_a_rate_limit(workspace: Path) -> None:
+    args = arguments("runs/async")
+    args[args.index("check")] = "async"
+    args[args.index("--concurrency") + 1] = "4"
+    result = CliRunner().invoke(app, [*args, "--limit", "4", "--rate-limit", "stub=6000"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    rows, _ = read_rows(workspace / "runs" / "async" / "results.jsonl")
+    assert len(rows) == 4
+    assert all(row.status != "error" for row in rows), [row.error for row in rows]
+    assert all(row.config == "async" and row.model_calls >= 3 for row in rows)

@@ -46,9 +46,9 @@ class RateLimitedPool(BackendPool):
         super().__init__(*args, **kwargs)
         self.rate_limits = rate_limits or {}
 
-    def get(self, name: str) -> Backend:
-        fresh = name not in self._backends
-        backend = super().get(name)
+    def get(self, name: str, model: str | None = None) -> Backend:
+        fresh = (f"{name}:{model}" if model else name) not in self._backends
+        backend = super().get(name, model=model)
         if fresh and name in self.rate_limits:
-            backend._semaphore = RateGate(backend.semaphore, self.rate_limits[name])  # type: ignore[assignment]
+            backend.gate_calls(RateGate(backend.semaphore, self.rate_limits[name]))
         return backend

@@ -57,6 +57,10 @@ class Backend:
             self._semaphore = asyncio.Semaphore(self.config.concurrency)
         return self._semaphore
 
+    def gate_calls(self, gate: Any) -> None:
+        """Replace the concurrency semaphore by another async context manager (e.g. a rate limit) that wraps it."""
+        self._semaphore = gate
+
     @property
     def vision(self) -> bool:
         return bool(self.client.model_info["vision"])
