@@ -63,3 +63,35 @@ def test_m3d_debate_async_end_to_end_on_the_embedded_model() -> None:
     assert speakers[:3] == ["agent_a", "agent_b", "agent_c"]
     assert verdict.accounting.model_calls >= 3
     assert verdict.abstained or verdict.label in {"real", "fake"}
+
+
+def test_the_local_server_ends_with_its_parent_even_on_sigkill(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import signal
+    import time
+
+    script = (
+        "from m3d_agents.backends.config import LocalServerSettings\n"
+        "from m3d_agents.backends.local_server import LocalLlamaServer\n"
+        "server = LocalLlamaServer(LocalServerSettings())\n"
+        "server.start()\n"
+        "print(server.process.pid, flush=True)\n"
+        "import time; time.sleep(600)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        with open(f"/proc/{child}/stat") as stat:
+            if stat.read().split()[2] == "Z":
+                return
+        time.sleep(0.2)
+    os.kill(child, signal.SIGKILL)
+    raise AssertionError("the llama.cpp server outlived its parent")

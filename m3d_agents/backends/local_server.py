@@ -34,6 +34,16 @@ def packaged_model_path() -> Path:
     return Path(packaged.assemble())
 
 
+def _die_with_parent() -> None:
+    """Runs in the child before exec: ask Linux to end the server when our process ends, even by SIGKILL,
+    so that an interrupted run never leaves a model server behind."""
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -77,7 +87,9 @@ class LocalLlamaServer:
             "--n_ctx", str(self.settings.n_ctx),
             "--n_threads", str(threads),
         ]
-        self.process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            command, stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent if sys.platform == "linux" else None
+        )
         self._wait_ready()
         return self.base_url
 
