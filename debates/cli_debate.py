@@ -53,6 +53,7 @@ def debate(
     backend: Optional[str] = typer.Option(None, "--backend", help="Use this backend for every seat."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     human_seat: list[str] = typer.Option([], "--human-seat", help="Take this seat yourself (debater or judge)."),
+    max_rounds: Optional[int] = typer.Option(None, "--max-rounds", min=1, help="Override the config's number of rounds."),
     taxonomy: str = typer.Option("binary", "--taxonomy"),
     claim_date: Optional[str] = typer.Option(None, "--claim-date", help="YYYY-MM-DD"),
     language: Optional[str] = typer.Option(None, "--language"),
@@ -70,6 +71,8 @@ def debate(
     async def main() -> Verdict:
         settings = load_backend_settings(config_file)
         debate_config = load_config(config)
+        if max_rounds is not None:
+            debate_config = debate_config.model_copy(update={"max_rounds": max_rounds})
         for seat in human_seat:
             debate_config.seat(seat)
         pool = BackendPool(settings)
