@@ -202,7 +202,7 @@ async def test_uniform_best_of_n_scores_every_candidate_and_cross_modal_uses_the
                  "cross_modal": lambda i: finish("MISMATCH" if i == 3 else "MATCH", f"CAND-{i}")},
         reward=by_candidate({0: 0.2, 1: 0.2, 2: 0.2, 3: 0.9, 4: 0.2}),
     )
-    config = bon_config("agentm3d", kind="best_of_n")
+    config = bon_config("agentm3d", kind="best_of_n", skip_unanimous=False)
     config, pool, clients = seat_pool(config, {"text_agent": script, "image_agent": script, "cross_modal_agent": script})
     verdict = await run_debate(config, M3D_SAMPLE, pool)
     turns = verdict.diagnostics["selection"]["best_of_n_turns"]
@@ -276,7 +276,8 @@ async def test_planner_level_1_escalates_every_turn_and_unreadable_plans_escalat
     answers = {"text": lambda i: finish("TEXT SUPPORT", f"CAND-{i}"), "image": lambda i: finish("IMAGE REFUTE", f"CAND-{i}")}
     for plan, error in (("Hard: breaking news. [BON level-1]", None), ("I cannot tell", "unreadable plan")):
         script = SelectorScript(answers=answers, plan=plan)
-        config, pool, _ = seat_pool(load_config("agentm3d"), {n: script for n in ("text_agent", "image_agent", "cross_modal_agent")})
+        config, pool, _ = seat_pool(bon_config("agentm3d", skip_unanimous=False),
+                                    {n: script for n in ("text_agent", "image_agent", "cross_modal_agent")})
         verdict = await run_debate(config, M3D_SAMPLE, pool)
         selection = verdict.diagnostics["selection"]
         assert selection["escalated"] is True and selection["planner"]["level"] == 1
