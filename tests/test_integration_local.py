@@ -62,7 +62,7 @@ def test_m3d_debate_async_end_to_end_on_the_embedded_model() -> None:
     assert verdict.config == "async"
     speakers = [t.speaker for t in verdict.transcript]
     assert speakers == ["agent_a", "agent_b", "agent_c"]
-    assert all(t.stance in {"real", "fake"} for t in verdict.transcript), "JSON turns carry a valid label"
+    assert all(t.stance in {"real", "fake"} or t.parse_error for t in verdict.transcript), "read, or the reason why not"
     assert verdict.accounting.model_calls >= 3
     assert verdict.abstained or verdict.label in {"real", "fake"}
 
