@@ -321,3 +321,17 @@ async def test_json_turns_carry_disambiguation_queries() -> None:
     config, pool, _ = seat_pool(config, {n: respond for n in ("agent_a", "agent_b", "agent_c")}, json_output=True)
     verdict = await run_debate(config, SAMPLE, pool, query_answerer=DictAnswerer())
     assert "QUERY: statue of liberty storm photo origin" in verdict.transcript[0].text
+
+
+def test_json_turn_with_an_out_of_range_confidence_keeps_its_label_and_drops_the_confidence() -> None:
+    from debates.structured_turns import read_structured, turn_schema
+    from m3d_agents.errors import ParseError
+    from m3d_agents.labels import get_taxonomy
+
+    binary = get_taxonomy("binary")
+    schema = turn_schema(("real", "fake"), False)
+    reading = read_structured('{"argument": "x", "answer": "fake", "confidence": 10}', schema, binary, 2)
+    assert reading.label == "fake" and reading.confidence is None
+    assert reading.rendered == "x\nFINAL ANSWER: fake"
+    with pytest.raises(ParseError):
+        read_structured('{"argument": "x", "answer": "maybe", "confidence": 0.5}', schema, binary, 2)
