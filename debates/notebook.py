@@ -95,15 +95,15 @@ def verdict_html(verdict: Verdict) -> str:
 
 
 def verdicts_table_html(verdicts: Sequence[Verdict]) -> str:
-    """Several verdicts on one post side by side, one row per configuration."""
-    header = "".join(f"<th>{h}</th>" for h in ("configuration", "answer", "confidence", "decided by / abstained because",
-                                                "rounds", "model calls", "wall s"))
+    """Verdicts side by side, one row per post and configuration."""
+    header = "".join(f"<th>{h}</th>" for h in ("post", "configuration", "answer", "confidence",
+                                                "decided by / abstained because", "rounds", "model calls", "wall s"))
     rows = []
     for v in verdicts:
         answer = "abstained" if v.abstained else str(v.label)
         why = v.abstain_reason if v.abstained else str(v.diagnostics.get("decided_by"))
         confidence = "" if v.confidence is None else f"{v.confidence:.2f}"
-        cells = (v.config, answer, confidence, why or "", str(v.diagnostics.get("rounds")), str(v.accounting.model_calls),
+        cells = (v.sample_id, v.config, answer, confidence, why or "", str(v.diagnostics.get("rounds")), str(v.accounting.model_calls),
                  f"{v.diagnostics.get('wall_time_s', 0):.1f}")
         rows.append("<tr>" + "".join(f"<td style='text-align:left'>{escape(c)}</td>" for c in cells) + "</tr>")
     return f"<table><tr>{header}</tr>{''.join(rows)}</table>"

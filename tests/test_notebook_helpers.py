@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from typing import Any
 
 import pytest
@@ -114,3 +116,60 @@ def test_backend_pool_names_unknown_backends_and_points_vllm_at_a_server() -> No
         notebook.backend_pool("gpu-box")
     pool = notebook.backend_pool("vllm", "http://10.0.0.5:8000/v1")
     assert pool.config("vllm").base_url == "http://10.0.0.5:8000/v1"
+
+
+KERNEL_SETUP = """
+import ipywidgets
+from debates.config import load_config
+from debates.debate import run_debate
+from debates.notebook import TranscriptView, WidgetInput, run_in_background
+from tests.test_debates import SAMPLE, answer, seat_pool
+
+config = load_config("judged").model_copy(update={"max_rounds": 1})
+config, pool, clients = seat_pool(config, {"prosecutor": [answer("fake", "P")], "defender": [answer("real", "D")]})
+person = WidgetInput()
+view = TranscriptView(people=["judge"], output=ipywidgets.Output())
+task = run_in_background(run_debate(config, SAMPLE, pool, human_seats={"judge": person}, on_message=view), view)
+"""
+
+
+def test_in_a_real_kernel_the_debate_waits_for_the_click_between_cells() -> None:
+    """The cell that starts the debate returns at once; the person answers from a later message."""
+    pytest.importorskip("ipykernel")
+    from jupyter_client.manager import start_new_kernel
+
+    from tests.conftest import REPO
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(REPO))
+
+    def run(code: str) -> str:
+        printed: list[str] = []
+
+        def hook(msg: dict[str, Any]) -> None:
+            if msg["msg_type"] == "stream":
+                printed.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                printed.append("\n".join(msg["content"]["traceback"]))
+
+        reply = kc.execute_interactive(code, timeout=60, output_hook=hook)
+        assert reply["content"]["status"] == "ok", "".join(printed)
+        return "".join(printed).strip()
+
+    def poll(code: str, expected: str) -> None:
+        deadline = time.monotonic() + 60
+        while (seen := run(code)) != expected:
+            assert time.monotonic() < deadline, f"still {seen!r}"
+            time.sleep(0.1)
+
+    try:
+        run(KERNEL_SETUP)
+        poll("print(person.turns, person.send.disabled)", "1 False")
+        assert run("print('P I looked' in person.screen.value and 'D I looked' in person.screen.value)") == "True"
+        run("person.box.value = 'The defender ignores the pasted clouds.\\nFINAL ANSWER: fake'; person.send.click()")
+        poll("print(task.done())", "True")
+        assert run("v = task.result(); print(v.label, v.diagnostics['decided_by'])") == "fake judge"
+        assert run("print(sum('Verdict on post' in o['data']['text/html'] for o in view.output.outputs))") == "1"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
