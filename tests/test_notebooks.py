@@ -40,10 +40,18 @@ def test_committed_notebooks_carry_no_outputs_and_have_a_parameters_cell() -> No
 
 @pytest.fixture(scope="module")
 def kernel_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The kernels' environment: this checkout first on the path, and one response cache for the run."""
-    env = {k: v for k, v in os.environ.items() if k not in ("M3D_BACKEND", "M3D_CONFIG", "M3D_LOCAL_BASE_URL")}
+    """The kernels' environment: this checkout first on the path, and one response cache for the run.
+
+    The embedded backend keeps its model and limits; only its per-call timeout is raised, so that a
+    busy machine makes the run slower, not failed.
+    """
+    folder = tmp_path_factory.mktemp("notebook-env")
+    config = folder / "m3d.yaml"
+    config.write_text("backends:\n  local: {kind: local, timeout_s: 900}\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("M3D_BACKEND", "M3D_LOCAL_BASE_URL")}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
-    env["M3D_CACHE_DIR"] = str(tmp_path_factory.mktemp("notebook-cache"))
+    env["M3D_CACHE_DIR"] = str(folder / "cache")
+    env["M3D_CONFIG"] = str(config)
     return env
 
 
@@ -72,13 +80,16 @@ def outputs_text(nb: Any) -> str:
 
 
 def images(nb: Any) -> int:
-    return sum("image/png" in out.get("data", {}) for cell in nb.cells for out in cell.get("outputs", []))
+    return sum(any(kind.startswith("image/") for kind in out.get("data", {}))
+               for cell in nb.cells for out in cell.get("outputs", []))
 
 
 @pytest.mark.integration
 def test_run_debates_notebook_runs_every_configuration(kernel_env: dict[str, str]) -> None:
     data = shared_data()
-    configs = ["async", "async-ai", "sync", "judged", "actor-skeptic", "disambiguation"]
+    # One of each kind of turn order: in turn (async), judged, and concurrent rounds with a retrieval
+    # desk (disambiguation). The others run on scripted models in test_debates.py.
+    configs = ["async", "judged", "disambiguation"]
     nb = execute("01_run_debates.ipynb", {"CONFIGS": configs, "MAX_ROUNDS": 1, "DATA_DIR": str(data)}, kernel_env)
     shown = outputs_text(nb)
     for name in configs:
@@ -113,7 +124,7 @@ def test_async_vs_judged_notebook_compares_two_runs(kernel_env: dict[str, str], 
     runs = tmp_path / "runs"
     nb = execute(
         "03_async_vs_judged.ipynb",
-        {"LIMIT": 2, "MAX_ROUNDS": 1, "CONCURRENCY": 2, "DATA_DIR": str(data.parent), "RUNS_DIR": str(runs),
+        {"LIMIT": 2, "MAX_ROUNDS": 1, "CONCURRENCY": 1, "DATA_DIR": str(data.parent), "RUNS_DIR": str(runs),
          "RESAMPLES": 200},
         kernel_env,
     )
