@@ -22,14 +22,12 @@ from m3d_agents.verdict import Verdict
 
 def stream_turn(message: Any, state: DebateState) -> None:
     """Print each finished turn with its speaker, round and parsed answer."""
-    source = getattr(message, "source", "")
-    content = getattr(message, "content", None)
-    if not isinstance(content, str) or not state.turns or state.turns[-1].speaker != source:
+    turn = state.finished_turn(message)
+    if turn is None:
         return
-    turn = state.turns[-1]
-    stance = turn.reading.label or turn.reading.action or ("(no answer)" if turn.reading.error else "")
+    stance = turn.stance or ("(no answer)" if turn.reading.error else "")
     title = f"{turn.speaker} · {turn.role} · round {turn.round}" + (f" · {stance}" if stance else "")
-    console.print(Panel(content.strip(), title=title, title_align="left"))
+    console.print(Panel(turn.text.strip(), title=title, title_align="left"))
 
 
 def replayed_sample(root: Path, sample_id: str | None, summariser: Backend | None) -> tuple[Sample, dict[str, Any]]:

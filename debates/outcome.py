@@ -122,7 +122,7 @@ def _turn(t: TurnRecord) -> TranscriptTurn:
         role=t.role,
         round=t.round,
         text=t.text,
-        stance=(t.reading.label or t.reading.action) if t.speaker != DESK_NAME else None,
+        stance=t.stance if t.speaker != DESK_NAME else None,
         parse_error=t.reading.error,
     )
 

@@ -80,6 +80,11 @@ class TurnRecord:
     text: str
     reading: StanceReading
 
+    @property
+    def stance(self) -> str | None:
+        """What the turn answered: a label, or a modality agent's Finish action."""
+        return self.reading.label or self.reading.action
+
 
 @dataclass
 class DebateState:
@@ -107,6 +112,20 @@ class DebateState:
         turn = TurnRecord(speaker, self.role_of(speaker), self.rounds_of(speaker) + 1, text, reading)
         self.turns.append(turn)
         return turn
+
+    def finished_turn(self, message: object) -> TurnRecord | None:
+        """The turn that a streamed message completed; None for events, and for messages not yet recorded.
+
+        Matching on the text, not only on the last speaker, keeps concurrent (``sync``) turns apart.
+        """
+        source = getattr(message, "source", None)
+        if not isinstance(getattr(message, "content", None), str) or not hasattr(message, "to_model_text"):
+            return None
+        text = message.to_model_text()
+        for turn in reversed(self.turns):
+            if turn.speaker == source and turn.text == text:
+                return turn
+        return None
 
     def latest(self, speaker: str) -> TurnRecord | None:
         for turn in reversed(self.turns):
