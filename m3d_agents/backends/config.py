@@ -99,6 +99,9 @@ class BackendSettings(BaseModel):
     def get(self, name: str) -> BackendConfig:
         if name in self.backends:
             return self.backends[name]
+        if name == "local":
+            # A CPU-only model on a shared machine can take minutes on one long answer.
+            return BackendConfig(kind="local", timeout_s=600.0)
         if name in DEFAULT_MODELS:
             return BackendConfig(kind=name)  # type: ignore[arg-type]
         known = sorted(set(self.backends) | set(DEFAULT_MODELS))
