@@ -48,13 +48,13 @@ async def check_sample(
             transcript=[turn],
             **common,
         )
-    value = answer.value
+    value, stated_confidence = answer.value
     label = str(getattr(value, "label"))
     turn.stance = label
     rationale = str(getattr(value, "rationale"))
     return Verdict(
         label=label,
-        confidence=float(getattr(value, "confidence")),
+        confidence=stated_confidence,
         rationale=rationale,
         findings=[Finding(modality="overall", label=label, summary=rationale)],
         transcript=[turn],

@@ -7,6 +7,7 @@ temperature, stance, turn policy). New settings are new YAML files, not new clas
 
 from __future__ import annotations
 
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -171,6 +172,13 @@ def builtin_config_names() -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
+@lru_cache(maxsize=64)
+def _parsed(text: str) -> DebateConfig:
+    """Parsed once per distinct text: a batch run loads its configuration for every sample, and YAML
+    parsing cost more CPU than a model call; keyed on the text, an edited file is read afresh."""
+    return DebateConfig.model_validate(yaml.safe_load(text))
+
+
 def load_config(name_or_path: str | Path) -> DebateConfig:
     """A built-in config by name (``async``, ``judged`` ...) or a YAML file by path."""
     path = Path(name_or_path)
@@ -184,7 +192,7 @@ def load_config(name_or_path: str | Path) -> DebateConfig:
             )
         text, origin = resource.read_text(), f"debates/configs/{name_or_path}.yaml"
     try:
-        return DebateConfig.model_validate(yaml.safe_load(text))
+        return _parsed(text).model_copy(deep=True)
     except yaml.YAMLError as exc:
         raise InputError(origin, f"not valid YAML: {exc}") from exc
     except ValidationError as exc:

@@ -11,13 +11,12 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 import prompts
 from debates.state import StanceReading, read_message
 from m3d_agents.labels import Taxonomy
-from m3d_agents.errors import ParseError
-from m3d_agents.parsing import parse_json_object
+from m3d_agents.parsing import parse_model_setting_aside_confidence
 
 
 @lru_cache(maxsize=None)
@@ -38,21 +37,11 @@ def instruction(taxonomy: Taxonomy, with_queries: bool) -> str:
 def read_structured(text: str, schema: type[BaseModel], taxonomy: Taxonomy, max_queries: int) -> StanceReading:
     """Validate the JSON turn and return its reading, with the prose rendering attached.
 
-    The label must be valid. A confidence outside [0, 1] is dropped rather than failing the turn:
-    some servers (llama.cpp's grammar) enforce enums but not numeric bounds, and the answer itself
-    is still readable; a missing confidence is honest, a clamped one would be invented.
+    The label must be valid; a confidence outside [0, 1] is dropped rather than failing the turn
+    (see :func:`~m3d_agents.parsing.parse_model_setting_aside_confidence`).
     """
-    data = parse_json_object(text)
-    confidence = data.get("confidence")
-    if not isinstance(confidence, (int, float)) or isinstance(confidence, bool) or not 0.0 <= confidence <= 1.0:
-        data["confidence"] = None
-    lenient = {**data, "confidence": 0.0 if data["confidence"] is None else data["confidence"]}
-    try:
-        turn = schema.model_validate(lenient)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ParseError(schema.__name__, problems, text) from exc
-    data = {**turn.model_dump(), "confidence": data["confidence"]}
+    turn, confidence = parse_model_setting_aside_confidence(text, schema)
+    data = {**turn.model_dump(), "confidence": confidence}
     lines = [str(data["argument"]).strip()]
     lines += [f"QUERY: {q}" for q in data.get("queries", [])[:max_queries] if str(q).strip()]
     lines.append(f"FINAL ANSWER: {data['answer']}")

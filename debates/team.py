@@ -20,6 +20,7 @@ from autogen_agentchat.teams._group_chat._base_group_chat_manager import BaseGro
 from autogen_agentchat.teams._group_chat._events import GroupChatTermination
 from autogen_core import AgentRuntime
 
+from debates.runtime import team_runtime
 from debates.speakers import SpeakerPolicy
 from debates.state import DebateState
 
@@ -113,6 +114,8 @@ class DebateGroupChat(BaseGroupChat):
             max_turns=max_turns,
             runtime=runtime,
         )
+        if runtime is None:
+            self._runtime = team_runtime()
 
     def _create_group_chat_manager_factory(
         self,

@@ -242,12 +242,31 @@ def parse_json_object(text: str) -> dict[str, Any]:
 
 def parse_model(text: str, model: type[T]) -> T:
     """Read a JSON object and validate it against a pydantic model."""
-    data = parse_json_object(text)
+    return _validated(parse_json_object(text), model, text)
+
+
+def _validated(data: dict[str, Any], model: type[T], text: str) -> T:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise ParseError(model.__name__, problems, text) from exc
+
+
+def parse_model_setting_aside_confidence(text: str, model: type[T]) -> tuple[T, float | None]:
+    """Like :func:`parse_model`, but a ``confidence`` that is missing, not a number, or outside [0, 1]
+    is set aside (returned as None) instead of failing the answer.
+
+    Some servers (llama.cpp's grammars) enforce a schema's enums but not its numeric bounds, so a
+    small model's valid label can arrive with "confidence": 10. The label is still readable; a
+    missing confidence is honest, a clamped one would be invented.
+    """
+    data = parse_json_object(text)
+    stated = data.get("confidence")
+    if not isinstance(stated, (int, float)) or isinstance(stated, bool) or not 0.0 <= stated <= 1.0:
+        stated = None
+    value = _validated({**data, "confidence": 0.0 if stated is None else stated}, model, text)
+    return value, None if stated is None else float(stated)
 
 
 _LABEL_MARKER = re.compile(

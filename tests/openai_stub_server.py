@@ -22,10 +22,12 @@ def completion_body(text: str, prompt_tokens: int = 12, completion_tokens: int =
 
 
 class StubOpenAIServer:
-    """``responder(request_json, n)`` returns ``(status, body_dict, delay_s)`` for the n-th request."""
+    """``responder(request_json, n)`` returns ``(status, body, delay_s)`` for the n-th request; a
+    body given as bytes is sent as it is (to test bodies that are not JSON)."""
 
-    def __init__(self, responder: Callable[[dict[str, Any], int], tuple[int, dict[str, Any], float]]) -> None:
+    def __init__(self, responder: Callable[[dict[str, Any], int], tuple[int, dict[str, Any] | bytes, float]]) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self._responder = responder
         outer = self
 
@@ -40,13 +42,14 @@ class StubOpenAIServer:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 outer.requests.append(body)
+                outer.headers.append(dict(self.headers.items()))
                 status, payload, delay = outer._responder(body, len(outer.requests))
                 if delay:
                     time.sleep(delay)
                 self._send(status, payload)
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict[str, Any] | bytes) -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")

@@ -179,3 +179,12 @@ async def test_vision_backend_receives_the_image() -> None:
     await check_sample(Sample(text="a claim", images=[EXAMPLE_IMAGE]), pool, "scripted")
     content = client.calls[0].messages[-1].content
     assert isinstance(content, list) and isinstance(content[-1], AgentImage)
+
+
+async def test_check_keeps_a_valid_label_whose_confidence_is_out_of_range() -> None:
+    client = ScriptedClient(['{"rationale": "Composited clouds.", "label": "fake", "confidence": 10}'])
+    pool = BackendPool()
+    pool.add(scripted_backend(client, name="scripted"))
+    verdict = await check_sample(Sample(text="a claim"), pool, "scripted")
+    assert verdict.label == "fake" and verdict.confidence is None
+    assert verdict.accounting.model_calls == 1 and verdict.accounting.parse_retries == 0

@@ -23,7 +23,7 @@ from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.images import PreparedSample
 from m3d_agents.labels import Taxonomy
-from m3d_agents.parsing import parse_model
+from m3d_agents.parsing import parse_model_setting_aside_confidence
 from m3d_agents.tools.describers import enable_image_describers
 
 
@@ -62,7 +62,7 @@ class CheckerAgent(BaseChatAgent):
         self._prepared = prepared
         self._taxonomy = taxonomy
         self._retries = retries
-        self.answer: Answer[BaseModel] | None = None
+        self.answer: Answer[tuple[BaseModel, float | None]] | None = None
 
     @property
     def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
@@ -87,12 +87,12 @@ class CheckerAgent(BaseChatAgent):
         self.answer = await ask(
             self._client,
             llm_messages,
-            lambda text: parse_model(text, schema),
+            lambda text: parse_model_setting_aside_confidence(text, schema),
             retries=self._retries,
             create_kwargs=self._backend.structured_args(schema),
             on_retry=count_retry,
         )
-        metadata = {"stance": str(getattr(self.answer.value, "label", "") or "")}
+        metadata = {"stance": str(getattr(self.answer.value[0], "label", "")) if self.answer.value else ""}
         if self.answer.error:
             metadata["parse_error"] = self.answer.error
         return Response(chat_message=TextMessage(content=self.answer.text, source=self.name, metadata=metadata))

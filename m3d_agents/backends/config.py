@@ -52,6 +52,9 @@ class BackendConfig(BaseModel):
     max_tokens: int = Field(512, gt=0)
     timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(3, ge=0)
+    transport: Literal["http", "sdk"] = Field(
+        "http", description="http: our lean OpenAI-compatible client; sdk: AutoGen's client over the OpenAI SDK"
+    )
     concurrency: int = Field(8, gt=0)
     cache: bool = True
     cache_dir: Path | None = None

@@ -1,14 +1,17 @@
 """Building AutoGen chat-completion clients for each backend.
 
-All three backends go through ``OpenAIChatCompletionClient``; they differ only in URL, key,
-``model_info`` and how structured output is requested. Retries with exponential backoff on 429,
-5xx, connection errors and timeouts are done by the OpenAI SDK underneath (``max_retries``).
+All three backends speak the OpenAI chat-completions API; they differ only in URL, key,
+``model_info`` and how structured output is requested. The client is our lean
+:class:`~m3d_agents.backends.http_client.OpenAICompatibleClient` (``transport: http``, the default)
+or AutoGen's ``OpenAIChatCompletionClient`` over the OpenAI SDK (``transport: sdk``); both retry with
+exponential backoff on 429, 5xx, connection errors and timeouts (``max_retries``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from functools import lru_cache
 from typing import Any
 
 from autogen_core.models import ChatCompletionClient, ModelFamily, ModelInfo
@@ -93,14 +96,36 @@ def structured_create_args(model_info: ModelInfo, schema: type[BaseModel], stric
     warning per reply), and ``json_output=True`` would replace the schema with a bare json_object.
     """
     if model_info.get("structured_output"):
-        json_schema = {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": strict}
+        json_schema = {"name": schema.__name__, "schema": json_schema_of(schema), "strict": strict}
         return {"extra_create_args": {"response_format": {"type": "json_schema", "json_schema": json_schema}}}
     if model_info.get("json_output"):
-        return {"extra_create_args": {"response_format": {"type": "json_object", "schema": schema.model_json_schema()}}}
+        return {"extra_create_args": {"response_format": {"type": "json_object", "schema": json_schema_of(schema)}}}
     return {}
 
 
+@lru_cache(maxsize=256)
+def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
+    """pydantic rebuilds a schema on every call, at a cost near a model call's; every seat of every
+    sample asks for the same few. The dict is shared: it is only ever serialised."""
+    return schema.model_json_schema()
+
+
 def _openai_client(config: BackendConfig, base_url: str | None, api_key: str) -> ChatCompletionClient:
+    if config.transport == "http":
+        from m3d_agents.backends.http_client import OpenAICompatibleClient
+
+        return OpenAICompatibleClient(
+            base_url=base_url or "https://api.openai.com/v1",
+            model=config.model_name,
+            model_info=model_info_for(config),
+            api_key=api_key,
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            seed=config.seed,
+            timeout_s=config.timeout_s,
+            max_retries=config.max_retries,
+            context_window=config.local.n_ctx if config.kind == "local" else None,
+        )
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 
     kwargs: dict[str, Any] = {

@@ -101,17 +101,15 @@ class MeteredClient(ChatCompletionClient):
         async with self.semaphore:
             started = time.perf_counter()
             try:
-                result = await asyncio.wait_for(
-                    self.inner.create(
+                async with asyncio.timeout(self.timeout_s):
+                    result = await self.inner.create(
                         messages,
                         tools=tools,
                         tool_choice=tool_choice,
                         json_output=json_output,
                         extra_create_args=extra_create_args,
                         cancellation_token=cancellation_token,
-                    ),
-                    timeout=self.timeout_s,
-                )
+                    )
             except asyncio.TimeoutError as exc:
                 raise BackendError(f"model call by {self.agent} ({self.role}) timed out after {self.timeout_s}s") from exc
             except (APITimeoutError, APIConnectionError) as exc:
