@@ -6,12 +6,14 @@ samples), run the turns while streaming each message to an optional callback, th
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import time
 from typing import Any, Awaitable, Callable, Mapping
 
 from autogen_agentchat.base import ChatAgent, TaskResult
 from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, TextMessage
+from autogen_core import CancellationToken
 
 from debates.config import DebateConfig, SeatConfig
 from debates.desk import RetrievalDesk
@@ -88,6 +90,15 @@ def build_seats(
     return seats
 
 
+async def stop_turns(running: "asyncio.Future[None]", token: CancellationToken) -> None:
+    """Stop a debate now, not after the turn in progress: AutoGen's team waits for its runtime to go
+    idle before it lets a cancellation through, and the speaking seat's model call can take minutes.
+    Cancelling the team's token first reaches that seat (see ``ModelSeat.on_messages``)."""
+    token.cancel()
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
+
+
 def root_cause(exc: BaseException) -> str:
     """The last line of an error that AutoGen re-raised with the agent's whole traceback in its text."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
@@ -132,12 +143,21 @@ async def run_debate(
         participants.append(desk)
     team = DebateGroupChat(participants, state, POLICIES[config.protocol])
     task = TextMessage(content=f"Debate on post {sample.id} begins.", source="moderator")
-    try:
-        async for item in team.run_stream(task=task, output_task_messages=False):
+    token = CancellationToken()
+
+    async def turns() -> None:
+        async for item in team.run_stream(task=task, output_task_messages=False, cancellation_token=token):
             if on_message is not None and not isinstance(item, TaskResult):
                 result = on_message(item, state)
                 if inspect.isawaitable(result):
                     await result
+
+    running = asyncio.ensure_future(turns())
+    try:
+        await asyncio.shield(running)
+    except asyncio.CancelledError:
+        await stop_turns(running, token)
+        raise
     except BackendError:
         raise
     except Exception as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Sequence
 
 from autogen_agentchat.agents import BaseChatAgent
@@ -44,7 +45,9 @@ class RetrievalDesk(BaseChatAgent):
             if self._answerer is None:
                 blocks.append(f"QUERY from {asker}: {query}\nNo retrieval source is configured for this debate.")
                 continue
-            hits = (await self._answerer.answer(query, self._sample, ledger=self._ledger))[: self._max_hits]
+            answering = asyncio.ensure_future(self._answerer.answer(query, self._sample, ledger=self._ledger))
+            cancellation_token.link_future(answering)
+            hits = (await answering)[: self._max_hits]
             self.evidence.extend(hits)
             found = "\n".join(h.quoted(600) for h in hits) if hits else "Nothing relevant was found."
             blocks.append(f"QUERY from {asker}: {query}\n{found}")

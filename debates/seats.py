@@ -6,6 +6,7 @@ post and, unless it is the judge, the retrieved evidence it was given when the t
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable, Sequence
 
 from autogen_agentchat.agents import BaseChatAgent
@@ -141,7 +142,7 @@ class ModelSeat(BaseChatAgent):
         if self._schema is not None:
             content.append(self._structured_hint)
         user = UserMessage(content=content if self._images else "\n\n".join(str(c) for c in content), source="user")
-        answer = await self._turn.produce(
+        producing = asyncio.ensure_future(self._turn.produce(
             self._client,
             [SystemMessage(content=self._system), user],
             self._parse,
@@ -149,7 +150,10 @@ class ModelSeat(BaseChatAgent):
             create_kwargs={"extra_create_args": dict(self._create_kwargs)},
             on_retry=lambda: setattr(self._client.ledger, "parse_retries", self._client.ledger.parse_retries + 1),
             context=TurnContext(self.seat, self._config, self._prepared, self._selector, self._vision, self.view.own_round),
-        )
+        ))
+        # Every call of the turn (candidates, rewards, critiques, the planner) stops when the debate does.
+        cancellation_token.link_future(producing)
+        answer = await producing
         self.last_error = answer.error
         text = answer.value.rendered if answer.value is not None and answer.value.rendered else answer.text
         self.view.add_own(text)

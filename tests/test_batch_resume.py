@@ -148,3 +148,34 @@ def test_a_debate_configuration_runs_in_a_batch_with_a_rate_limit(workspace: Pat
     assert len(rows) == 4
     assert all(row.status != "error" for row in rows), [row.error for row in rows]
     assert all(row.config == "async" and row.model_calls >= 3 for row in rows)
+
+
+def test_sigterm_stops_a_debate_in_the_middle_of_a_slow_model_call(tmp_path: Path) -> None:
+    """A debate turn can wait minutes on a model; an interrupted run must not wait with it."""
+    server = subprocess.Popen([sys.executable, "-m", "tests.serve_stub", "--delay", "60"], cwd=REPO, env=env(),
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        (tmp_path / "m3d.yaml").write_text(
+            f"backends:\n  stub: {{kind: vllm, base_url: '{url}', model: test-model, cache: false, vision: false,"
+            " max_retries: 0, timeout_s: 120}\n"
+        )
+        (tmp_path / "posts.jsonl").write_text(json.dumps({"id": "slow", "text": "A post", "label": "fake"}) + "\n")
+        args = arguments("runs/slow")
+        args[args.index("check")] = "async"
+        process = subprocess.Popen([sys.executable, "-c", ENTRY, *args], cwd=tmp_path, env=env(),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "runs" / "slow" / "run.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(2.0)
+        assert process.poll() is None
+        stopped_at = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=45) == 130
+        assert time.monotonic() - stopped_at < 20, "the run waited for the model call instead of stopping"
+        assert lines(tmp_path / "runs" / "slow" / "results.jsonl") == 0
+    finally:
+        server.kill()
+        server.wait()
