@@ -37,6 +37,7 @@ from autogen_core.models import (
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
+from m3d_agents.backends.factory import json_schema_of
 from m3d_agents.errors import BackendError
 
 RETRIED_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -203,7 +204,7 @@ class OpenAICompatibleClient(ChatCompletionClient):
         elif isinstance(json_output, type) and issubclass(json_output, BaseModel):
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": json_output.__name__, "schema": json_output.model_json_schema()},
+                "json_schema": {"name": json_output.__name__, "schema": json_schema_of(json_output)},
             }
         if tools:
             body["tools"] = _tool_specs(tools)
