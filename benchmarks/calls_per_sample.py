@@ -30,10 +30,10 @@ sys.path.insert(0, str(REPO))
 from autogen_core.models import LLMMessage  # noqa: E402
 
 from debates.config import DebateConfig, TurnPolicyConfig, load_config  # noqa: E402
-from debates.debate import run_debate  # noqa: E402
+from debates.strategies.debate import run_debate  # noqa: E402
 from m3d_agents.backends.factory import BackendPool  # noqa: E402
 from m3d_agents.sample import Sample  # noqa: E402
-from tests.scripted import ScriptedClient, scripted_backend, text_of  # noqa: E402
+from tests.support.scripted import ScriptedClient, scripted_backend, text_of  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "mediaeval2016-dev"
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff"}

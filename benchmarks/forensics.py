@@ -22,11 +22,11 @@ from scipy.stats import rankdata
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from debates.cli_tools import mediaeval_images  # noqa: E402
+from debates.cli.tools import mediaeval_images  # noqa: E402
 from m3d_agents.errors import InputError  # noqa: E402
-from m3d_agents.images import load_image  # noqa: E402
+from m3d_agents.media.images import load_image  # noqa: E402
 from m3d_agents.sample import InputLimits  # noqa: E402
-from m3d_agents.tools.fusion import FORENSIC_TOOLS, fuse, run_forensics  # noqa: E402
+from m3d_agents.tools.forensics.fusion import FORENSIC_TOOLS, fuse, run_forensics  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 METHODS = [*FORENSIC_TOOLS, "fusion"]

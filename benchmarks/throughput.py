@@ -189,7 +189,7 @@ async def serve(delay: float) -> None:
 
 async def run(config: str, samples: int, concurrency: int, repeat: int, base_url: str, workdir: Path,
               profile: Path | None = None) -> dict[str, float]:
-    from debates.evaluation.batch import BatchRunner, RunManifest
+    from debates.eval.batch import BatchRunner, RunManifest
     from m3d_agents.backends.config import BackendConfig, BackendSettings
     from m3d_agents.backends.factory import BackendPool
     from m3d_agents.sample import Sample
@@ -246,7 +246,7 @@ async def run(config: str, samples: int, concurrency: int, repeat: int, base_url
         import httpx
 
         httpx.get(base_url + "/reset", timeout=5)
-        from m3d_agents.backends.http_client import OpenAICompatibleClient
+        from m3d_agents.backends.transports.lean_http import OpenAICompatibleClient
 
         post = OpenAICompatibleClient._post
 
@@ -301,7 +301,7 @@ def main() -> None:
         asyncio.run(serve(args.delay))
         return
 
-    from debates.runner import available_configs
+    from debates.strategy import available_configs
 
     if args.config not in available_configs():
         raise SystemExit(f"configuration {args.config!r} is not available yet (available: "

@@ -1,3 +1,3 @@
-from debates.cli import main
+from debates.cli.main import main
 
 main()

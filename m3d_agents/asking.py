@@ -62,6 +62,6 @@ async def ask(
             history = [
                 *history,
                 AssistantMessage(content=text, source="assistant"),
-                UserMessage(content=prompts.render("retry_unreadable", reason=error), source="user"),
+                UserMessage(content=prompts.render("common/retry_unreadable", reason=error), source="user"),
             ]
     return Answer(value=None, text=text, error=error, attempts=retries + 1)

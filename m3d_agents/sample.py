@@ -1,7 +1,7 @@
 """What is checked: a post with text, images and perhaps a video.
 
 The model validates structure only (non-empty text, well-formed dates). Limits that a user may
-tune, and anything that needs to open a file, live in :func:`m3d_agents.images.prepare_sample`, so
+tune, and anything that needs to open a file, live in :func:`m3d_agents.media.images.prepare_sample`, so
 that building thousands of Samples from a dataset stays cheap.
 """
 

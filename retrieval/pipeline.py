@@ -21,7 +21,7 @@ from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.evidence import Evidence, EvidenceKind
-from m3d_agents.images import PreparedImage, load_image
+from m3d_agents.media.images import PreparedImage, load_image
 from m3d_agents.sample import Sample
 from retrieval.config import RetrievalConfig
 from retrieval.domains import host_of

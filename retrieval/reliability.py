@@ -130,8 +130,8 @@ class ReliabilityRater:
             answer = await ask(
                 client,
                 [
-                    SystemMessage(content=prompts.load("domain_reliability_system")),
-                    UserMessage(content=prompts.render("domain_reliability_task", domain=domain), source="user"),
+                    SystemMessage(content=prompts.load("retrieval/domain_reliability_system")),
+                    UserMessage(content=prompts.render("retrieval/domain_reliability_task", domain=domain), source="user"),
                 ],
                 lambda text: parse_model(text, ModelJudgement),
                 create_kwargs=judge.structured_args(ModelJudgement),

@@ -90,7 +90,7 @@ class Summariser:
         )
         page = evidence.model_copy(update={"summary": None})
         task = prompts.render(
-            "evidence_summary_task",
+            "retrieval/evidence_summary_task",
             claim=claim,
             image_context=image_context or "nothing",
             evidence_id=evidence.id,
@@ -107,7 +107,7 @@ class Summariser:
 
         answer = await ask(
             client,
-            [SystemMessage(content=prompts.load("evidence_summary_system")), UserMessage(content=task, source="user")],
+            [SystemMessage(content=prompts.load("retrieval/evidence_summary_system")), UserMessage(content=task, source="user")],
             lambda text: parse_model(text, schema),
             create_kwargs=self.backend.structured_args(schema),
             on_retry=count_retry,

@@ -9,18 +9,6 @@ from hypothesis import settings
 settings.register_profile("m3d", deadline=None)
 settings.load_profile("m3d")
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = (REPO.parent / "shared" / "data").resolve()
-EXAMPLE_IMAGE = REPO / "examples" / "sandy_fake_29.jpg"
-
-
-def shared_data(*parts: str) -> Path:
-    """A path under ../shared/data, skipping the test when a user's clone does not have it."""
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"needs the shared data set at {path} (present in CI, not in a plain clone)")
-    return path
-
 
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

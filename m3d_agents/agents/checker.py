@@ -17,11 +17,11 @@ from autogen_core.models import SystemMessage, UserMessage
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 import prompts
-from m3d_agents.agents.post_content import image_context, user_content
+from m3d_agents.media.post_content import image_context, user_content
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
-from m3d_agents.images import PreparedSample
+from m3d_agents.media.images import PreparedSample
 from m3d_agents.labels import Taxonomy
 from m3d_agents.parsing import parse_model_setting_aside_confidence
 from m3d_agents.tools.describers import enable_image_describers
@@ -71,13 +71,13 @@ class CheckerAgent(BaseChatAgent):
     async def on_messages(self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken) -> Response:
         schema = answer_schema(self._taxonomy)
         task = prompts.render(
-            "checker_task",
+            "checker/task",
             text=self._prepared.sample.text,
             image_context=image_context(self._prepared, self._backend.vision),
             labels=", ".join(self._taxonomy.labels),
         )
         llm_messages = [
-            SystemMessage(content=prompts.load("checker_system")),
+            SystemMessage(content=prompts.load("checker/system")),
             UserMessage(content=user_content(task, self._prepared, self._backend.vision), source="user"),
         ]
 

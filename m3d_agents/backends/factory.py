@@ -2,7 +2,7 @@
 
 All three backends speak the OpenAI chat-completions API; they differ only in URL, key,
 ``model_info`` and how structured output is requested. The client is our lean
-:class:`~m3d_agents.backends.http_client.OpenAICompatibleClient` (``transport: http``, the default)
+:class:`~m3d_agents.backends.transports.lean_http.OpenAICompatibleClient` (``transport: http``, the default)
 or AutoGen's ``OpenAIChatCompletionClient`` over the OpenAI SDK (``transport: sdk``); both retry with
 exponential backoff on 429, 5xx, connection errors and timeouts (``max_retries``).
 """
@@ -112,7 +112,7 @@ def json_schema_of(schema: type[BaseModel]) -> dict[str, Any]:
 
 def _openai_client(config: BackendConfig, base_url: str | None, api_key: str) -> ChatCompletionClient:
     if config.transport == "http":
-        from m3d_agents.backends.http_client import OpenAICompatibleClient
+        from m3d_agents.backends.transports.lean_http import OpenAICompatibleClient
 
         return OpenAICompatibleClient(
             base_url=base_url or "https://api.openai.com/v1",

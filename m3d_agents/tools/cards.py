@@ -19,7 +19,7 @@ from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
-from m3d_agents.images import PreparedImage, PreparedSample
+from m3d_agents.media.images import PreparedImage, PreparedSample
 
 CostClass = Literal["cheap", "moderate", "expensive"]
 

@@ -6,13 +6,13 @@ import asyncio
 from typing import Any, Callable
 
 from m3d_agents.tools.cards import ToolCard, ToolContext, ToolRegistry
-from m3d_agents.tools.forensics_base import ForensicResult
-from m3d_agents.tools.fusion import FORENSIC_TOOLS, fuse, run_forensics
-from m3d_agents.tools.learned_detector import analyse_learned
-from m3d_agents.tools.logic_check import check_logic
-from m3d_agents.tools.ocr import read_text
-from m3d_agents.tools.time_detection import earliest_appearance
-from m3d_agents.tools.vlm_analysis import grounded_description, physics_check, recognise_entities, visual_question
+from m3d_agents.tools.forensics.base import ForensicResult
+from m3d_agents.tools.forensics.fusion import FORENSIC_TOOLS, fuse, run_forensics
+from m3d_agents.tools.forensics.learned import analyse_learned
+from m3d_agents.tools.analysis.logic_check import check_logic
+from m3d_agents.tools.analysis.ocr import read_text
+from m3d_agents.tools.analysis.time_detection import earliest_appearance
+from m3d_agents.tools.analysis.vlm import grounded_description, physics_check, recognise_entities, visual_question
 
 _IMAGE_INPUT = "image_index (0 for the first image of the post)."
 _FORENSIC_OUTPUT = "a score in [0, 1] (higher = more likely manipulated) and a one-line finding; a heat map is kept for the report."

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Callable
 
-from m3d_agents.agents.post_content import ImageDescriber, register_describer, registered_describers, unregister_describer
+from m3d_agents.media.post_content import ImageDescriber, register_describer, registered_describers, unregister_describer
 from m3d_agents.errors import InputError
-from m3d_agents.images import PreparedImage
-from m3d_agents.tools.fusion import fuse, run_forensics
-from m3d_agents.tools.ocr import read_text
+from m3d_agents.media.images import PreparedImage
+from m3d_agents.tools.forensics.fusion import fuse, run_forensics
+from m3d_agents.tools.analysis.ocr import read_text
 
 _CACHE_LIMIT = 128
 

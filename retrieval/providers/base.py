@@ -10,7 +10,7 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from m3d_agents.errors import BackendError
-from m3d_agents.images import PreparedImage
+from m3d_agents.media.images import PreparedImage
 
 MatchKind = Literal["full", "partial", "similar", "page", "web"]
 

@@ -1,0 +1,53 @@
+"""Debate turns as schema-constrained JSON, for backends that can enforce a schema.
+
+A free-text turn from a small model often lacks a readable answer line and costs retries; a turn
+decoded under a JSON schema carries a valid label by construction. The JSON is rendered back into
+the same prose format a person would write, so every reader of the transcript (other seats, the
+parser, the human) sees one format.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+import prompts
+from debates.chat.state import StanceReading, read_message
+from m3d_agents.labels import Taxonomy
+from m3d_agents.parsing import parse_model_setting_aside_confidence
+
+
+@lru_cache(maxsize=None)
+def turn_schema(labels: tuple[str, ...], with_queries: bool) -> type[BaseModel]:
+    fields: dict[str, object] = {"argument": (str, Field(..., max_length=900))}
+    if with_queries:
+        fields["queries"] = (list[str], Field(default_factory=list, max_length=2))
+    fields["answer"] = (Literal[labels], ...)  # type: ignore[valid-type]
+    fields["confidence"] = (float, Field(..., ge=0.0, le=1.0))
+    return create_model("DebateTurn", __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload, no-any-return]
+
+
+def instruction(taxonomy: Taxonomy, with_queries: bool) -> str:
+    hint = ' "queries" lists at most two search queries (or none),' if with_queries else ""
+    return prompts.render("debate/structured_turn", labels=", ".join(taxonomy.labels), queries_hint=hint)
+
+
+def read_structured(text: str, schema: type[BaseModel], taxonomy: Taxonomy, max_queries: int) -> StanceReading:
+    """Validate the JSON turn and return its reading, with the prose rendering attached.
+
+    The label must be valid; a confidence outside [0, 1] is dropped rather than failing the turn
+    (see :func:`~m3d_agents.parsing.parse_model_setting_aside_confidence`).
+    """
+    turn, confidence = parse_model_setting_aside_confidence(text, schema)
+    data = {**turn.model_dump(), "confidence": confidence}
+    lines = [str(data["argument"]).strip()]
+    lines += [f"QUERY: {q}" for q in data.get("queries", [])[:max_queries] if str(q).strip()]
+    lines.append(f"FINAL ANSWER: {data['answer']}")
+    if data["confidence"] is not None:
+        lines.append(f"CONFIDENCE: {data['confidence']}")
+    rendered = "\n".join(lines)
+    reading = read_message(rendered, taxonomy, max_queries)
+    reading.rendered = rendered
+    return reading

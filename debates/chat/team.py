@@ -1,0 +1,140 @@
+"""The debate team: an AutoGen group chat whose manager asks a speaker policy who speaks next.
+
+Why a custom manager: the built-in teams pick one speaker at a time from the message thread,
+while debates need concurrent rounds (``sync``) and a stopping rule computed over *every*
+debater's latest answer, which an AutoGen termination condition cannot see when speakers run in
+parallel. The manager records each message in the :class:`DebateState`, then asks the policy;
+when the policy returns None the chat ends with the policy's reason. Ordinary AutoGen
+termination conditions (timeouts, external stop) still compose on top.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Callable, List, Sequence
+
+from autogen_agentchat.base import ChatAgent, Team, TerminationCondition
+from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, MessageFactory, StopMessage
+from autogen_agentchat.teams import BaseGroupChat
+from autogen_agentchat.teams._group_chat._base_group_chat_manager import BaseGroupChatManager
+from autogen_agentchat.teams._group_chat._events import GroupChatTermination
+from autogen_core import AgentRuntime
+
+from debates.chat.runtime import team_runtime
+from debates.protocols.speakers import SpeakerPolicy
+from debates.chat.state import DebateState
+
+
+class DebateManager(BaseGroupChatManager):
+    def __init__(
+        self,
+        name: str,
+        group_topic_type: str,
+        output_topic_type: str,
+        participant_topic_types: List[str],
+        participant_names: List[str],
+        participant_descriptions: List[str],
+        output_message_queue: asyncio.Queue[BaseAgentEvent | BaseChatMessage | GroupChatTermination],
+        termination_condition: TerminationCondition | None,
+        max_turns: int | None,
+        message_factory: MessageFactory,
+        emit_team_events: bool,
+        state: DebateState,
+        policy: SpeakerPolicy,
+    ) -> None:
+        super().__init__(
+            name, group_topic_type, output_topic_type, participant_topic_types, participant_names,
+            participant_descriptions, output_message_queue, termination_condition, max_turns, message_factory,
+            emit_team_events,
+        )
+        self._state = state
+        self._policy = policy
+        self._planned: list[str] | None = None
+
+    async def validate_group_state(self, messages: List[BaseChatMessage] | None) -> None:
+        pass
+
+    async def reset(self) -> None:
+        self._current_turn = 0
+        self._message_thread.clear()
+        self._state.turns.clear()
+        self._state.stop_reason = ""
+        self._state.selector.reset()
+        self._planned = None
+        if self._termination_condition is not None:
+            await self._termination_condition.reset()
+
+    async def update_message_thread(self, messages: Sequence[BaseAgentEvent | BaseChatMessage]) -> None:
+        await super().update_message_thread(messages)
+        for message in messages:
+            if isinstance(message, BaseChatMessage) and message.source in self._participant_names:
+                self._state.record(message.source, message.to_model_text())
+
+    async def _apply_termination_condition(
+        self, delta: Sequence[BaseAgentEvent | BaseChatMessage], increment_turn_count: bool = False
+    ) -> bool:
+        if await super()._apply_termination_condition(delta, increment_turn_count):
+            return True
+        self._planned = self._policy(self._state)
+        if self._planned is None:
+            await self._signal_termination(StopMessage(content=self._state.stop_reason or "debate over", source=self._name))
+            return True
+        return False
+
+    async def select_speaker(self, thread: Sequence[BaseAgentEvent | BaseChatMessage]) -> List[str] | str:
+        planned = self._planned if self._planned is not None else self._policy(self._state)
+        self._planned = None
+        if not planned:
+            raise RuntimeError(f"the speaker policy chose nobody: {self._state.stop_reason}")
+        return planned
+
+
+class DebateGroupChat(BaseGroupChat):
+    """A group chat of debate seats driven by a speaker policy over an explicit :class:`DebateState`."""
+
+    def __init__(
+        self,
+        participants: List[ChatAgent | Team],
+        state: DebateState,
+        policy: SpeakerPolicy,
+        *,
+        termination_condition: TerminationCondition | None = None,
+        max_turns: int | None = None,
+        runtime: AgentRuntime | None = None,
+    ) -> None:
+        self.state = state
+        self.policy = policy
+        super().__init__(
+            name="DebateGroupChat",
+            description=f"a {state.config.name} debate",
+            participants=participants,
+            group_chat_manager_name="DebateManager",
+            group_chat_manager_class=DebateManager,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+            runtime=runtime,
+        )
+        if runtime is None:
+            self._runtime = team_runtime()
+
+    def _create_group_chat_manager_factory(
+        self,
+        name: str,
+        group_topic_type: str,
+        output_topic_type: str,
+        participant_topic_types: List[str],
+        participant_names: List[str],
+        participant_descriptions: List[str],
+        output_message_queue: asyncio.Queue[BaseAgentEvent | BaseChatMessage | GroupChatTermination],
+        termination_condition: TerminationCondition | None,
+        max_turns: int | None,
+        message_factory: MessageFactory,
+    ) -> Callable[[], DebateManager]:
+        def factory() -> DebateManager:
+            return DebateManager(
+                name, group_topic_type, output_topic_type, participant_topic_types, participant_names,
+                participant_descriptions, output_message_queue, termination_condition, max_turns, message_factory,
+                self._emit_team_events, self.state, self.policy,
+            )
+
+        return factory

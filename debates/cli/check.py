@@ -1,0 +1,42 @@
+"""``m3d check``: check one post with a single agent and print its verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from debates.cli.common import build_sample, print_verdict, run_cli
+from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
+from m3d_agents.backends.factory import BackendPool
+from m3d_agents.verdict import Verdict
+
+
+def check(
+    text: str = typer.Option(..., "--text", help="The caption, claim or post text."),
+    image: list[Path] = typer.Option([], "--image", help="An image of the post; repeat for several."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="local, vllm, openai, or a name from the config file."),
+    config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
+    taxonomy: str = typer.Option("binary", "--taxonomy", help="Label set of the answer."),
+    claim_date: Optional[str] = typer.Option(None, "--claim-date", help="YYYY-MM-DD"),
+    language: Optional[str] = typer.Option(None, "--language"),
+    source_url: Optional[str] = typer.Option(None, "--source-url"),
+    as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON."),
+) -> None:
+    """Check one post with a single agent and print its verdict."""
+    from debates.strategies.check import check_sample
+
+    async def main() -> Verdict:
+        settings = load_backend_settings(config_file)
+        name = resolve_backend_name(backend, settings)
+        pool = BackendPool(settings)
+        try:
+            sample = build_sample(text, image, taxonomy, claim_date, language, source_url)
+            return await check_sample(sample, pool, name)
+        finally:
+            await pool.close()
+
+    print_verdict(run_cli(main()), as_json)
+
+

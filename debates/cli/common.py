@@ -1,0 +1,90 @@
+"""What every ``m3d`` command shares: the consoles, one-line errors, building a sample, printing a verdict."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import httpx
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
+from m3d_agents.backends.factory import BackendPool
+from m3d_agents.errors import BackendError, InputError
+from m3d_agents.sample import Sample, SampleMetadata
+from m3d_agents.verdict import Verdict
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def build_sample(
+    text: str, images: list[Path], taxonomy: str, claim_date: str | None, language: str | None, source_url: str | None
+) -> Sample:
+    from pydantic import ValidationError
+
+    try:
+        return Sample(
+            text=text,
+            images=images,
+            taxonomy=taxonomy,
+            metadata=SampleMetadata.model_validate(
+                {"claim_date": claim_date, "language": language, "source_url": source_url}
+            ),
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "sample"
+        raise InputError(field, first["msg"]) from exc
+
+
+def print_verdict(verdict: Verdict, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(verdict.model_dump_json(indent=2) + "\n")
+        return
+    if verdict.abstained:
+        console.print(f"[bold yellow]ABSTAINED[/]: {verdict.abstain_reason}")
+    else:
+        colour = "red" if verdict.is_misinformation else "green"
+        confidence = f"{verdict.confidence:.2f}" if verdict.confidence is not None else "n/a"
+        console.print(
+            f"[bold {colour}]{verdict.label}[/] (misinformation: {verdict.is_misinformation}, confidence {confidence})"
+        )
+        if verdict.rationale:
+            console.print(verdict.rationale)
+    acc = verdict.accounting
+    console.print(
+        f"[dim]{verdict.config} on {verdict.backend}: {acc.model_calls} model calls, "
+        f"{acc.prompt_tokens}+{acc.completion_tokens} tokens, {acc.cache_hits} cache hits, "
+        f"wall {verdict.diagnostics.get('wall_time_s', 0):.2f}s[/]"
+    )
+
+
+def run_cli(coro):  # type: ignore[no-untyped-def]
+    """Run a command and turn the errors users can fix into one clear line each."""
+    try:
+        return asyncio.run(coro)
+    except InputError as exc:
+        fail(str(exc))
+    except BackendError as exc:
+        fail(str(exc))
+    except Exception as exc:  # noqa: BLE001 - the last line of defence for a CLI
+        from openai import APIConnectionError, APIStatusError, APITimeoutError
+
+        if isinstance(exc, (APIConnectionError, APITimeoutError)):
+            fail(f"the model endpoint did not answer: {exc}")
+        if isinstance(exc, APIStatusError):
+            fail(f"the model endpoint refused the request ({exc.status_code}): {exc.message}")
+        raise
+
+

@@ -1,0 +1,69 @@
+"""``m3d compare``: runs side by side, with paired bootstrap 95% intervals on the differences."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from debates.cli.common import console, run_cli
+
+
+def compare(
+    runs: list[Path] = typer.Argument(..., help="Run folders; the first is the baseline."),
+    resamples: int = typer.Option(2000, "--resamples", min=100, help="Bootstrap resamples."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write comparison.json and the trade-off plots here."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Print runs side by side, with paired bootstrap 95% intervals on the differences to the first."""
+    from debates.eval.compare import paired_bootstrap
+    from debates.eval.report import load_run, plot_tradeoffs, run_label, summarise
+    from m3d_agents.errors import InputError
+
+    async def main() -> tuple[list, list]:  # type: ignore[type-arg]
+        summaries = [summarise(r) for r in runs]
+        taxonomies = {s.manifest.taxonomy for s in summaries}
+        if len(taxonomies) > 1:
+            raise InputError("runs", f"the runs use different taxonomies ({', '.join(sorted(taxonomies))})")
+        names = [f"{run_label(s)} ({Path(s.path).name})" for s in summaries]
+        rows = [load_run(r)[1] for r in runs]
+        return summaries, paired_bootstrap(names, rows, taxonomies.pop(), resamples=resamples, seed=seed)
+
+    summaries, comparisons = run_cli(main())
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "comparison.json").write_text(
+            "[" + ",".join(c.model_dump_json() for c in comparisons) + "]")
+        plot_tradeoffs(summaries, out)
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps({"runs": [s.model_dump(mode="json") for s in summaries],
+                                     "comparisons": [c.model_dump() for c in comparisons]}, indent=2) + "\n")
+        return
+    table = Table("run", "samples", "accuracy", "macro-F1", "binary F1", "abstained", "errors", "ECE", "p50 s", "p95 s",
+                  "calls", "cost $")
+    for s in summaries:
+        m = s.metrics
+        c = m.classification
+
+        def f(v: float | None, d: int = 3) -> str:
+            return "n/a" if v is None else f"{v:.{d}f}"
+
+        table.add_row(f"{run_label(s)}\n{s.path}", str(m.samples), f(c.accuracy if c else None), f(c.macro_f1 if c else None),
+                      f(m.binary.macro_f1 if m.binary else None), f(m.abstention_rate), str(m.errors), f(m.ece),
+                      f(m.latency_p50_s, 2), f(m.latency_p95_s, 2), f(m.calls_per_sample, 1), f(m.cost_usd, 4))
+    console.print(table)
+    diff = Table("vs baseline", "paired n", "Δ accuracy [95% CI]", "Δ macro-F1 [95% CI]")
+    for comp in comparisons:
+        diff.add_row(
+            f"{comp.other}\n− {comp.baseline}", str(comp.paired_samples),
+            f"{comp.accuracy.difference:+.3f} [{comp.accuracy.low:+.3f}, {comp.accuracy.high:+.3f}]",
+            f"{comp.macro_f1.difference:+.3f} [{comp.macro_f1.low:+.3f}, {comp.macro_f1.high:+.3f}]",
+        )
+    console.print(diff)
+    console.print(f"[dim]paired bootstrap, {resamples} resamples, seed {seed}[/]")

@@ -1,0 +1,96 @@
+"""``m3d debate``: run one debate configuration on a post, streaming each turn as it happens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.panel import Panel
+
+from debates.cli.common import build_sample, console, print_verdict, run_cli
+from debates.config import builtin_config_names, load_config
+from debates.chat.human import console_input
+from debates.chat.state import DebateState
+from m3d_agents.backends.config import load_backend_settings
+from m3d_agents.backends.factory import BackendPool
+from m3d_agents.backends.factory import Backend
+from m3d_agents.errors import InputError
+from m3d_agents.sample import Sample
+from m3d_agents.verdict import Verdict
+
+
+def stream_turn(message: Any, state: DebateState) -> None:
+    """Print each finished turn with its speaker, round and parsed answer."""
+    turn = state.finished_turn(message)
+    if turn is None:
+        return
+    stance = turn.stance or ("(no answer)" if turn.reading.error else "")
+    title = f"{turn.speaker} · {turn.role} · round {turn.round}" + (f" · {stance}" if stance else "")
+    console.print(Panel(turn.text.strip(), title=title, title_align="left"))
+
+
+def replayed_sample(root: Path, sample_id: str | None, summariser: Backend | None) -> tuple[Sample, dict[str, Any]]:
+    """A claim from an MR2 trace, with an evidence source and a query answerer that never go online."""
+    from retrieval.answerer import GatheredEvidenceAnswerer
+    from retrieval.pipeline import mr2_replay_pipeline
+    from retrieval.providers.mr2_trace import MR2Trace
+
+    if sample_id is None:
+        raise InputError("sample_id", f"--replay-mr2 needs --sample-id; the trace has {', '.join(MR2Trace(root).ids())}")
+    pipeline = mr2_replay_pipeline(root, summariser)
+    sample = MR2Trace(root).sample(sample_id)
+    return sample, {"evidence_source": pipeline, "query_answerer": GatheredEvidenceAnswerer(pipeline)}
+
+
+def debate(
+    config: str = typer.Option("async", "--config", help=f"Built in: {', '.join(builtin_config_names())}; or a YAML path."),
+    text: Optional[str] = typer.Option(None, "--text", help="The caption, claim or post text."),
+    image: list[Path] = typer.Option([], "--image", help="An image of the post; repeat for several."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="Use this backend for every seat."),
+    config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
+    human_seat: list[str] = typer.Option([], "--human-seat", help="Take this seat yourself (debater or judge)."),
+    max_rounds: Optional[int] = typer.Option(None, "--max-rounds", min=1, help="Override the config's number of rounds."),
+    taxonomy: str = typer.Option("binary", "--taxonomy"),
+    claim_date: Optional[str] = typer.Option(None, "--claim-date", help="YYYY-MM-DD"),
+    language: Optional[str] = typer.Option(None, "--language"),
+    source_url: Optional[str] = typer.Option(None, "--source-url"),
+    replay_mr2: Optional[Path] = typer.Option(
+        None, "--replay-mr2", help="Debate a claim of a recorded MR2 trace, with evidence replayed offline from it."
+    ),
+    sample_id: Optional[str] = typer.Option(None, "--sample-id", help="With --replay-mr2: which claim."),
+    summarise: bool = typer.Option(False, "--summarise", help="With --replay-mr2: summarise pages with the backend first."),
+    as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON (turns are not streamed)."),
+) -> None:
+    """Run a debate on one post; the turns stream live, then the verdict is printed."""
+    from debates.strategies.debate import run_debate
+
+    async def main() -> Verdict:
+        settings = load_backend_settings(config_file)
+        debate_config = load_config(config)
+        if max_rounds is not None:
+            debate_config = debate_config.model_copy(update={"max_rounds": max_rounds})
+        for seat in human_seat:
+            debate_config.seat(seat)
+        pool = BackendPool(settings)
+        try:
+            options: dict[str, Any] = {}
+            if replay_mr2 is not None:
+                sample, options = replayed_sample(replay_mr2, sample_id, pool.get(backend or pool.default_backend) if summarise else None)
+            elif text is None:
+                raise InputError("text", "give the post with --text, or a recorded claim with --replay-mr2 and --sample-id")
+            else:
+                sample = build_sample(text, image, taxonomy, claim_date, language, source_url)
+            return await run_debate(
+                debate_config,
+                sample,
+                pool,
+                backend=backend,
+                **options,
+                human_seats={seat: console_input for seat in human_seat},
+                on_message=None if as_json else stream_turn,
+            )
+        finally:
+            await pool.close()
+
+    print_verdict(run_cli(main()), as_json)

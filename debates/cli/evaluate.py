@@ -1,0 +1,107 @@
+"""``m3d evaluate`` and ``m3d compare``: batch runs over a data set, and their comparison."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from debates.cli.common import console, err_console, fail, run_cli
+
+
+def _rate_limits(pairs: list[str]) -> dict[str, float]:
+    from m3d_agents.errors import InputError
+
+    limits = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        try:
+            rpm = float(value)
+        except ValueError:
+            rpm = -1.0
+        if not sep or rpm <= 0:
+            raise InputError("rate-limit", f"{pair!r} is not NAME=REQUESTS_PER_MINUTE with a positive number")
+        limits[name.strip()] = rpm
+    return limits
+
+
+def evaluate(
+    config: str = typer.Option(..., "--config", help="Configuration to run (see debates.strategy.available_configs)."),
+    dataset: str = typer.Option(..., "--dataset", help="KIND:PATH, e.g. mediaeval:../shared/data/mediaeval2016-dev"),
+    dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples of the data set."),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run folder; default runs/<config>-<dataset kind>-<backend>."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat (default: the configuration's own)."),
+    config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
+    seed: int = typer.Option(0, "--seed", help="Run seed; each sample's seed derives from it and the sample id."),
+    rate_limit: list[str] = typer.Option([], "--rate-limit", help="NAME=RPM: requests per minute for a backend; repeat."),
+    prices: Optional[Path] = typer.Option(None, "--prices", help="YAML of model prices per 1M tokens, added to the built-in table."),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="Run failed samples of an earlier attempt again."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
+) -> None:
+    """Run a configuration over a data set; rerun the same command to resume an interrupted run."""
+    from m3d_agents.datasets import load_dataset, parse_option_pairs, parse_spec
+    from debates.eval.batch import BatchOutcome, BatchRunner, RunManifest, Tally
+    from debates.eval.prices import load_price_table
+    from debates.eval.ratelimit import RateLimitedPool
+    from debates.eval.report import write_report
+    from debates.strategy import available_configs
+    from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
+
+    if config not in available_configs():
+        fail(f"unknown configuration {config!r}; available: {', '.join(available_configs())}")
+
+    async def main() -> BatchOutcome:
+        kind, _ = parse_spec(dataset)
+        options = parse_option_pairs(dataset_option)
+        loaded = load_dataset(dataset, options)
+        samples = loaded.samples[:limit] if limit else loaded.samples
+        if not samples:
+            fail(f"the data set gave no samples ({loaded.report.skipped_total} rows left out: {loaded.report.skipped})")
+        skipped = loaded.report.skipped_total
+        err_console.print(f"[dim]{len(samples)} samples from {dataset}" + (f"; loader left out {skipped} rows" if skipped else "") + "[/]")
+        settings = load_backend_settings(config_file)
+        override = backend or os.environ.get("M3D_BACKEND")
+        backend_name = resolve_backend_name(backend, settings)
+        run_dir = out or Path("runs") / f"{config}-{kind}-{backend_name}"
+        manifest = RunManifest(config=config, dataset=dataset, dataset_options=options, backend=backend_name, seed=seed,
+                               taxonomy=samples[0].taxonomy, load_report=loaded.report)
+        pool = RateLimitedPool(settings, rate_limits=_rate_limits(rate_limit))
+        bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
+                       console=err_console, disable=not progress)
+        task = bar.add_task(config, total=len(samples), stats="")
+
+        def show(tally: Tally) -> None:
+            bar.update(task, completed=tally.done, stats=tally.line())
+
+        runner = BatchRunner(config, samples, pool, run_dir, manifest, concurrency=concurrency, backend=override,
+                             prices=load_price_table(prices), retry_errors=retry_errors, on_progress=show)
+        try:
+            with bar:
+                return await runner.run()
+        finally:
+            await pool.close()
+
+    outcome = run_cli(main())
+    if outcome.repaired_torn_line:
+        err_console.print("[yellow]cut off a torn last line left by an earlier hard stop[/]")
+    summary = write_report(outcome.out_dir)
+    m = summary.metrics
+    accuracy = f"{m.classification.accuracy:.3f}" if m.classification else "n/a"
+    macro = f"{m.classification.macro_f1:.3f}" if m.classification else "n/a"
+    console.print(
+        f"{outcome.out_dir}: {len(outcome.rows)}/{outcome.total} samples done ({outcome.ran} this time), "
+        f"accuracy {accuracy}, macro-F1 {macro}, abstained {m.abstained}, errors {m.errors}; report in "
+        f"{outcome.out_dir / 'report.md'}"
+    )
+    if outcome.interrupted:
+        err_console.print("[yellow]interrupted: finished rows are saved; rerun the same command to resume[/]")
+        raise typer.Exit(130)

@@ -1,0 +1,68 @@
+"""``m3d evidence``: show the evidence the retrieval pipeline gathers for a sample."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from debates.cli.common import console, run_cli
+from m3d_agents.evidence import Evidence
+
+
+def print_evidence(evidence: list[Evidence], failures: list[str], leakage: dict[str, int]) -> None:
+    kept = sum(1 for e in evidence if e.kept)
+    console.print(f"[bold]{kept} kept[/], {len(evidence) - kept} dropped; leakage filter: {leakage}")
+    for item in evidence:
+        status = "[green]kept[/]" if item.kept else "[red]dropped[/]"
+        where = item.url or item.kind
+        console.print(
+            f"\n[bold]{item.id}[/] {status} {item.kind} {where}\n"
+            f"  reliability: {item.reliability}; language: {item.language or '?'}; published: {item.published or '?'}"
+        )
+        if item.title:
+            console.print(f"  title: {item.title}", markup=False)
+        console.print(f"  why: {item.reason}", markup=False)
+        body = (item.summary or item.text).replace("\n", " ")
+        label = "summary" if item.summary else "text"
+        console.print(f"  {label}: {body[:400]}{'...' if len(body) > 400 else ''}", markup=False)
+    for failure in failures:
+        console.print(f"[yellow]not used:[/] {failure}")
+
+
+def evidence(
+    replay_mr2: Path = typer.Option(..., "--replay-mr2", help="An MR2 folder with dataset_items_test.json and queries_dataset/."),
+    sample_id: Optional[str] = typer.Option(None, "--sample-id", help="The claim to show; omit to list the ids."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="Summarise pages with this backend (default: no summaries)."),
+    config_file: Optional[Path] = typer.Option(None, "--config-file"),
+    as_json: bool = typer.Option(False, "--json", help="Print the evidence as JSON."),
+) -> None:
+    """Gather the evidence for one sample offline, from a recorded MR2 retrieval trace."""
+    from m3d_agents.backends.config import load_backend_settings
+    from m3d_agents.backends.factory import BackendPool
+    from retrieval.pipeline import GatherResult, mr2_replay_pipeline
+    from retrieval.providers.mr2_trace import MR2Trace
+
+    async def main() -> GatherResult | list[str]:
+        trace = MR2Trace(replay_mr2)
+        if sample_id is None:
+            return trace.ids()
+        sample = trace.sample(sample_id)
+        pool = BackendPool(load_backend_settings(config_file))
+        try:
+            chosen = pool.get(backend) if backend else None
+            pipeline = mr2_replay_pipeline(replay_mr2, chosen)
+            return await pipeline.collect(sample)
+        finally:
+            await pool.close()
+
+    result = run_cli(main())
+    if isinstance(result, list):
+        console.print("samples in the trace: " + ", ".join(result))
+        return
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        return
+    print_evidence(result.evidence, result.failures, result.leakage.dropped)

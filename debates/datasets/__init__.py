@@ -1,6 +1,0 @@
-"""Loaders that turn benchmark files into Samples with gold labels on our taxonomies."""
-
-from debates.datasets.base import LoadedDataset, LoadReport
-from debates.datasets.registry import KINDS, load_dataset, parse_option_pairs, parse_spec
-
-__all__ = ["KINDS", "LoadReport", "LoadedDataset", "load_dataset", "parse_option_pairs", "parse_spec"]

@@ -1,0 +1,178 @@
+"""Scores of a run, computed with numpy alone from the result rows.
+
+Conventions, chosen so that a run cannot look better by refusing to answer:
+
+* classification metrics use every scored sample (it has a gold label and did not fail);
+  an abstention is a prediction of no class, so it counts against recall and accuracy;
+* ``selective_accuracy`` is the accuracy over answered samples only, next to ``coverage``;
+* failed samples (errors) are left out of the scores and counted in ``errors``;
+* macro averages run over the taxonomy labels that occur in the gold labels or the predictions;
+* ECE uses equal-width confidence bins closed on the right, ``(a, b]`` (the first also holds 0),
+  over answered samples that report a confidence.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from pydantic import BaseModel
+
+from debates.eval.records import EvalRow
+from m3d_agents.labels import get_taxonomy
+
+ABSTAIN = "(abstained)"
+
+
+class ClassScores(BaseModel):
+    precision: float
+    recall: float
+    f1: float
+    support: int
+
+
+class ClassificationScores(BaseModel):
+    labels: list[str]
+    accuracy: float
+    macro_f1: float
+    weighted_f1: float
+    per_class: dict[str, ClassScores]
+    confusion: list[list[int]]
+    confusion_columns: list[str]
+
+
+class RunMetrics(BaseModel):
+    samples: int
+    scored: int
+    errors: int
+    abstained: int
+    abstention_rate: float
+    coverage: float
+    selective_accuracy: float | None
+    classification: ClassificationScores | None
+    binary: ClassificationScores | None
+    ece: float | None
+    latency_p50_s: float | None
+    latency_p95_s: float | None
+    calls_per_sample: float
+    prompt_tokens_per_sample: float
+    completion_tokens_per_sample: float
+    cost_usd: float | None
+    cost_per_sample_usd: float | None
+    error_types: dict[str, int]
+
+
+def per_class_scores(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -> dict[str, ClassScores]:
+    """Precision, recall and F1 of each label; 0 where a ratio is undefined (as sklearn's zero_division=0)."""
+    g, p = np.asarray(gold, dtype=object), np.asarray(pred, dtype=object)
+    scores = {}
+    for label in labels:
+        tp = int(np.sum((g == label) & (p == label)))
+        fp = int(np.sum((g != label) & (p == label)))
+        fn = int(np.sum((g == label) & (p != label)))
+        precision = tp / (tp + fp) if tp + fp else 0.0
+        recall = tp / (tp + fn) if tp + fn else 0.0
+        f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
+        scores[label] = ClassScores(precision=precision, recall=recall, f1=f1, support=tp + fn)
+    return scores
+
+
+def confusion_matrix(gold: Sequence[str], pred: Sequence[str], rows: Sequence[str], columns: Sequence[str]) -> list[list[int]]:
+    index = {label: i for i, label in enumerate(columns)}
+    matrix = np.zeros((len(rows), len(columns)), dtype=int)
+    row_index = {label: i for i, label in enumerate(rows)}
+    for g, p in zip(gold, pred):
+        matrix[row_index[g], index[p]] += 1
+    return matrix.tolist()
+
+
+def classification_scores(gold: Sequence[str], pred: Sequence[str], label_order: Sequence[str]) -> ClassificationScores:
+    present = set(gold) | set(pred)
+    labels = [label for label in label_order if label in present and label != ABSTAIN]
+    per_class = per_class_scores(gold, pred, labels)
+    supports = np.array([per_class[label].support for label in labels], dtype=float)
+    f1s = np.array([per_class[label].f1 for label in labels], dtype=float)
+    columns = list(labels) + ([ABSTAIN] if ABSTAIN in present else [])
+    rows = [label for label in label_order if label in set(gold)]
+    return ClassificationScores(
+        labels=labels,
+        accuracy=float(np.mean(np.asarray(gold, dtype=object) == np.asarray(pred, dtype=object))) if gold else 0.0,
+        macro_f1=float(f1s.mean()) if labels else 0.0,
+        weighted_f1=float((f1s * supports).sum() / supports.sum()) if supports.sum() else 0.0,
+        per_class=per_class,
+        confusion=confusion_matrix(gold, pred, rows, columns),
+        confusion_columns=columns,
+    )
+
+
+def expected_calibration_error(confidence: Sequence[float], correct: Sequence[bool], bins: int = 10) -> float:
+    conf = np.asarray(confidence, dtype=float)
+    hit = np.asarray(correct, dtype=float)
+    if conf.size == 0:
+        return 0.0
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    which = np.searchsorted(edges[1:-1], conf, side="left")
+    ece = 0.0
+    for b in range(bins):
+        mask = which == b
+        if mask.any():
+            ece += mask.mean() * abs(hit[mask].mean() - conf[mask].mean())
+    return float(ece)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else None
+
+
+def binary_name(value: bool | None) -> str:
+    if value is None:
+        return ABSTAIN
+    return "misinformation" if value else "not_misinformation"
+
+
+def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
+    label_order = get_taxonomy(taxonomy).labels + [ABSTAIN]
+    finished = [r for r in rows if r.status != "error"]
+    scored = [r for r in rows if r.scored]
+    gold = [r.gold for r in scored]
+    pred = [r.label if r.status == "ok" and r.label else ABSTAIN for r in scored]
+    classification = classification_scores(gold, pred, label_order) if scored else None  # type: ignore[arg-type]
+    binary = None
+    if scored:
+        binary = classification_scores(
+            [binary_name(r.gold_misinformation) for r in scored],
+            [binary_name(r.is_misinformation if r.status == "ok" else None) for r in scored],
+            ["misinformation", "not_misinformation", ABSTAIN],
+        )
+    answered = [r for r in scored if r.status == "ok"]
+    calibrated = [r for r in answered if r.confidence is not None]
+    abstained = sum(1 for r in finished if r.status == "abstained")
+    costs = [r.cost_usd for r in finished]
+    known_cost = None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
+    n = len(finished)
+    error_types: dict[str, int] = {}
+    for r in rows:
+        if r.error is not None:
+            error_types[r.error.type] = error_types.get(r.error.type, 0) + 1
+    return RunMetrics(
+        samples=len(rows),
+        scored=len(scored),
+        errors=len(rows) - n,
+        abstained=abstained,
+        abstention_rate=abstained / n if n else 0.0,
+        coverage=1 - abstained / n if n else 0.0,
+        selective_accuracy=float(np.mean([r.correct for r in answered])) if answered else None,
+        classification=classification,
+        binary=binary,
+        ece=expected_calibration_error([r.confidence for r in calibrated], [r.correct for r in calibrated])  # type: ignore[misc]
+        if calibrated else None,
+        latency_p50_s=percentile([r.latency_s for r in finished], 50),
+        latency_p95_s=percentile([r.latency_s for r in finished], 95),
+        calls_per_sample=float(np.mean([r.model_calls for r in finished])) if n else 0.0,
+        prompt_tokens_per_sample=float(np.mean([r.prompt_tokens for r in finished])) if n else 0.0,
+        completion_tokens_per_sample=float(np.mean([r.completion_tokens for r in finished])) if n else 0.0,
+        cost_usd=known_cost,
+        cost_per_sample_usd=known_cost / n if known_cost is not None and n else None,
+        error_types=error_types,
+    )
+

@@ -1,0 +1,168 @@
+"""What a run writes about itself: ``metrics.json``, ``report.md`` and PNG plots.
+
+The plots of accuracy against latency and against cost put every run found next to this one
+(sibling folders of the same ``--out`` parent) on one chart, one point per configuration, so
+that a folder of runs gives the trade-off view directly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from pydantic import BaseModel
+
+from debates.eval.batch import MANIFEST, RESULTS, RunManifest
+from debates.eval.metrics import RunMetrics, compute_metrics
+from debates.eval.records import EvalRow, read_rows
+from m3d_agents.errors import InputError
+
+METRICS = "metrics.json"
+REPORT = "report.md"
+
+
+class RunSummary(BaseModel):
+    path: str
+    manifest: RunManifest
+    metrics: RunMetrics
+
+
+def load_run(run_dir: Path) -> tuple[RunManifest, list[EvalRow]]:
+    manifest_path = run_dir / MANIFEST
+    if not manifest_path.is_file():
+        raise InputError("run", f"{run_dir} is not a run folder (no {MANIFEST})")
+    manifest = RunManifest.model_validate(json.loads(manifest_path.read_text()))
+    rows, _ = read_rows(run_dir / RESULTS)
+    return manifest, sorted(rows, key=lambda r: r.index)
+
+
+def summarise(run_dir: Path) -> RunSummary:
+    manifest, rows = load_run(run_dir)
+    return RunSummary(path=str(run_dir), manifest=manifest, metrics=compute_metrics(rows, manifest.taxonomy))
+
+
+def run_label(summary: RunSummary) -> str:
+    return f"{summary.manifest.config}@{summary.manifest.backend}"
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def markdown(summary: RunSummary) -> str:
+    m, man = summary.metrics, summary.manifest
+    lines = [
+        f"# {man.config} on {man.dataset}",
+        "",
+        f"backend `{man.backend}`, seed {man.seed}, taxonomy `{man.taxonomy}`, created {man.created}",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| samples (scored / errors) | {m.samples} ({m.scored} / {m.errors}) |",
+        f"| accuracy | {_fmt(m.classification.accuracy if m.classification else None)} |",
+        f"| macro-F1 | {_fmt(m.classification.macro_f1 if m.classification else None)} |",
+        f"| weighted F1 | {_fmt(m.classification.weighted_f1 if m.classification else None)} |",
+        f"| binary accuracy (misinformation or not) | {_fmt(m.binary.accuracy if m.binary else None)} |",
+        f"| binary macro-F1 | {_fmt(m.binary.macro_f1 if m.binary else None)} |",
+        f"| abstention rate / coverage | {_fmt(m.abstention_rate)} / {_fmt(m.coverage)} |",
+        f"| selective accuracy (answered only) | {_fmt(m.selective_accuracy)} |",
+        f"| ECE (10 bins) | {_fmt(m.ece)} |",
+        f"| latency p50 / p95 (s) | {_fmt(m.latency_p50_s, 2)} / {_fmt(m.latency_p95_s, 2)} |",
+        f"| model calls per sample | {_fmt(m.calls_per_sample, 2)} |",
+        f"| tokens per sample (prompt + completion) | {m.prompt_tokens_per_sample:.0f} + {m.completion_tokens_per_sample:.0f} |",
+        f"| cost (USD) total / per sample | {_fmt(m.cost_usd, 4)} / {_fmt(m.cost_per_sample_usd, 6)} |",
+        "",
+    ]
+    if m.classification:
+        lines += ["## Per class", "", "| label | precision | recall | F1 | support |", "|---|---|---|---|---|"]
+        for label, s in m.classification.per_class.items():
+            lines.append(f"| {label} | {s.precision:.3f} | {s.recall:.3f} | {s.f1:.3f} | {s.support} |")
+        lines += ["", "## Confusion matrix (rows: gold, columns: predicted)", "",
+                  "| gold \\ predicted | " + " | ".join(m.classification.confusion_columns) + " |",
+                  "|---" * (len(m.classification.confusion_columns) + 1) + "|"]
+        gold_rows = [label for label in m.classification.labels if m.classification.per_class[label].support]
+        for label, counts in zip(gold_rows, m.classification.confusion):
+            lines.append(f"| {label} | " + " | ".join(str(c) for c in counts) + " |")
+        lines.append("")
+    if m.error_types:
+        lines += ["## Failed samples", "", *[f"- {name}: {count}" for name, count in m.error_types.items()], ""]
+    if man.load_report is not None and man.load_report.skipped:
+        lines += ["## Rows the loader left out", "", *[f"- {reason}: {n}" for reason, n in man.load_report.skipped.items()], ""]
+    lines += ["![confusion matrix](confusion.png)", "", "![accuracy vs latency](accuracy_vs_latency.png)", "",
+              "![accuracy vs cost](accuracy_vs_cost.png)", ""]
+    return "\n".join(lines)
+
+
+def _pyplot():  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_confusion(summary: RunSummary, path: Path) -> None:
+    plt = _pyplot()
+    scores = summary.metrics.classification
+    fig, ax = plt.subplots(figsize=(6, 5))
+    if scores is None or not scores.confusion:
+        ax.text(0.5, 0.5, "no scored samples", ha="center", va="center")
+        ax.set_axis_off()
+    else:
+        gold_rows = [label for label in scores.labels if scores.per_class[label].support]
+        ax.imshow(scores.confusion, cmap="Blues")
+        ax.set_xticks(range(len(scores.confusion_columns)), scores.confusion_columns, rotation=30, ha="right")
+        ax.set_yticks(range(len(gold_rows)), gold_rows)
+        for i, counts in enumerate(scores.confusion):
+            for j, count in enumerate(counts):
+                ax.text(j, i, str(count), ha="center", va="center")
+        ax.set_xlabel("predicted")
+        ax.set_ylabel("gold")
+    ax.set_title(run_label(summary))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_tradeoffs(summaries: Sequence[RunSummary], folder: Path) -> list[Path]:
+    """Accuracy against p50 latency and against cost per sample, one point per run."""
+    plt = _pyplot()
+    written = []
+    for name, attribute, xlabel in (
+        ("accuracy_vs_latency.png", "latency_p50_s", "median latency per sample (s)"),
+        ("accuracy_vs_cost.png", "cost_per_sample_usd", "cost per sample (USD)"),
+    ):
+        fig, ax = plt.subplots(figsize=(6, 4.5))
+        for s in summaries:
+            x = getattr(s.metrics, attribute)
+            if s.metrics.classification is None or x is None:
+                continue
+            y = s.metrics.classification.accuracy
+            ax.scatter([x], [y])
+            ax.annotate(run_label(s), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("accuracy")
+        ax.set_title(f"accuracy vs {xlabel.split(' per')[0].split(' (')[0]}")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(folder / name, dpi=120)
+        plt.close(fig)
+        written.append(folder / name)
+    return written
+
+
+def sibling_runs(run_dir: Path) -> list[Path]:
+    parent = run_dir.resolve().parent
+    return sorted(p for p in parent.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
+
+
+def write_report(run_dir: Path) -> RunSummary:
+    summary = summarise(run_dir)
+    (run_dir / METRICS).write_text(summary.model_dump_json(indent=2))
+    (run_dir / REPORT).write_text(markdown(summary))
+    plot_confusion(summary, run_dir / "confusion.png")
+    others = [summarise(p) for p in sibling_runs(run_dir) if p.resolve() != run_dir.resolve()]
+    plot_tradeoffs([summary, *others], run_dir)
+    return summary

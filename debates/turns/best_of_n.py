@@ -1,0 +1,175 @@
+"""Turn policy ``best_of_n``: N concurrent candidates, scored s = u + q, with the top-m early stop.
+
+The candidates are N separate calls with different seeds, sent together (OpenAI-compatible
+clients reject ``n``, and separate calls let vLLM batch them). Scoring is lazy when
+``early_stop`` is on, so candidates after m* cost no reward and no critique call; each turn
+records m*, the scores and the calls saved in the per-sample selector state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable, Sequence, TypeVar
+
+from autogen_core.models import LLMMessage
+
+from debates.config import TurnPolicyConfig
+from debates.turns.critics import Critic, ForgeryReport, critic_for
+from debates.turns.rewards import RewardScorer, build_reward_scorer
+from debates.turns.scoring import CandidateScore, TurnSelection, best_index, gap_exceeds
+from debates.turns.base import TURN_POLICIES, TurnContext
+from m3d_agents.asking import Answer, ask
+from m3d_agents.backends.metering import MeteredClient
+
+T = TypeVar("T")
+
+SEED_STRIDE = 1009
+"""Candidate i of a seat whose seed is b uses seed b * 1009 + i: distinct for every seat and i < 1009."""
+
+
+def decision(value: object) -> tuple[object, object]:
+    """What a candidate decides (its label or modality action), ignoring how it argues."""
+    return getattr(value, "label", None), getattr(value, "action", None)
+
+
+def candidate_seed(base: int, index: int) -> int:
+    return base * SEED_STRIDE + index
+
+
+class BestOfN:
+    def __init__(
+        self,
+        config: TurnPolicyConfig,
+        reward: RewardScorer | None = None,
+        forgery_report: ForgeryReport | None = None,
+    ) -> None:
+        self.config = config
+        self.reward = reward or build_reward_scorer(config.reward)
+        self._forgery_report = forgery_report
+
+    async def produce(
+        self,
+        client: MeteredClient,
+        messages: Sequence[LLMMessage],
+        parse: Callable[[str], T],
+        *,
+        retries: int,
+        create_kwargs: dict[str, Any],
+        on_retry: Callable[[], None] | None,
+        context: TurnContext,
+    ) -> Answer[T]:
+        answers = await self._sample(client, messages, parse, retries, create_kwargs, on_retry)
+        readable = [i for i, answer in enumerate(answers) if answer.ok]
+        critic = critic_for(context.seat.role, self.config, self._forgery_report)
+        unanimous = self.config.skip_unanimous and len(readable) > 1 and len({decision(answers[i].value) for i in readable}) == 1
+        if unanimous:
+            scores = []
+        else:
+            scores = await self._score(client, messages, answers, readable, critic, context, retries)
+        totals = [s.total for s in scores]
+        best = best_index(totals)
+        note = ""
+        if unanimous:
+            chosen = readable[0]
+            note = "every candidate reached the same answer; scoring was skipped"
+        elif not readable:
+            chosen = None
+            note = "no candidate gave a readable answer"
+        elif best is None:
+            chosen = readable[0]
+            note = "" if len(readable) == 1 else "no candidate could be scored; the first readable one was kept"
+        else:
+            chosen = scores[best].index
+        unscored = len(readable) - len(scores)
+        context.selector.turns.append(
+            TurnSelection(
+                speaker=context.seat.name,
+                round=context.round,
+                n=self.config.n,
+                readable=len(readable),
+                m_star=len(scores) if len(readable) > 1 else len(readable),
+                chosen=chosen,
+                scores=[
+                    {"candidate": s.index, "u": s.reward, "q": s.critique, "s": s.total, "errors": s.errors}
+                    for s in scores
+                ],
+                saved_reward_calls=unscored if self.reward.counts_model_calls else 0,
+                saved_critique_calls=unscored if critic is not None else 0,
+                reward=self.reward.name,
+                critic=critic.name if critic is not None else None,
+                note=note,
+            )
+        )
+        return answers[chosen if chosen is not None else 0]
+
+    async def _sample(
+        self,
+        client: MeteredClient,
+        messages: Sequence[LLMMessage],
+        parse: Callable[[str], T],
+        retries: int,
+        create_kwargs: dict[str, Any],
+        on_retry: Callable[[], None] | None,
+    ) -> list[Answer[T]]:
+        extra = dict(create_kwargs.get("extra_create_args", {}))
+        base_seed = int(extra.get("seed", 0))
+        if self.config.temperature is not None:
+            extra["temperature"] = self.config.temperature
+        candidates = client.with_role("candidate")
+        return list(
+            await asyncio.gather(
+                *(
+                    ask(
+                        candidates,
+                        messages,
+                        parse,
+                        retries=retries,
+                        create_kwargs={**create_kwargs, "extra_create_args": {**extra, "seed": candidate_seed(base_seed, i)}},
+                        on_retry=on_retry,
+                    )
+                    for i in range(self.config.n)
+                )
+            )
+        )
+
+    async def _score(
+        self,
+        client: MeteredClient,
+        messages: Sequence[LLMMessage],
+        answers: Sequence[Answer[Any]],
+        readable: list[int],
+        critic: Critic | None,
+        context: TurnContext,
+        retries: int,
+    ) -> list[CandidateScore]:
+        """Scores in sampling order: all at once without early stop, else two, then one at a time."""
+
+        async def score_one(index: int) -> CandidateScore:
+            result = CandidateScore(index=index, critiqued=critic is not None)
+            text = answers[index].text
+            jobs = [self.reward.score(client, messages, text, context, retries)]
+            if critic is not None:
+                jobs.append(critic.critique(client, text, context, retries))
+            outcomes = await asyncio.gather(*jobs)
+            result.reward = outcomes[0].value
+            if outcomes[0].error:
+                result.errors.append(f"reward: {outcomes[0].error}")
+            if critic is not None:
+                result.critique = outcomes[1].value
+                if outcomes[1].error:
+                    result.errors.append(f"critique: {outcomes[1].error}")
+            return result
+
+        if len(readable) < 2:
+            return []
+        if not self.config.early_stop:
+            return list(await asyncio.gather(*(score_one(i) for i in readable)))
+        scores = list(await asyncio.gather(score_one(readable[0]), score_one(readable[1])))
+        for index in readable[2:]:
+            if gap_exceeds([s.total for s in scores if s.total is not None], self.config.tau):
+                break
+            scores.append(await score_one(index))
+        return scores
+
+
+TURN_POLICIES["best_of_n"] = lambda config: BestOfN(config)

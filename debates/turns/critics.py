@@ -1,0 +1,122 @@
+"""Critics that give a best-of-N candidate its critique score q, each grounded in its own evidence.
+
+- text: a critic given a logic-consistency check of the claim (:mod:`debates.turns.logic_check`);
+- image: a critic given the forgery tool's report on each image;
+- cross-modal: none by default; ``critique_cross_modal`` switches one on (the paper's ablation).
+
+The forgery report is a replaceable callable: by default the fused CPU forensics of
+:mod:`m3d_agents.tools` (ELA, JPEG, EXIF, noise); a learned detector or another tool can be set
+with :func:`use_forgery_report`, and with none the critic is told plainly that no analysis exists.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+from autogen_core.models import SystemMessage, UserMessage
+
+import prompts
+from debates.config import TurnPolicyConfig
+from debates.turns.logic_check import logic_consistency_report
+from debates.turns.rewards import Score
+from debates.turns.scoring import unit_from_ten_point
+from debates.turns.base import TurnContext
+from m3d_agents.media.post_content import image_context, user_content
+from m3d_agents.asking import ask
+from m3d_agents.backends.metering import MeteredClient
+from m3d_agents.media.images import PreparedImage
+from m3d_agents.parsing import parse_ten_point_score
+from m3d_agents.tools.describers import forensic_describer
+
+ForgeryReport = Callable[[PreparedImage], str]
+
+
+def no_forensic_tool(image: PreparedImage) -> str:
+    return "No forensic tool is configured, so there is no forgery analysis of this image."
+
+
+_forgery_report: ForgeryReport = forensic_describer
+
+
+def use_forgery_report(report: ForgeryReport | None) -> None:
+    """Set the forgery tool whose report the image critic receives (default: the fused CPU forensics;
+    None: no tool, and the critic is told so)."""
+    global _forgery_report
+    _forgery_report = report or no_forensic_tool
+
+
+def current_forgery_report() -> ForgeryReport:
+    return _forgery_report
+
+
+class Critic(Protocol):
+    name: str
+
+    async def critique(self, client: MeteredClient, candidate: str, context: TurnContext, retries: int) -> Score: ...
+
+
+async def _ask_critic(
+    client: MeteredClient, name: str, template: str, context: TurnContext, retries: int, with_images: bool, **values: str
+) -> Score:
+    prepared = context.prepared
+    task = prompts.render(
+        template, text=prepared.sample.text, image_context=image_context(prepared, context.vision), **values
+    )
+    answer = await ask(
+        client.with_role("critique", agent=name),
+        [
+            SystemMessage(content=prompts.load("turns/critic_system")),
+            UserMessage(content=user_content(task, prepared, context.vision and with_images), source="user"),
+        ],
+        parse_ten_point_score,
+        retries=retries,
+        create_kwargs={"extra_create_args": {"temperature": 0.0}},
+    )
+    if answer.value is None:
+        return Score(None, answer.error)
+    return Score(unit_from_ten_point(answer.value))
+
+
+class TextCritic:
+    name = "text_critic"
+
+    async def critique(self, client: MeteredClient, candidate: str, context: TurnContext, retries: int) -> Score:
+        report = await logic_consistency_report(client, context, retries)
+        return await _ask_critic(client, self.name, "turns/critic_text", context, retries, False, report=report, candidate=candidate)
+
+
+class ImageCritic:
+    name = "image_critic"
+
+    def __init__(self, forgery_report: ForgeryReport | None = None) -> None:
+        self._forgery_report = forgery_report
+
+    async def critique(self, client: MeteredClient, candidate: str, context: TurnContext, retries: int) -> Score:
+        tool = self._forgery_report or current_forgery_report()
+        images = context.prepared.images
+        report = (
+            "\n".join(f"Image {i}: {tool(image)}" for i, image in enumerate(images, start=1))
+            if images
+            else "The post has no image to analyse."
+        )
+        return await _ask_critic(client, self.name, "turns/critic_image", context, retries, True, report=report, candidate=candidate)
+
+
+class CrossModalCritic:
+    name = "cross_modal_critic"
+
+    async def critique(self, client: MeteredClient, candidate: str, context: TurnContext, retries: int) -> Score:
+        return await _ask_critic(client, self.name, "turns/critic_cross_modal", context, retries, True, candidate=candidate)
+
+
+def critic_for(role: str, config: TurnPolicyConfig, forgery_report: ForgeryReport | None = None) -> Critic | None:
+    """The critic of a seat's role, or None where the config or the role has none (then s = u)."""
+    if not config.critique:
+        return None
+    if role == "text":
+        return TextCritic()
+    if role == "image":
+        return ImageCritic(forgery_report)
+    if role == "cross_modal" and config.critique_cross_modal:
+        return CrossModalCritic()
+    return None

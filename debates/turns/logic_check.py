@@ -1,0 +1,28 @@
+"""The logic-consistency check that the text critic is given as its evidence.
+
+It runs the logic-check tool (:mod:`m3d_agents.tools.analysis.logic_check`) once per sample, on the
+critic's own metered client, and shares the report with every critique of that sample's text
+answers. When the model gives no usable report, the critic is told so instead of being handed an
+invented one.
+"""
+
+from __future__ import annotations
+
+from debates.turns.base import TurnContext
+from m3d_agents.backends.factory import structured_create_args
+from m3d_agents.backends.metering import MeteredClient
+from m3d_agents.tools.analysis.logic_check import LogicVerdict, run_logic_check
+
+_KEY = "logic_check"
+
+
+async def logic_consistency_report(client: MeteredClient, context: TurnContext, retries: int) -> str:
+    selector = context.selector
+    async with selector.lock(_KEY):
+        if _KEY not in selector.cache:
+            checker = client.with_role("critique", agent="logic_check")
+            create = structured_create_args(checker.model_info, LogicVerdict, strict=False)
+            create.setdefault("extra_create_args", {})["temperature"] = 0.0
+            result = await run_logic_check(context.prepared.sample.text, checker, create, retries=retries)
+            selector.cache[_KEY] = result.for_agents()
+        return str(selector.cache[_KEY])

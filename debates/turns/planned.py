@@ -1,0 +1,75 @@
+"""The planning agent and turn policy ``planned``: a single pass for easy posts, best-of-N for hard ones.
+
+The planner is asked once per sample; every seat of that sample then follows the same decision,
+which lives in the per-sample selector state. When its answer cannot be read, best-of-N is used:
+spending more calls is the safe side of an unknown difficulty, and the error is reported.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence, TypeVar
+
+from autogen_core.models import LLMMessage, SystemMessage, UserMessage
+
+import prompts
+from debates.turns.best_of_n import BestOfN
+from debates.config import TurnPolicyConfig
+from debates.turns.scoring import PlanDecision
+from debates.turns.base import TURN_POLICIES, SinglePass, TurnContext
+from m3d_agents.media.post_content import image_context, user_content
+from m3d_agents.asking import Answer, ask
+from m3d_agents.backends.metering import MeteredClient
+from m3d_agents.parsing import parse_bon_level
+
+T = TypeVar("T")
+
+
+async def ask_planner(client: MeteredClient, context: TurnContext, retries: int) -> PlanDecision:
+    prepared = context.prepared
+    task = prompts.render("turns/planner_task", text=prepared.sample.text, image_context=image_context(prepared, context.vision))
+    answer = await ask(
+        client.with_role("planner", agent="planner"),
+        [SystemMessage(content=prompts.load("turns/planner_system")), UserMessage(content=user_content(task, prepared, context.vision), source="user")],
+        parse_bon_level,
+        retries=retries,
+        create_kwargs={"extra_create_args": {"temperature": 0.0}},
+    )
+    if answer.value is None:
+        return PlanDecision(level=1, text=answer.text, error=f"unreadable plan, best-of-N used: {answer.error}")
+    return PlanDecision(level=answer.value, text=answer.text)
+
+
+async def plan_for_sample(client: MeteredClient, context: TurnContext, retries: int) -> PlanDecision:
+    selector = context.selector
+    async with selector.lock("plan"):
+        if selector.plan is None:
+            selector.plan = await ask_planner(client, context, retries)
+        return selector.plan
+
+
+class Planned:
+    def __init__(self, config: TurnPolicyConfig, best_of_n: BestOfN | None = None) -> None:
+        self.single = SinglePass()
+        self.best_of_n = best_of_n or BestOfN(config)
+
+    async def produce(
+        self,
+        client: MeteredClient,
+        messages: Sequence[LLMMessage],
+        parse: Callable[[str], T],
+        *,
+        retries: int,
+        create_kwargs: dict[str, Any],
+        on_retry: Callable[[], None] | None,
+        context: TurnContext,
+    ) -> Answer[T]:
+        plan = await plan_for_sample(client, context, retries)
+        policy = self.best_of_n if plan.level == 1 else self.single
+        if plan.level != 1:
+            context.selector.single_pass_turns += 1
+        return await policy.produce(
+            client, messages, parse, retries=retries, create_kwargs=create_kwargs, on_retry=on_retry, context=context
+        )
+
+
+TURN_POLICIES["planned"] = lambda config: Planned(config)

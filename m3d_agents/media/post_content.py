@@ -1,0 +1,68 @@
+"""How a post is shown to a model: the image itself for a vision backend, text about it otherwise.
+
+Text-only backends (the embedded default) cannot see pixels, so each image is described by the
+registered describers, for example OCR or forensic tools. A describer never invents content: it
+reports what a tool measured, or nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from autogen_core import Image as AgentImage
+
+from m3d_agents.media.images import PreparedImage, PreparedSample
+
+ImageDescriber = Callable[[PreparedImage], str]
+
+_describers: list[ImageDescriber] = []
+
+
+def register_describer(describer: ImageDescriber) -> None:
+    """Add a tool-backed describer used for text-only backends (called in registration order)."""
+    if describer not in _describers:
+        _describers.append(describer)
+
+
+def unregister_describer(describer: ImageDescriber) -> None:
+    if describer in _describers:
+        _describers.remove(describer)
+
+
+def registered_describers() -> list[ImageDescriber]:
+    return list(_describers)
+
+
+def basic_facts(image: PreparedImage) -> str:
+    width, height = image.original_size
+    return f"format {image.format}, {width}x{height} pixels, sha256 {image.sha256[:12]}"
+
+
+def describe_image(image: PreparedImage) -> str:
+    lines = [basic_facts(image)]
+    for describer in _describers:
+        text = describer(image).strip()
+        if text:
+            lines.append(text)
+    return "\n".join(lines)
+
+
+def image_context(prepared: PreparedSample, vision: bool) -> str:
+    """The text that stands for the images in a prompt."""
+    if not prepared.images:
+        return "The post has no image."
+    if vision:
+        return f"The post has {len(prepared.images)} image(s), attached below."
+    parts = [
+        "The post has an image, but you cannot see it. What analysis tools report about it:",
+    ]
+    for i, image in enumerate(prepared.images, start=1):
+        parts.append(f"Image {i}: {describe_image(image)}")
+    return "\n".join(parts)
+
+
+def user_content(text: str, prepared: PreparedSample, vision: bool) -> str | list[str | AgentImage]:
+    """A user-message body: the images come last so that the text prefix stays cacheable."""
+    if not vision or not prepared.images:
+        return text
+    return [text, *(AgentImage.from_pil(image.image) for image in prepared.images)]

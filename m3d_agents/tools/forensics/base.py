@@ -1,0 +1,178 @@
+"""What every pixel forensic tool shares: full-resolution pixels, block maps, scores and heat maps.
+
+Forensic traces (JPEG grids, compression residue, sensor noise) live at the original resolution,
+so the tools re-open the validated file instead of using the resized copy that agents see. Every
+tool expresses its map as a robust z-score against the rest of the same image: "how unusual is
+this block here", which makes maps of different tools commensurable and lets them be fused.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field
+
+from m3d_agents.errors import InputError
+from m3d_agents.media.images import PreparedImage
+
+ANALYSIS_MAX_PIXELS = 12_000_000
+HEATMAP_MAX_SIDE = 1024
+Z_SATURATION = 6.0
+
+
+class ForensicResult(BaseModel):
+    """One tool's verdict on one image; ``heatmap_png`` is a greyscale PNG, brighter is more suspicious."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    tool: str
+    score: float = Field(ge=0.0, le=1.0, description="how strongly this tool suggests manipulation")
+    finding: str = Field(description="one line for the agents")
+    informative: bool = Field(True, description="False when the tool had nothing to measure (no metadata, no JPEG)")
+    details: dict[str, Any] = Field(default_factory=dict)
+    heatmap_png: bytes = Field(b"", exclude=True, repr=False)
+    heatmap: np.ndarray | None = Field(None, exclude=True, repr=False, description="map in [0, 1] at analysis size")
+
+    def for_agents(self) -> str:
+        return f"{self.tool}: score {self.score:.2f}; {self.finding}"
+
+
+class AnalysisImage(BaseModel):
+    """Pixels at the resolution the forensic tools work on, plus the file's bytes and format."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    rgb: np.ndarray
+    data: bytes
+    format: str
+    downscaled: bool
+
+    @property
+    def luminance(self) -> np.ndarray:
+        r, g, b = (self.rgb[..., i].astype(np.float64) for i in range(3))
+        return 0.299 * r + 0.587 * g + 0.114 * b
+
+
+_pixels: OrderedDict[str, AnalysisImage] = OrderedDict()
+_PIXEL_CACHE = 8
+
+
+def analysis_image(image: PreparedImage) -> AnalysisImage:
+    """Decode the original file again at full resolution (cached by content hash)."""
+    cached = _pixels.get(image.sha256)
+    if cached is not None:
+        _pixels.move_to_end(image.sha256)
+        return cached
+    try:
+        data = image.source.read_bytes()
+        decoded = Image.open(io.BytesIO(data))
+        decoded.load()
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise InputError("image", f"{image.source} can no longer be read for forensic analysis: {exc}") from exc
+    rgb_image = decoded.convert("RGB")
+    downscaled = rgb_image.width * rgb_image.height > ANALYSIS_MAX_PIXELS
+    if downscaled:
+        factor = (ANALYSIS_MAX_PIXELS / (rgb_image.width * rgb_image.height)) ** 0.5
+        size = (max(8, int(rgb_image.width * factor)), max(8, int(rgb_image.height * factor)))
+        rgb_image = rgb_image.resize(size, Image.Resampling.BOX)
+    result = AnalysisImage(rgb=np.asarray(rgb_image), data=data, format=image.format, downscaled=downscaled)
+    _pixels[image.sha256] = result
+    if len(_pixels) > _PIXEL_CACHE:
+        _pixels.popitem(last=False)
+    return result
+
+
+def block_reduce(values: np.ndarray, block: int, reducer: str = "mean") -> np.ndarray:
+    """Reduce a 2-D map over non-overlapping ``block`` x ``block`` tiles (the ragged edge is dropped)."""
+    rows, cols = values.shape[0] // block, values.shape[1] // block
+    if rows == 0 or cols == 0:
+        raise InputError("image", f"{values.shape[1]}x{values.shape[0]} pixels is too small for {block}-pixel blocks")
+    tiles = values[: rows * block, : cols * block].reshape(rows, block, cols, block)
+    if reducer == "median":
+        return np.median(tiles.transpose(0, 2, 1, 3).reshape(rows, cols, -1), axis=2)
+    return tiles.mean(axis=(1, 3))
+
+
+def expand_blocks(blocks: np.ndarray, block: int, shape: tuple[int, int]) -> np.ndarray:
+    """Blow a block map back up to pixel size; the ragged edge repeats the nearest block."""
+    full = np.repeat(np.repeat(blocks, block, axis=0), block, axis=1)
+    pad_rows, pad_cols = max(0, shape[0] - full.shape[0]), max(0, shape[1] - full.shape[1])
+    if pad_rows or pad_cols:
+        full = np.pad(full, ((0, pad_rows), (0, pad_cols)), mode="edge")
+    return full[: shape[0], : shape[1]]
+
+
+def robust_z(values: np.ndarray) -> np.ndarray:
+    """How far each value sits above the image's typical value, in robust standard deviations."""
+    median = float(np.median(values))
+    mad = float(np.median(np.abs(values - median))) * 1.4826
+    spread = mad if mad > 1e-9 else float(np.std(values)) or 1.0
+    return (values - median) / spread
+
+
+def unit_map(z: np.ndarray) -> np.ndarray:
+    """Anomaly z-scores to [0, 1]; below the typical value counts as not suspicious."""
+    return np.clip(z / Z_SATURATION, 0.0, 1.0)
+
+
+def tail_strength(z: np.ndarray, fraction: float = 0.02) -> float:
+    """Mean z of the most anomalous ``fraction`` of blocks: large when a region stands out."""
+    flat = np.sort(z.ravel())
+    count = max(1, int(round(flat.size * fraction)))
+    return float(flat[-count:].mean())
+
+
+def logistic(value: float, centre: float, width: float) -> float:
+    return float(1.0 / (1.0 + np.exp(-(value - centre) / width)))
+
+
+def heatmap_png(unit: np.ndarray) -> bytes:
+    """Encode a [0, 1] map as a greyscale PNG no larger than :data:`HEATMAP_MAX_SIDE`."""
+    picture = Image.fromarray((np.clip(unit, 0.0, 1.0) * 255).astype(np.uint8), mode="L")
+    if max(picture.size) > HEATMAP_MAX_SIDE:
+        picture.thumbnail((HEATMAP_MAX_SIDE, HEATMAP_MAX_SIDE), Image.Resampling.BILINEAR)
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def block_result(
+    tool: str, z_blocks: np.ndarray, block: int, shape: tuple[int, int], score: float, finding: str, **details: Any
+) -> ForensicResult:
+    unit = expand_blocks(unit_map(z_blocks), block, shape)
+    return ForensicResult(
+        tool=tool,
+        score=round(min(1.0, max(0.0, score)), 4),
+        finding=finding,
+        details=details,
+        heatmap=unit,
+        heatmap_png=heatmap_png(unit),
+    )
+
+
+def anomaly_result(
+    tool: str, z: np.ndarray, block: int, shape: tuple[int, int], centre: float, width: float,
+    flagged: str, clean: str, **details: Any,
+) -> ForensicResult:
+    """Score a z-map by its most anomalous blocks; ``flagged`` may use ``{area}``, the suspicious share."""
+    strength = tail_strength(z)
+    score = logistic(strength, centre=centre, width=width)
+    area = suspicious_area(z)
+    finding = flagged.format(area=f"{area:.0%}") if score >= 0.5 else clean
+    return block_result(tool, z, block, shape, score, finding,
+                        tail_z=round(strength, 3), suspicious_area=round(area, 4), **details)
+
+
+def jpeg_roundtrip(rgb: np.ndarray, quality: int) -> np.ndarray:
+    buffer = io.BytesIO()
+    Image.fromarray(rgb).save(buffer, format="JPEG", quality=quality)
+    buffer.seek(0)
+    return np.asarray(Image.open(buffer).convert("RGB"))
+
+
+def suspicious_area(z_blocks: np.ndarray, threshold: float = 3.0) -> float:
+    return float((z_blocks > threshold).mean())

@@ -1,0 +1,90 @@
+"""A scripted model for selector tests: recognises which agent is asking and answers from a table.
+
+Calls are told apart by the prompts' own wording (planner, reward judge, critic, logic check,
+otherwise a candidate or a single-pass turn), so one scripted backend can serve a whole seat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from autogen_core.models import LLMMessage
+
+from tests.support.scripted import text_of
+
+
+def call_kind(messages: Sequence[LLMMessage]) -> str:
+    system = text_of(messages[:1])
+    last = text_of(messages[-1:])
+    if "strict grader" in last:
+        return "reward"
+    if "checking effort" in system:
+        return "planner"
+    if "You are a critic" in system:
+        return "critique"
+    if "internal logic, not for its truth" in last:
+        return "logic"
+    return "answer"
+
+
+def seat_role(messages: Sequence[LLMMessage]) -> str:
+    system = text_of(messages[:1])
+    for marker, role in (("its TEXT is true", "text"), ("its IMAGE is genuine", "image"),
+                         ("image and its text belong together", "cross_modal"), ("classifying one social-media post", "single")):
+        if marker in system:
+            return role
+    return "debater"
+
+
+@dataclass
+class SelectorScript:
+    """Answers per kind of call; ``answers[role]`` maps a candidate number (0..N-1, from the seed) to text."""
+
+    answers: Mapping[str, Callable[[int], str]]
+    reward: Callable[[str], str] = lambda candidate: "SCORE: 0.5"
+    critique: Callable[[str], str] = lambda candidate: "Fine. The score is 5"
+    plan: str = "[BON level-1]"
+    logic: str = '{"consistent": true, "issues": [], "rationale": "The claim is internally consistent."}'
+    seen: list[tuple[str, str]] = field(default_factory=list)
+
+    def __call__(self, messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+        kind = call_kind(messages)
+        self.seen.append((kind, seat_role(messages)))
+        if kind == "reward":
+            return self.reward(text_of(messages[-2:-1]))
+        if kind == "critique":
+            return self.critique(text_of(messages))
+        if kind == "planner":
+            return self.plan
+        if kind == "logic":
+            return self.logic
+        seed = int(kwargs.get("seed", 0) or 0)
+        return self.answers[seat_role(messages)](seed % 1009)
+
+
+def _json_text(message: Mapping[str, Any]) -> str:
+    content = message.get("content", "")
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def stub_answer(body: Mapping[str, Any]) -> str:
+    """What the loopback OpenAI-compatible server answers: a plausible reply for every kind of call."""
+    messages = body.get("messages", [])
+    system = _json_text(messages[0]) if messages else ""
+    last = _json_text(messages[-1]) if messages else ""
+    if "strict grader" in last:
+        return "SCORE: 0.7"
+    if "checking effort" in system:
+        return "A specific claim about a breaking event. [BON level-1]"
+    if "You are a critic" in system:
+        return "The answer follows from the evidence. The score is 8"
+    if "reasoning inside a claim" in system:
+        return "The claim is internally consistent."
+    for marker, action in (("its TEXT is true", "TEXT SUPPORT"), ("its IMAGE is genuine", "IMAGE REFUTE"),
+                           ("image and its text belong together", "MATCH")):
+        if marker in system:
+            return f"The stub looked at its part.\nFinish[{action}]\nCONFIDENCE: 0.6"
+    return "The stub read the post. FINAL ANSWER: visual_veracity_distortion\nCONFIDENCE: 0.6"

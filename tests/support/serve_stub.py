@@ -1,0 +1,46 @@
+"""Run the loopback OpenAI-compatible stub as a process, for tests that drive ``m3d`` in a subprocess.
+
+Every answer is a valid check answer whose label and confidence depend only on the request
+text, so two runs over the same samples get the same answers whatever the order. Posts whose
+text contains ``FAIL-ME`` get HTTP 400, to exercise recorded failures. Prints the base URL on
+its first line, then serves until killed.
+
+    python -m tests.support.serve_stub [--delay SECONDS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from typing import Any
+
+from tests.support.openai_stub_server import StubOpenAIServer, completion_body
+
+
+def answer(request: dict[str, Any], _n: int, delay: float) -> tuple[int, dict[str, Any], float]:
+    text = json.dumps(request.get("messages", []), sort_keys=True)
+    if "FAIL-ME" in text:
+        return 400, {"error": {"message": "refused by the stub", "type": "invalid_request_error"}}, 0.0
+    digest = hashlib.sha256(text.encode()).digest()
+    label = "fake" if digest[0] % 2 else "real"
+    confidence = round(0.5 + digest[1] / 510, 3)
+    body = {"rationale": f"stub answer {digest[:4].hex()}", "label": label, "confidence": confidence}
+    return 200, completion_body(json.dumps(body)), delay
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--delay", type=float, default=0.0)
+    args = parser.parse_args()
+    with StubOpenAIServer(lambda request, n: answer(request, n, args.delay)) as server:
+        sys.stdout.write(server.base_url + "\n")
+        sys.stdout.flush()
+        while True:
+            time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()
