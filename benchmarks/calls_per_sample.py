@@ -29,7 +29,8 @@ sys.path.insert(0, str(REPO))
 
 from autogen_core.models import LLMMessage  # noqa: E402
 
-from debates.config import DebateConfig, TurnPolicyConfig, load_config  # noqa: E402
+from debates.config import DebateConfig, TurnPolicyConfig  # noqa: E402
+from debates.strategy import load_config  # noqa: E402
 from debates.strategies.debate import run_debate  # noqa: E402
 from m3d_agents.backends.factory import BackendPool  # noqa: E402
 from m3d_agents.sample import Sample  # noqa: E402

@@ -73,7 +73,7 @@ def score(pairs: list[tuple[str, str]]) -> dict[str, float]:
 
 def _page(args: tuple[str, str, str]) -> tuple[str, dict[str, str]]:
     key, html, url = args
-    from retrieval.extract import _safe, extract_body, newspaper_article, trafilatura_text
+    from retrieval.extract import _safe, extract_body, newspaper_article
 
     out = {"pipeline": extract_body(html, url)[0]}
     if os.environ.get("M3D_BENCH_COMPARE") == "1":

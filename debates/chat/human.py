@@ -6,9 +6,8 @@ message is read by the same parser. If the answer line cannot be read, they are 
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-from typing import AsyncGenerator, Awaitable, Callable, Optional, Sequence, Union
+from typing import AsyncGenerator, Sequence
 
 from autogen_agentchat.agents import UserProxyAgent
 from autogen_agentchat.base import Response
@@ -16,24 +15,20 @@ from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, TextMess
 from autogen_core import CancellationToken
 
 import prompts
-from debates.config import DebateConfig, SeatConfig
-from debates.chat.seats import answers_required, post_block, system_prompt
-from debates.chat.state import read_turn
+from debates.chat.human_input import InputFunc
 from debates.chat.visibility import SeatView
+from debates.config import DebateConfig, SeatConfig
+from debates.protocol import DebateProtocol
 from m3d_agents.evidence import Evidence
 from m3d_agents.media.images import PreparedSample
 from m3d_agents.labels import Taxonomy
-
-SyncInput = Callable[[str], str]
-AsyncInput = Callable[[str, Optional[CancellationToken]], Awaitable[str]]
-InputFunc = Union[SyncInput, AsyncInput]
-
 
 class HumanSeat(UserProxyAgent):
     def __init__(
         self,
         seat: SeatConfig,
         config: DebateConfig,
+        protocol: DebateProtocol,
         taxonomy: Taxonomy,
         prepared: PreparedSample,
         evidence: list[Evidence],
@@ -45,10 +40,13 @@ class HumanSeat(UserProxyAgent):
             input_func = call  # an object with an async __call__, such as QueueInput
         super().__init__(seat.name, description=f"a person as {seat.role}", input_func=input_func)
         self.seat = seat
-        self.view = SeatView(seat, config)
+        self.view = SeatView(seat, config, protocol)
         self._config = config
+        self._protocol = protocol
         self._taxonomy = taxonomy
-        self._brief = system_prompt(seat, config, taxonomy) + "\n\n" + post_block(seat, prepared, evidence, vision=False)
+        self._brief = (
+            protocol.system_prompt(seat, config, taxonomy) + "\n\n" + protocol.post_block(seat, prepared, evidence, vision=False)
+        )
         self._max_asks = max_asks
 
     def prompt(self) -> str:
@@ -68,44 +66,9 @@ class HumanSeat(UserProxyAgent):
         for _ in range(self._max_asks):
             yield UserInputRequestedEvent(request_id=f"{self.name}-{self.view.own_round}", source=self.name)
             text = (await self._get_input(prompt, cancellation_token)).strip()
-            reading = read_turn(text, self.seat.role, self._taxonomy, self._config.max_queries_per_turn)
-            if text and not (reading.error and answers_required(self.seat, self._config)):
+            reading = self._protocol.read_turn(text, self.seat.role, self._taxonomy, self._config.max_queries_per_turn)
+            if text and not (reading.error and self._protocol.answers_required(self.seat, self._config)):
                 break
             prompt = prompts.render("common/retry_unreadable", reason=reading.error or "the message was empty") + "\n> "
         self.view.add_own(text)
         yield Response(chat_message=TextMessage(content=text or "(no answer)", source=self.name))
-
-
-def console_input(prompt: str) -> str:
-    """Read one answer from the terminal; several lines end with an empty line."""
-    print(prompt, end="", flush=True)
-    lines: list[str] = []
-    while True:
-        try:
-            line = input()
-        except EOFError:
-            break
-        if not line.strip():
-            if lines:
-                break
-            continue
-        lines.append(line)
-    return "\n".join(lines)
-
-
-class QueueInput:
-    """An async input function fed from code: a notebook widget or a web page ``put``s the answers.
-
-    ``prompts`` receives each prompt shown to the person, so a UI can display it.
-    """
-
-    def __init__(self) -> None:
-        self.answers: asyncio.Queue[str] = asyncio.Queue()
-        self.prompts: asyncio.Queue[str] = asyncio.Queue()
-
-    def put(self, answer: str) -> None:
-        self.answers.put_nowait(answer)
-
-    async def __call__(self, prompt: str, cancellation_token: Optional[CancellationToken] = None) -> str:
-        await self.prompts.put(prompt)
-        return await self.answers.get()

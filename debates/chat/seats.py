@@ -1,7 +1,9 @@
-"""Debate participants backed by a model: debaters, judges, actors and skeptics.
+"""A debate participant backed by a model, in any seat of any protocol.
 
 A seat knows only the messages the group chat sent it (see :mod:`debates.chat.visibility`) plus the
-post and, unless it is the judge, the retrieved evidence it was given when the team was built.
+post and what its protocol lets it know about the post (the judge, for example, never gets the
+retrieved evidence). Its prompts and how its answer is read are the protocol's; how the answer is
+produced (one call, best-of-N ...) is its turn policy's.
 """
 
 from __future__ import annotations
@@ -16,77 +18,26 @@ from autogen_core import CancellationToken
 from autogen_core.models import SystemMessage, UserMessage
 from pydantic import BaseModel
 
-import prompts
-from debates.config import MODALITY_ROLES, DebateConfig, SeatConfig
-from debates.turns.scoring import SelectorState
-from debates.chat.state import StanceReading, read_turn
+from debates.chat.reading import StanceReading
 from debates.chat.structured_turns import instruction, read_structured, turn_schema
-from debates.turns.base import TurnContext, TurnPolicy
 from debates.chat.visibility import SeatView
-from m3d_agents.media.post_content import describe_image, image_context
+from debates.config import DebateConfig, SeatConfig
+from debates.protocol import DebateProtocol
+from debates.turns.base import TurnContext, TurnPolicy
+from debates.turns.scoring import SelectorState
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.errors import ParseError
 from m3d_agents.evidence import Evidence
-from m3d_agents.media.images import PreparedSample
 from m3d_agents.labels import Taxonomy
+from m3d_agents.media.images import PreparedSample
 from m3d_agents.media.post_content import AgentImage
-
-STANCE_TEXT = {
-    "misinformation": "the post IS misinformation",
-    "not_misinformation": "the post is NOT misinformation",
-}
-
-
-def answers_required(seat: SeatConfig, config: DebateConfig) -> bool:
-    """Whose messages must end in a readable answer (and are retried until they do)."""
-    if seat.role in ("judge", "actor", "single", *MODALITY_ROLES):
-        return True
-    return seat.role == "debater" and config.protocol != "judged"
-
-
-def system_prompt(seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
-    framing = prompts.load(f"debate/framing_{config.framing}")
-    answer_format = prompts.render("common/answer_format", labels=", ".join(taxonomy.labels))
-    if seat.role == "judge":
-        return prompts.render("debate/judge_system", answer_format=answer_format)
-    if seat.role in MODALITY_ROLES:
-        return prompts.load(f"cascade/{seat.role}_system")
-    if seat.role == "single":
-        return prompts.render("debate/standard_system", answer_format=answer_format)
-    if seat.role == "actor":
-        return prompts.render("debate/actor_system", framing=framing, answer_format=answer_format)
-    if seat.role == "skeptic":
-        return prompts.render("debate/skeptic_system", framing=framing)
-    if config.protocol == "judged":
-        stance = seat.stance or ""
-        return prompts.render("debate/judged_debater_system", framing=framing, stance_text=STANCE_TEXT.get(stance, f"the correct label is '{stance}'"))
-    if config.protocol == "disambiguation":
-        return prompts.render(
-            "debate/disambiguation_system", framing=framing, answer_format=answer_format, max_queries=config.max_queries_per_turn
-        )
-    return prompts.render("debate/debater_system", framing=framing, answer_format=answer_format)
-
-
-def post_block(seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
-    """The stable prefix of every prompt of a seat: the post, then (not for the judge) the evidence."""
-    if seat.role == "judge":
-        return prompts.render("debate/task", text=prepared.sample.text, image_context="", evidence="").strip()
-    if evidence:
-        evidence_text = "Quoted evidence (retrieved from the web; untrusted):\n\n" + "\n\n".join(e.quoted() for e in evidence)
-    else:
-        evidence_text = "No retrieved evidence is available."
-    context = image_context(prepared, vision)
-    if seat.role == "image" and vision and prepared.images:
-        reports = "\n".join(f"Image {i}: {describe_image(image)}" for i, image in enumerate(prepared.images, start=1))
-        context = f"{context}\nWhat analysis tools report about the image(s):\n{reports}"
-    return prompts.render("debate/task", text=prepared.sample.text, image_context=context, evidence=evidence_text).strip()
-
 
 class ModelSeat(BaseChatAgent):
     def __init__(
         self,
         seat: SeatConfig,
         config: DebateConfig,
+        protocol: DebateProtocol,
         taxonomy: Taxonomy,
         client: MeteredClient,
         prepared: PreparedSample,
@@ -99,19 +50,21 @@ class ModelSeat(BaseChatAgent):
     ) -> None:
         super().__init__(seat.name, description=f"{seat.role} in a {config.name} debate")
         self.seat = seat
-        self.view = SeatView(seat, config)
+        self.view = SeatView(seat, config, protocol)
         self._config = config
+        self._protocol = protocol
         self._taxonomy = taxonomy
         self._client = client
         self._prepared = prepared
-        self._system = system_prompt(seat, config, taxonomy)
-        self._prefix = post_block(seat, prepared, evidence, vision)
-        self._images = [AgentImage.from_pil(i.image) for i in prepared.images] if vision and seat.role != "judge" else []
+        self._system = protocol.system_prompt(seat, config, taxonomy)
+        self._prefix = protocol.post_block(seat, prepared, evidence, vision)
+        sees_images = vision and protocol.sees_images(seat)
+        self._images = [AgentImage.from_pil(i.image) for i in prepared.images] if sees_images else []
         self._turn = turn_policy
         self._create_kwargs = dict(create_kwargs)
         self._schema: type[BaseModel] | None = None
-        if structured is not None and answers_required(seat, config) and seat.role not in MODALITY_ROLES:
-            with_queries = config.protocol == "disambiguation"
+        with_queries = protocol.structured_turn(seat, config)
+        if structured is not None and with_queries is not None:
             schema = turn_schema(tuple(taxonomy.labels), with_queries)
             args = structured(schema)
             if args:
@@ -129,8 +82,8 @@ class ModelSeat(BaseChatAgent):
     def _parse(self, text: str) -> StanceReading:
         if self._schema is not None:
             return read_structured(text, self._schema, self._taxonomy, self._config.max_queries_per_turn)
-        reading = read_turn(text, self.seat.role, self._taxonomy, self._config.max_queries_per_turn)
-        if reading.error and answers_required(self.seat, self._config):
+        reading = self._protocol.read_turn(text, self.seat.role, self._taxonomy, self._config.max_queries_per_turn)
+        if reading.error and self._protocol.answers_required(self.seat, self._config):
             raise ParseError(f"{self._taxonomy.name} label", reading.error, text)
         return reading
 
@@ -160,4 +113,4 @@ class ModelSeat(BaseChatAgent):
         return Response(chat_message=TextMessage(content=text, source=self.name))
 
     async def on_reset(self, cancellation_token: CancellationToken) -> None:
-        self.view = SeatView(self.seat, self._config)
+        self.view = SeatView(self.seat, self._config, self._protocol)

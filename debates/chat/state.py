@@ -1,75 +1,25 @@
 """The explicit state of one debate: every turn, parsed once, in the order the manager received it.
 
-The manager owns this object; speaker policies read it to choose who speaks next, and the
-outcome is computed from it. Consensus is judged here over *every* decider's latest answer,
-because an AutoGen termination condition only sees the last parallel speaker's messages.
+The manager owns this object; the protocol reads it to choose who speaks next and to decide the
+outcome. Consensus is judged here over *every* decider's latest answer, because an AutoGen
+termination condition only sees the last parallel speaker's messages.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
-from dataclasses import field as Field
+from typing import Any
 
-from debates.config import MODALITY_ROLES, DebateConfig
-from debates.protocols.cascade import parse_modality_action
+from debates.chat.reading import StanceReading
+from debates.config import DebateConfig
+from debates.protocol import PROTOCOLS, DebateProtocol
 from debates.turns.scoring import SelectorState
-from m3d_agents.errors import ParseError
 from m3d_agents.labels import Taxonomy
-from m3d_agents.parsing import parse_label, parse_unit_score, strip_reasoning
+from m3d_agents.verdict import TranscriptTurn
 
-_CONFIDENCE_LINE = re.compile(r"^\s*[*_]*confidence[*_]*\s*[:=].*$", re.IGNORECASE | re.MULTILINE)
-_QUERY_LINE = re.compile(r"^\s*[*_-]*\s*QUERY\s*[:\-]\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
-NO_OBJECTIONS = "NO OBJECTIONS"
-
-
-@dataclass
-class StanceReading:
-    """What one message says: its label (or why none could be read), confidence and queries."""
-
-    label: str | None
-    confidence: float | None
-    queries: list[str]
-    error: str | None = None
-    rendered: str | None = Field(default=None, repr=False)
-    action: str | None = None
-
-
-def _stated_confidence(visible: str) -> float | None:
-    lines = _CONFIDENCE_LINE.findall(visible)
-    if not lines:
-        return None
-    try:
-        return parse_unit_score(lines[-1])
-    except ParseError:
-        return None
-
-
-def read_turn(text: str, role: str, taxonomy: Taxonomy, max_queries: int = 2) -> StanceReading:
-    """The single reading of any seat's message: modality seats give a Finish action, others a label."""
-    if role not in MODALITY_ROLES:
-        return read_message(text, taxonomy, max_queries)
-    visible = strip_reasoning(text)
-    try:
-        action: str | None = parse_modality_action(visible, role)
-        error = None
-    except ParseError as exc:
-        action, error = None, str(exc)
-    return StanceReading(label=None, confidence=_stated_confidence(visible), queries=[], error=error, action=action)
-
-
-def read_message(text: str, taxonomy: Taxonomy, max_queries: int = 2) -> StanceReading:
-    """The single reading of a debate message, used for agents and humans alike."""
-    visible = strip_reasoning(text)
-    queries = [q for q in _QUERY_LINE.findall(visible)][:max_queries]
-    confidence = _stated_confidence(visible)
-    try:
-        label: str | None = parse_label(_CONFIDENCE_LINE.sub("", visible), taxonomy)
-        error = None
-    except ParseError as exc:
-        label, error = None, str(exc)
-    return StanceReading(label=label, confidence=confidence, queries=queries, error=error)
+DESK_NAME = "retrieval_desk"
+"""The participant that answers the debaters' queries from retrieval (see :mod:`debates.chat.desk`)."""
 
 
 @dataclass
@@ -82,8 +32,18 @@ class TurnRecord:
 
     @property
     def stance(self) -> str | None:
-        """What the turn answered: a label, or a modality agent's Finish action."""
+        """What the turn answered: a label, or a seat's action (a cascade agent's Finish)."""
         return self.reading.label or self.reading.action
+
+    def transcript_turn(self) -> TranscriptTurn:
+        return TranscriptTurn(
+            speaker=self.speaker,
+            role=self.role,
+            round=self.round,
+            text=self.text,
+            stance=self.stance if self.speaker != DESK_NAME else None,
+            parse_error=self.reading.error,
+        )
 
 
 @dataclass
@@ -94,6 +54,15 @@ class DebateState:
     answered_queries: int = 0
     stop_reason: str = ""
     selector: SelectorState = field(default_factory=SelectorState)
+    protocol: DebateProtocol = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.protocol = PROTOCOLS.get(self.config.protocol)
+
+    @property
+    def deciders(self) -> list[str]:
+        """Seats whose answers count towards consensus."""
+        return self.protocol.deciders(self.config)
 
     def role_of(self, speaker: str) -> str:
         if speaker == DESK_NAME:
@@ -104,14 +73,21 @@ class DebateState:
         return sum(1 for t in self.turns if t.speaker == speaker)
 
     def record(self, speaker: str, text: str) -> TurnRecord:
+        role = self.role_of(speaker)
         reading = (
             StanceReading(label=None, confidence=None, queries=[])
             if speaker == DESK_NAME
-            else read_turn(text, self.role_of(speaker), self.taxonomy, self.config.max_queries_per_turn)
+            else self.protocol.read_turn(text, role, self.taxonomy, self.config.max_queries_per_turn)
         )
-        turn = TurnRecord(speaker, self.role_of(speaker), self.rounds_of(speaker) + 1, text, reading)
+        turn = TurnRecord(speaker, role, self.rounds_of(speaker) + 1, text, reading)
         self.turns.append(turn)
         return turn
+
+    def reset(self) -> None:
+        self.turns.clear()
+        self.stop_reason = ""
+        self.answered_queries = 0
+        self.selector.reset()
 
     def finished_turn(self, message: object) -> TurnRecord | None:
         """The turn that a streamed message completed; None for events, and for messages not yet recorded.
@@ -133,9 +109,12 @@ class DebateState:
                 return turn
         return None
 
+    def seats_with_role(self, role: str) -> list[str]:
+        return [s.name for s in self.config.seats if s.role == role]
+
     def latest_labels(self) -> dict[str, str | None]:
         labels: dict[str, str | None] = {}
-        for name in self.config.deciders:
+        for name in self.deciders:
             turn = self.latest(name)
             labels[name] = turn.reading.label if turn else None
         return labels
@@ -168,8 +147,34 @@ class DebateState:
         return pending
 
     def completed_rounds(self) -> int:
-        deciders = self.config.deciders
-        return min((self.rounds_of(name) for name in deciders), default=0)
+        return min((self.rounds_of(name) for name in self.deciders), default=0)
 
+    def transcript(self) -> list[TranscriptTurn]:
+        return [t.transcript_turn() for t in self.turns]
 
-DESK_NAME = "retrieval_desk"
+    def diagnostics(self, label: str | None) -> dict[str, Any]:
+        """How the debate went: why it stopped, the round of consensus, who changed their answer."""
+        deciders = self.deciders
+        first = [t.reading.label for t in self.turns if t.speaker in deciders and t.round == 1]
+        counts = Counter(x for x in first if x is not None)
+        ranked = counts.most_common()
+        first_majority = ranked[0][0] if ranked and (len(ranked) == 1 or ranked[0][1] > ranked[1][1]) else None
+        changes: dict[str, int] = {}
+        for name in deciders:
+            labels = [t.reading.label for t in self.turns if t.speaker == name and t.reading.label is not None]
+            changes[name] = sum(1 for a, b in zip(labels, labels[1:]) if a != b)
+        consensus_round = None
+        for r in range(1, self.completed_rounds() + 1):
+            at_r = [next((t.reading.label for t in self.turns if t.speaker == n and t.round == r), None) for n in deciders]
+            if at_r and None not in at_r and len(set(at_r)) == 1:
+                consensus_round = r
+                break
+        return {
+            "stop_reason": self.stop_reason,
+            "rounds": self.completed_rounds(),
+            "consensus_round": consensus_round,
+            "answer_changes": changes,
+            "first_round_majority": first_majority,
+            "overturned_first_round_majority": bool(first_majority and label and label != first_majority),
+            "queries_answered": self.answered_queries,
+        }

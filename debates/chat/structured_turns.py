@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 import prompts
-from debates.chat.state import StanceReading, read_message
+from debates.chat.reading import StanceReading, read_message
 from m3d_agents.labels import Taxonomy
 from m3d_agents.parsing import parse_model_setting_aside_confidence
 

@@ -3,15 +3,19 @@
 Why a custom manager: the built-in teams pick one speaker at a time from the message thread,
 while debates need concurrent rounds (``sync``) and a stopping rule computed over *every*
 debater's latest answer, which an AutoGen termination condition cannot see when speakers run in
-parallel. The manager records each message in the :class:`DebateState`, then asks the policy;
+parallel. The manager records each message in an explicit state object, then asks the policy;
 when the policy returns None the chat ends with the policy's reason. Ordinary AutoGen
 termination conditions (timeouts, external stop) still compose on top.
+
+The team knows nothing of debates beyond :class:`ChatState`: any strategy that runs a group of
+participants under a deterministic policy (a tree search, a fact-checking workflow) can host them
+here and keep streaming, cancellation and accounting.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, List, Sequence
+from typing import Any, Callable, Generic, List, Protocol, Sequence, TypeVar
 
 from autogen_agentchat.base import ChatAgent, Team, TerminationCondition
 from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, MessageFactory, StopMessage
@@ -21,8 +25,20 @@ from autogen_agentchat.teams._group_chat._events import GroupChatTermination
 from autogen_core import AgentRuntime
 
 from debates.chat.runtime import team_runtime
-from debates.protocols.speakers import SpeakerPolicy
-from debates.chat.state import DebateState
+
+
+class ChatState(Protocol):
+    """What the manager needs of a strategy's per-sample state."""
+
+    stop_reason: str
+
+    def record(self, speaker: str, text: str) -> object:
+        """Take in a participant's message (parse it once, keep it)."""
+
+    def reset(self) -> None: ...
+
+
+S = TypeVar("S", bound=ChatState)
 
 
 class DebateManager(BaseGroupChatManager):
@@ -39,8 +55,8 @@ class DebateManager(BaseGroupChatManager):
         max_turns: int | None,
         message_factory: MessageFactory,
         emit_team_events: bool,
-        state: DebateState,
-        policy: SpeakerPolicy,
+        state: ChatState,
+        policy: Callable[[Any], list[str] | None],
     ) -> None:
         super().__init__(
             name, group_topic_type, output_topic_type, participant_topic_types, participant_names,
@@ -57,9 +73,7 @@ class DebateManager(BaseGroupChatManager):
     async def reset(self) -> None:
         self._current_turn = 0
         self._message_thread.clear()
-        self._state.turns.clear()
-        self._state.stop_reason = ""
-        self._state.selector.reset()
+        self._state.reset()
         self._planned = None
         if self._termination_condition is not None:
             await self._termination_condition.reset()
@@ -89,14 +103,18 @@ class DebateManager(BaseGroupChatManager):
         return planned
 
 
-class DebateGroupChat(BaseGroupChat):
-    """A group chat of debate seats driven by a speaker policy over an explicit :class:`DebateState`."""
+class DebateGroupChat(BaseGroupChat, Generic[S]):
+    """A group chat of participants driven by a speaker policy over an explicit state.
+
+    ``policy(state)`` names who speaks next (several names speak concurrently), or returns None to
+    end the chat after setting ``state.stop_reason``.
+    """
 
     def __init__(
         self,
         participants: List[ChatAgent | Team],
-        state: DebateState,
-        policy: SpeakerPolicy,
+        state: S,
+        policy: Callable[[S], list[str] | None],
         *,
         termination_condition: TerminationCondition | None = None,
         max_turns: int | None = None,
@@ -106,7 +124,7 @@ class DebateGroupChat(BaseGroupChat):
         self.policy = policy
         super().__init__(
             name="DebateGroupChat",
-            description=f"a {state.config.name} debate",
+            description="a debate",
             participants=participants,
             group_chat_manager_name="DebateManager",
             group_chat_manager_class=DebateManager,

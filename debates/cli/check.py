@@ -1,4 +1,4 @@
-"""``m3d check``: check one post with a single agent and print its verdict."""
+"""``m3d check``: check one post with one configuration (the single checker by default) and print its verdict."""
 
 from __future__ import annotations
 
@@ -7,15 +7,18 @@ from typing import Optional
 
 import typer
 
-from debates.cli.common import build_sample, print_verdict, run_cli
-from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
-from m3d_agents.backends.factory import BackendPool
+from debates.cli.common import build_sample, print_verdict, run_cli, run_post
+from debates.strategy import available_configs, load_config
+from m3d_agents.backends.config import load_backend_settings
 from m3d_agents.verdict import Verdict
 
 
 def check(
     text: str = typer.Option(..., "--text", help="The caption, claim or post text."),
     image: list[Path] = typer.Option([], "--image", help="An image of the post; repeat for several."),
+    config: str = typer.Option(
+        "check", "--config", help=f"Configuration to run. Built in: {', '.join(available_configs())}; or a YAML path."
+    ),
     backend: Optional[str] = typer.Option(None, "--backend", help="local, vllm, openai, or a name from the config file."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     taxonomy: str = typer.Option("binary", "--taxonomy", help="Label set of the answer."),
@@ -24,19 +27,12 @@ def check(
     source_url: Optional[str] = typer.Option(None, "--source-url"),
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON."),
 ) -> None:
-    """Check one post with a single agent and print its verdict."""
-    from debates.strategies.check import check_sample
+    """Check one post and print the verdict."""
 
     async def main() -> Verdict:
         settings = load_backend_settings(config_file)
-        name = resolve_backend_name(backend, settings)
-        pool = BackendPool(settings)
-        try:
-            sample = build_sample(text, image, taxonomy, claim_date, language, source_url)
-            return await check_sample(sample, pool, name)
-        finally:
-            await pool.close()
+        loaded = load_config(config)
+        sample = build_sample(text, image, taxonomy, claim_date, language, source_url)
+        return await run_post(loaded, sample, settings, backend)
 
     print_verdict(run_cli(main()), as_json)
-
-

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any
 
-import httpx
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.panel import Panel
 
-from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
+from debates.strategy import StrategyConfig, run_sample
+from m3d_agents.backends.config import BackendSettings
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.sample import Sample, SampleMetadata
-from m3d_agents.verdict import Verdict
+from m3d_agents.verdict import TranscriptTurn, Verdict
 
 console = Console()
 err_console = Console(stderr=True)
@@ -68,6 +67,24 @@ def print_verdict(verdict: Verdict, as_json: bool) -> None:
         f"{acc.prompt_tokens}+{acc.completion_tokens} tokens, {acc.cache_hits} cache hits, "
         f"wall {verdict.diagnostics.get('wall_time_s', 0):.2f}s[/]"
     )
+
+
+def stream_turn(turn: TranscriptTurn) -> None:
+    """Print a finished turn with its speaker, round and parsed answer."""
+    stance = turn.stance or ("(no answer)" if turn.parse_error else "")
+    title = f"{turn.speaker} · {turn.role} · round {turn.round}" + (f" · {stance}" if stance else "")
+    console.print(Panel(turn.text.strip(), title=title, title_align="left"))
+
+
+async def run_post(
+    config: StrategyConfig, sample: Sample, settings: BackendSettings, backend: str | None, **options: Any
+) -> Verdict:
+    """Run one configuration on one post with the configured backends, closing them afterwards."""
+    pool = BackendPool(settings)
+    try:
+        return await run_sample(config, sample, pool, backend=backend, **options)
+    finally:
+        await pool.close()
 
 
 def run_cli(coro):  # type: ignore[no-untyped-def]

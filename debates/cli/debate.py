@@ -6,28 +6,16 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.panel import Panel
 
-from debates.cli.common import build_sample, console, print_verdict, run_cli
-from debates.config import builtin_config_names, load_config
-from debates.chat.human import console_input
-from debates.chat.state import DebateState
+from debates.chat.human_input import console_input
+from debates.cli.common import build_sample, print_verdict, run_cli, stream_turn
+from debates.config import DebateConfig
+from debates.strategy import available_configs, load_config, run_sample, with_overrides
 from m3d_agents.backends.config import load_backend_settings
-from m3d_agents.backends.factory import BackendPool
-from m3d_agents.backends.factory import Backend
+from m3d_agents.backends.factory import Backend, BackendPool
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
-
-
-def stream_turn(message: Any, state: DebateState) -> None:
-    """Print each finished turn with its speaker, round and parsed answer."""
-    turn = state.finished_turn(message)
-    if turn is None:
-        return
-    stance = turn.stance or ("(no answer)" if turn.reading.error else "")
-    title = f"{turn.speaker} · {turn.role} · round {turn.round}" + (f" · {stance}" if stance else "")
-    console.print(Panel(turn.text.strip(), title=title, title_align="left"))
 
 
 def replayed_sample(root: Path, sample_id: str | None, summariser: Backend | None) -> tuple[Sample, dict[str, Any]]:
@@ -44,7 +32,7 @@ def replayed_sample(root: Path, sample_id: str | None, summariser: Backend | Non
 
 
 def debate(
-    config: str = typer.Option("async", "--config", help=f"Built in: {', '.join(builtin_config_names())}; or a YAML path."),
+    config: str = typer.Option("async", "--config", help=f"Built in: {', '.join(available_configs())}; or a YAML path."),
     text: Optional[str] = typer.Option(None, "--text", help="The caption, claim or post text."),
     image: list[Path] = typer.Option([], "--image", help="An image of the post; repeat for several."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Use this backend for every seat."),
@@ -62,33 +50,31 @@ def debate(
     summarise: bool = typer.Option(False, "--summarise", help="With --replay-mr2: summarise pages with the backend first."),
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON (turns are not streamed)."),
 ) -> None:
-    """Run a debate on one post; the turns stream live, then the verdict is printed."""
-    from debates.strategies.debate import run_debate
+    """Run a configuration on one post; the turns stream live, then the verdict is printed."""
 
     async def main() -> Verdict:
         settings = load_backend_settings(config_file)
-        debate_config = load_config(config)
+        loaded = load_config(config)
         if max_rounds is not None:
-            debate_config = debate_config.model_copy(update={"max_rounds": max_rounds})
+            loaded = with_overrides(loaded, max_rounds=max_rounds)
+        if human_seat and not isinstance(loaded, DebateConfig):
+            raise InputError("human-seat", f"the {loaded.name} configuration ({loaded.strategy}) has no seats to take")
         for seat in human_seat:
-            debate_config.seat(seat)
+            loaded.seat(seat)  # type: ignore[attr-defined]
         pool = BackendPool(settings)
         try:
             options: dict[str, Any] = {}
             if replay_mr2 is not None:
-                sample, options = replayed_sample(replay_mr2, sample_id, pool.get(backend or pool.default_backend) if summarise else None)
+                summariser = pool.get(backend or pool.default_backend) if summarise else None
+                sample, options = replayed_sample(replay_mr2, sample_id, summariser)
             elif text is None:
                 raise InputError("text", "give the post with --text, or a recorded claim with --replay-mr2 and --sample-id")
             else:
                 sample = build_sample(text, image, taxonomy, claim_date, language, source_url)
-            return await run_debate(
-                debate_config,
-                sample,
-                pool,
-                backend=backend,
-                **options,
+            return await run_sample(
+                loaded, sample, pool, backend=backend, **options,
                 human_seats={seat: console_input for seat in human_seat},
-                on_message=None if as_json else stream_turn,
+                on_turn=None if as_json else stream_turn,
             )
         finally:
             await pool.close()

@@ -1,16 +1,34 @@
-"""The three modality checks of the cascade and how their answers map onto the M3D taxonomy.
+"""``cascade`` (AgentM3D): the text agent, then the image agent, then the cross-modal agent; the
+first distortion ends the chat, and its modality names the M3D label (eq. 9).
 
 Each modality agent answers with one ``Finish[...]`` action. Only the two actions of its own
 modality count: a text agent that answers ``Finish[MATCH]`` has not done its job, so that answer is
-unreadable (and retried), not silently reinterpreted.
+unreadable (and retried), not silently reinterpreted. Agents see nobody else's message: each judges
+its own modality, and the cascade's gating decides whether it is asked at all. The cascade always
+answers in the m3d taxonomy; a verdict on a two-label data set is carried over through the
+misinformation map.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
+import prompts
+from debates.chat.reading import StanceReading, stated_confidence
+from debates.protocol import Decision, protocol
+from debates.protocols.base import DebaterProtocol
 from m3d_agents.errors import ParseError
-from m3d_agents.parsing import parse_finish
+from m3d_agents.media.post_content import describe_image
+from m3d_agents.parsing import parse_finish, strip_reasoning
+from m3d_agents.verdict import Finding
+
+if TYPE_CHECKING:
+    from debates.chat.state import DebateState
+    from debates.chat.visibility import SeatView, Seen
+    from debates.config import DebateConfig, SeatConfig
+    from m3d_agents.labels import Taxonomy
+    from m3d_agents.media.images import PreparedSample
 
 
 @dataclass(frozen=True)
@@ -68,3 +86,115 @@ def cascade_label(actions: dict[str, str | None]) -> str | None:
         if label is not None:
             return label
     return NO_DISTORTION_LABEL
+
+
+MODALITY_ROLES: tuple[str, ...] = tuple(CHECKS)
+"""The cascade's seats, in the order they speak."""
+
+
+@protocol("cascade")
+class Cascade(DebaterProtocol):
+    """Text, then image, then cross-modal agents; the first distortion ends the chat."""
+
+    roles: ClassVar[frozenset[str]] = frozenset(MODALITY_ROLES)
+
+    def validate(self, config: DebateConfig) -> None:
+        super().validate(config)
+        roles = [s.role for s in config.seats]
+        if roles != [r for r in MODALITY_ROLES if r in roles]:
+            raise ValueError(f"cascade seats must be ordered {' -> '.join(MODALITY_ROLES)}, each once; got {roles}")
+        if config.taxonomy not in (None, "m3d"):
+            raise ValueError("a cascade answers in the m3d taxonomy")
+
+    def deciders(self, config: DebateConfig) -> list[str]:
+        return [s.name for s in config.seats]
+
+    def answer_taxonomy(self, config: DebateConfig, sample_taxonomy: str) -> str:
+        return "m3d"
+
+    def next_speakers(self, state: DebateState) -> list[str] | None:
+        """A modality agent speaks only when every agent before it found no distortion.
+
+        An unreadable answer also ends the chat: whether that modality is distorted is unknown, so
+        asking the next agent could only produce a label the evidence does not support.
+        """
+        for seat in state.config.seats:
+            turn = state.latest(seat.name)
+            if turn is None:
+                return [seat.name]
+            title = CHECKS[seat.role].title
+            if turn.reading.action is None:
+                state.stop_reason = f"the {title} answer could not be read"
+                return None
+            if distortion_label(seat.role, turn.reading.action) is not None:
+                state.stop_reason = f"the {title} check found a distortion ({turn.reading.action})"
+                return None
+        state.stop_reason = "no modality found a distortion"
+        return None
+
+    def visible(self, view: SeatView) -> list[Seen]:
+        return []
+
+    def instruction(self, view: SeatView) -> str:
+        return prompts.load("common/assess_turn")
+
+    def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
+        return prompts.load(f"cascade/{seat.role}_system")
+
+    def image_context(self, seat: SeatConfig, prepared: PreparedSample, vision: bool) -> str:
+        """The image agent on a vision backend also gets the analysis tools' reports on each image."""
+        context = super().image_context(seat, prepared, vision)
+        if seat.role != "image" or not vision or not prepared.images:
+            return context
+        reports = "\n".join(f"Image {i}: {describe_image(image)}" for i, image in enumerate(prepared.images, start=1))
+        return f"{context}\nWhat analysis tools report about the image(s):\n{reports}"
+
+    def structured_turn(self, seat: SeatConfig, config: DebateConfig) -> bool | None:
+        return None
+
+    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int) -> StanceReading:
+        visible = strip_reasoning(text)
+        try:
+            action: str | None = parse_modality_action(visible, role)
+            error = None
+        except ParseError as exc:
+            action, error = None, str(exc)
+        return StanceReading(label=None, confidence=stated_confidence(visible), queries=[], error=error, action=action)
+
+    def decide(self, state: DebateState) -> Decision:
+        """The M3D label of a finished cascade (eq. 9): the first distortion found, else ``original``."""
+        actions: dict[str, str | None] = {}
+        for seat in state.config.seats:
+            turn = state.latest(seat.name)
+            if turn is None:
+                continue
+            actions[seat.role] = turn.reading.action
+            if turn.reading.action is None:
+                return Decision(None, f"the {CHECKS[seat.role].title} answer could not be read: {turn.reading.error}", turn.text)
+            if distortion_label(seat.role, turn.reading.action) is not None:
+                break
+        if not actions:
+            return Decision(None, "no modality agent answered", "")
+        label = cascade_label(actions)
+        spoken = [t for t in state.turns if t.role in CHECKS]
+        rationale = spoken[-1].text if label != NO_DISTORTION_LABEL else "\n\n".join(t.text for t in spoken)
+        return Decision(label, "cascade", rationale)
+
+    def confidence(self, state: DebateState, decision: Decision) -> float:
+        """The lowest stated confidence among the answers that decided the label."""
+        spoken = [t for t in state.turns if t.role in CHECKS]
+        deciding = spoken if decision.label == NO_DISTORTION_LABEL else spoken[-1:]
+        stated = [t.reading.confidence for t in deciding if t.reading.confidence is not None]
+        return min(stated) if stated else 1.0
+
+    def findings(self, state: DebateState) -> list[Finding]:
+        return [
+            Finding(
+                modality=t.role,  # type: ignore[arg-type]
+                label=t.reading.action,
+                distortion=None if t.reading.action is None else distortion_label(t.role, t.reading.action) is not None,
+                summary=t.text[:400],
+            )
+            for t in state.turns
+            if t.role in CHECKS
+        ]

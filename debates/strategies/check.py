@@ -1,16 +1,74 @@
-"""Run the single-agent check on one sample and turn its answer into a Verdict."""
+"""Strategy ``check``: one agent looks at the post and answers with a label and a confidence.
+
+It is the baseline that every debate is compared against, and the smallest end-to-end path
+through sample validation, a real backend, structured output, parsing and accounting.
+"""
 
 from __future__ import annotations
 
-import time
+from typing import ClassVar, Literal
 
+from pydantic import Field
+
+from debates.strategy import RunContext, StrategyConfig, strategy
 from m3d_agents.agents.checker import CheckerAgent
+from m3d_agents.asking import Answer
 from m3d_agents.backends.factory import BackendPool
-from m3d_agents.backends.metering import UsageLedger
-from m3d_agents.media.images import prepare_sample
 from m3d_agents.labels import get_taxonomy
+from m3d_agents.media.images import prepare_sample
 from m3d_agents.sample import InputLimits, Sample
 from m3d_agents.verdict import Finding, TranscriptTurn, Verdict
+
+
+class CheckConfig(StrategyConfig):
+    strategy: Literal["check"] = "check"
+    backend: str | None = Field(None, description="None: the configured default backend")
+    retries: int = Field(2, ge=0, description="asks again this many times when the answer cannot be read")
+
+
+def checker_turn(name: str, answer: Answer[tuple[object, float | None]], round: int = 1) -> TranscriptTurn:
+    """The transcript turn of one checker answer, with its label when it could be read."""
+    label = str(getattr(answer.value[0], "label")) if answer.value is not None else None
+    return TranscriptTurn(speaker=name, role="checker", round=round, text=answer.text, stance=label, parse_error=answer.error)
+
+
+@strategy("check")
+class Check:
+    """One agent, one answer."""
+
+    config_model: ClassVar[type[StrategyConfig]] = CheckConfig
+
+    def __init__(self, config: CheckConfig) -> None:
+        self.config = config
+
+    async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
+        """Validate the sample, ask one agent, and return its verdict or a recorded abstention.
+
+        Input errors and backend errors propagate: they are the caller's to report, not a verdict.
+        """
+        prepared = prepare_sample(sample, ctx.limits)
+        taxonomy = get_taxonomy(sample.taxonomy)
+        backend_name = ctx.backend_name(self.config.backend)
+        agent = CheckerAgent("checker", ctx.pool.get(backend_name), ctx.ledger, prepared, taxonomy, retries=self.config.retries)
+        await agent.run(task=f"Check post {sample.id}.")
+        answer = agent.answer
+        assert answer is not None
+        turn = checker_turn("checker", answer)
+        await ctx.emit(turn)
+        diagnostics = {"attempts": answer.attempts}
+        if answer.value is None:
+            return ctx.verdict(
+                sample, self.config, backend=backend_name, label=None, transcript=[turn], diagnostics=diagnostics,
+                abstain_reason=f"unreadable answer after {answer.attempts} attempts: {answer.error}",
+            )
+        value, stated_confidence = answer.value
+        label = str(getattr(value, "label"))
+        rationale = str(getattr(value, "rationale"))
+        return ctx.verdict(
+            sample, self.config, backend=backend_name, label=label, confidence=stated_confidence, rationale=rationale,
+            findings=[Finding(modality="overall", label=label, summary=rationale)], transcript=[turn],
+            diagnostics=diagnostics,
+        )
 
 
 async def check_sample(
@@ -20,43 +78,6 @@ async def check_sample(
     limits: InputLimits | None = None,
     retries: int = 2,
 ) -> Verdict:
-    """Validate the sample, ask one agent, and return its verdict or a recorded abstention.
-
-    Input errors and backend errors propagate: they are the caller's to report, not a verdict.
-    """
-    started = time.perf_counter()
-    prepared = prepare_sample(sample, limits)
-    taxonomy = get_taxonomy(sample.taxonomy)
-    backend = pool.get(backend_name)
-    ledger = UsageLedger()
-    agent = CheckerAgent("checker", backend, ledger, prepared, taxonomy, retries=retries)
-    await agent.run(task=f"Check post {sample.id}.")
-    answer = agent.answer
-    assert answer is not None
-    common = {
-        "sample_id": sample.id,
-        "taxonomy": taxonomy.name,
-        "config": "check",
-        "backend": backend_name,
-        "accounting": ledger.accounting(),
-        "diagnostics": {"wall_time_s": round(time.perf_counter() - started, 3), "attempts": answer.attempts},
-    }
-    turn = TranscriptTurn(speaker="checker", role="checker", round=1, text=answer.text, parse_error=answer.error)
-    if answer.value is None:
-        return Verdict.abstain(
-            reason=f"unreadable answer after {answer.attempts} attempts: {answer.error}",
-            transcript=[turn],
-            **common,
-        )
-    value, stated_confidence = answer.value
-    label = str(getattr(value, "label"))
-    turn.stance = label
-    rationale = str(getattr(value, "rationale"))
-    return Verdict(
-        label=label,
-        confidence=stated_confidence,
-        rationale=rationale,
-        findings=[Finding(modality="overall", label=label, summary=rationale)],
-        transcript=[turn],
-        **common,
-    )
+    """The ``check`` strategy on one sample, with the given backend (the Python entry point)."""
+    config = CheckConfig(name="check", retries=retries)
+    return await Check(config).run(sample, RunContext(pool=pool, backend=backend_name, limits=limits))

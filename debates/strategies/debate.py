@@ -1,45 +1,43 @@
-"""Run one debate configuration on one sample, with a fresh team, and return the Verdict.
+"""Strategy ``debate``: one debate configuration on one sample, in a fresh AutoGen group chat.
 
 Flow: validate the sample, gather evidence, build a fresh team (so no history leaks between
-samples), run the turns while streaming each message to an optional callback, then decide.
+samples), run the turns while streaming each one, then let the protocol decide. Everything that
+differs between debate settings is the protocol's (:mod:`debates.protocols`); this module is the
+same for all of them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import time
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, ClassVar, Mapping
 
 from autogen_agentchat.base import ChatAgent, TaskResult
-from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, TextMessage
+from autogen_agentchat.messages import TextMessage
 from autogen_core import CancellationToken
 
-from debates.config import DebateConfig, SeatConfig
-from debates.chat.desk import RetrievalDesk
-from debates.chat.human import HumanSeat, InputFunc
-from debates.protocols.outcome import confidence, decide, diagnostics, findings, transcript
+from debates.chat.human import HumanSeat
+from debates.chat.human_input import InputFunc
 from debates.chat.seats import ModelSeat
-from debates.protocols.speakers import POLICIES
 from debates.chat.state import DebateState
 from debates.chat.team import DebateGroupChat
-from debates.turns.base import build_turn_policy
+from debates.config import DebateConfig, SeatConfig
+from debates.protocol import PROTOCOLS, DebateProtocol
+from debates.strategy import MessageCallback, RunContext, StrategyConfig, strategy
+from debates.turns import build_turn_policy
 from m3d_agents.backends.factory import BackendPool
-from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.evidence import Evidence
-from m3d_agents.media.images import PreparedSample, prepare_sample
 from m3d_agents.labels import collapse_label, get_taxonomy
+from m3d_agents.media.images import PreparedSample, prepare_sample
 from m3d_agents.sample import InputLimits, Sample
 from m3d_agents.tools.describers import enable_image_describers
 from m3d_agents.verdict import Verdict
 from retrieval.interfaces import EvidenceSource, QueryAnswerer
 
-MessageCallback = Callable[[BaseAgentEvent | BaseChatMessage, DebateState], Awaitable[None] | None]
 
-
-def _seat_backend_name(seat: SeatConfig, config: DebateConfig, pool: BackendPool, override: str | None) -> str:
-    return override or seat.backend or config.backend or pool.default_backend
+def seat_backend_name(seat: SeatConfig, config: DebateConfig, ctx: RunContext) -> str:
+    return ctx.backend_name(seat.backend, config.backend)
 
 
 def build_seats(
@@ -47,37 +45,33 @@ def build_seats(
     state: DebateState,
     prepared: PreparedSample,
     evidence: list[Evidence],
-    pool: BackendPool,
-    ledger: UsageLedger,
-    *,
-    backend: str | None = None,
-    human_seats: Mapping[str, InputFunc] | None = None,
-    seed: int = 0,
+    ctx: RunContext,
 ) -> list[ChatAgent]:
-    """One participant per seat: a model seat, or a person where ``human_seats`` names the seat.
+    """One participant per seat: a model seat, or a person where ``ctx.human_seats`` names the seat.
 
     Text-only seats see the image through the forensic and OCR tools' findings.
     """
     enable_image_describers()
-    humans = dict(human_seats or {})
+    humans = dict(ctx.human_seats)
     for name in humans:
         config.seat(name)
     seats: list[ChatAgent] = []
     for index, seat in enumerate(config.seats):
         if seat.name in humans:
-            seats.append(HumanSeat(seat, config, state.taxonomy, prepared, evidence, humans[seat.name]))
+            seats.append(HumanSeat(seat, config, state.protocol, state.taxonomy, prepared, evidence, humans[seat.name]))
             continue
-        chosen = pool.get(_seat_backend_name(seat, config, pool, backend), model=seat.model)
+        chosen = ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model)
         create: dict[str, object] = {
             "temperature": seat.temperature if seat.temperature is not None else config.temperature,
-            "seed": seed * 1000 + index,
+            "seed": ctx.seed * 1000 + index,
         }
         seats.append(
             ModelSeat(
                 seat,
                 config,
+                state.protocol,
                 state.taxonomy,
-                chosen.view(ledger, agent=seat.name, role=seat.role),
+                chosen.view(ctx.ledger, agent=seat.name, role=seat.role),
                 prepared,
                 evidence,
                 build_turn_policy(seat.turn_policy),
@@ -106,6 +100,93 @@ def root_cause(exc: BaseException) -> str:
     return last.split(": ", 1)[1] if last.split(": ", 1)[0].endswith(("Error", "Exception")) else last
 
 
+async def run_team(team: DebateGroupChat[Any], state: Any, task: str, ctx: RunContext, what: str) -> None:
+    """Run a group chat to its end, streaming every message and finished turn; cancellation stops it at once.
+
+    ``state`` must offer ``finished_turn(message)`` (see :class:`~debates.chat.state.DebateState`) for
+    turns to reach ``ctx.on_turn``.
+    """
+    token = CancellationToken()
+
+    async def turns() -> None:
+        async for item in team.run_stream(
+            task=TextMessage(content=task, source="moderator"), output_task_messages=False, cancellation_token=token
+        ):
+            if isinstance(item, TaskResult):
+                continue
+            if ctx.on_message is not None:
+                result = ctx.on_message(item, state)
+                if inspect.isawaitable(result):
+                    await result
+            if ctx.on_turn is not None:
+                turn = state.finished_turn(item)
+                if turn is not None:
+                    await ctx.emit(turn.transcript_turn())
+
+    running = asyncio.ensure_future(turns())
+    try:
+        await asyncio.shield(running)
+    except asyncio.CancelledError:
+        await stop_turns(running, token)
+        raise
+    except BackendError:
+        raise
+    except Exception as exc:
+        raise BackendError(f"{what} failed: {root_cause(exc)}") from exc
+
+
+@strategy("debate")
+class DebateStrategy:
+    """A group-chat debate under one of the registered protocols."""
+
+    config_model: ClassVar[type[StrategyConfig]] = DebateConfig
+
+    def __init__(self, config: DebateConfig) -> None:
+        self.config = config
+        self.protocol: DebateProtocol = PROTOCOLS.get(config.protocol)
+
+    async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
+        config, protocol = self.config, self.protocol
+        prepared = prepare_sample(sample, ctx.limits)
+        taxonomy = get_taxonomy(sample.taxonomy)
+        answering = get_taxonomy(protocol.answer_taxonomy(config, sample.taxonomy))
+        try:
+            collapse_label(answering.labels[0], answering, taxonomy)
+        except ValueError as exc:
+            raise InputError("taxonomy", f"the {config.name} configuration answers in {answering.name}: {exc}") from None
+        gathered = list(ctx.evidence)
+        if config.use_evidence and ctx.evidence_source is not None:
+            gathered += await ctx.evidence_source.gather(sample, ledger=ctx.ledger)
+        kept = [e for e in gathered if e.kept] if config.use_evidence else []
+        state = DebateState(config=config, taxonomy=answering)
+        participants = build_seats(config, state, prepared, kept, ctx)
+        extra = protocol.extra_participants(state, sample, ctx.ledger, ctx.query_answerer)
+        team = DebateGroupChat(participants + extra, state, protocol.next_speakers)
+        await run_team(team, state, f"Debate on post {sample.id} begins.", ctx, f"the {config.name} debate on sample {sample.id}")
+        decision = protocol.decide(state)
+        cited = [e.id for e in kept] + [e.id for agent in extra for e in getattr(agent, "evidence", [])]
+        backends = ",".join(sorted({seat_backend_name(s, config, ctx) for s in config.seats}))
+        return ctx.verdict(
+            sample,
+            config,
+            backend=backends,
+            label=decision.label,
+            label_taxonomy=answering.name,
+            abstain_reason=decision.decided_by,
+            rationale=decision.rationale,
+            confidence=protocol.confidence(state, decision) if decision.label is not None else None,
+            transcript=state.transcript(),
+            findings=protocol.findings(state),
+            evidence_ids=cited,
+            diagnostics={
+                **state.diagnostics(decision.label),
+                "decided_by": decision.decided_by if decision.label is not None else None,
+                "answer": {"taxonomy": answering.name, "label": decision.label},
+                "selection": state.selector.diagnostics(),
+            },
+        )
+
+
 async def run_debate(
     config: DebateConfig,
     sample: Sample,
@@ -120,68 +201,10 @@ async def run_debate(
     limits: InputLimits | None = None,
     seed: int = 0,
 ) -> Verdict:
-    started = time.perf_counter()
-    prepared = prepare_sample(sample, limits)
-    taxonomy = get_taxonomy(sample.taxonomy)
-    answering = get_taxonomy(config.answer_taxonomy(sample.taxonomy))
-    try:
-        collapse_label(answering.labels[0], answering, taxonomy)
-    except ValueError as exc:
-        raise InputError("taxonomy", f"the {config.name} configuration answers in {answering.name}: {exc}") from None
-    ledger = UsageLedger()
-    gathered = list(evidence or [])
-    if config.use_evidence and evidence_source is not None:
-        gathered += await evidence_source.gather(sample, ledger=ledger)
-    kept = [e for e in gathered if e.kept] if config.use_evidence else []
-    state = DebateState(config=config, taxonomy=answering)
-    participants = build_seats(
-        config, state, prepared, kept, pool, ledger, backend=backend, human_seats=human_seats, seed=seed
+    """Run one debate configuration on one sample (the Python entry point for notebooks and scripts)."""
+    ctx = RunContext(
+        pool=pool, backend=backend, limits=limits, seed=seed, evidence=list(evidence or []),
+        evidence_source=evidence_source, query_answerer=query_answerer, human_seats=dict(human_seats or {}),
+        on_message=on_message,
     )
-    desk = None
-    if config.protocol == "disambiguation":
-        desk = RetrievalDesk(state, query_answerer, sample, ledger)
-        participants.append(desk)
-    team = DebateGroupChat(participants, state, POLICIES[config.protocol])
-    task = TextMessage(content=f"Debate on post {sample.id} begins.", source="moderator")
-    token = CancellationToken()
-
-    async def turns() -> None:
-        async for item in team.run_stream(task=task, output_task_messages=False, cancellation_token=token):
-            if on_message is not None and not isinstance(item, TaskResult):
-                result = on_message(item, state)
-                if inspect.isawaitable(result):
-                    await result
-
-    running = asyncio.ensure_future(turns())
-    try:
-        await asyncio.shield(running)
-    except asyncio.CancelledError:
-        await stop_turns(running, token)
-        raise
-    except BackendError:
-        raise
-    except Exception as exc:
-        raise BackendError(f"the {config.name} debate on sample {sample.id} failed: {root_cause(exc)}") from exc
-    answer, decided_by, rationale = decide(state)
-    label = collapse_label(answer, answering, taxonomy) if answer is not None else None
-    cited = [e.id for e in kept] + ([e.id for e in desk.evidence] if desk else [])
-    common: dict[str, Any] = {
-        "sample_id": sample.id,
-        "taxonomy": taxonomy.name,
-        "config": config.name,
-        "backend": ",".join(sorted({_seat_backend_name(s, config, pool, backend) for s in config.seats})),
-        "transcript": transcript(state),
-        "findings": findings(state),
-        "evidence_ids": cited,
-        "accounting": ledger.accounting(),
-        "diagnostics": {
-            **diagnostics(state, answer),
-            "decided_by": decided_by if label else None,
-            "answer": {"taxonomy": answering.name, "label": answer},
-            "selection": state.selector.diagnostics(),
-            "wall_time_s": round(time.perf_counter() - started, 3),
-        },
-    }
-    if label is None:
-        return Verdict.abstain(reason=decided_by, rationale=rationale, **common)
-    return Verdict(label=label, confidence=confidence(state, answer or label, decided_by), rationale=rationale, **common)
+    return await DebateStrategy(config).run(sample, ctx)

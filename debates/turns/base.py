@@ -1,8 +1,9 @@
-"""Turn policies: how a seat produces its message once the speaker policy has picked it.
+"""Turn policies: how a seat produces its message once the protocol has picked it.
 
-``single`` is one model call (with the usual retry on unreadable text). ``best_of_n``
-(:mod:`debates.turns.best_of_n`) and ``planned`` (:mod:`debates.turns.planned`) register themselves in
-:data:`TURN_POLICIES` and are chosen per seat in the config, so any speaker policy can use them.
+A turn policy is chosen per seat in the configuration (``turn_policy.kind``), so any protocol can
+use any of them: ``single`` (:mod:`debates.turns.single`), ``best_of_n``
+(:mod:`debates.turns.best_of_n`) and ``planned`` (:mod:`debates.turns.planned`). This module holds
+the contract, the per-turn context and the registry; it imports no implementation.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from autogen_core.models import LLMMessage
 
 from debates.config import DebateConfig, SeatConfig, TurnPolicyConfig
 from debates.turns.scoring import SelectorState
-from m3d_agents.asking import Answer, ask
+from m3d_agents.asking import Answer
 from m3d_agents.backends.metering import MeteredClient
-from m3d_agents.errors import InputError
+from m3d_agents.registry import Registry
 from m3d_agents.media.images import PreparedSample
 
 T = TypeVar("T")
@@ -52,33 +53,11 @@ class TurnPolicy(Protocol):
     ) -> Answer[T]: ...
 
 
-class SinglePass:
-    """One call per turn; an unreadable answer is retried, then reported as an error."""
-
-    async def produce(
-        self,
-        client: MeteredClient,
-        messages: Sequence[LLMMessage],
-        parse: Callable[[str], T],
-        *,
-        retries: int,
-        create_kwargs: dict[str, Any],
-        on_retry: Callable[[], None] | None,
-        context: TurnContext,
-    ) -> Answer[T]:
-        return await ask(client, messages, parse, retries=retries, create_kwargs=create_kwargs, on_retry=on_retry)
-
-
 TurnPolicyFactory = Callable[[TurnPolicyConfig], TurnPolicy]
-TURN_POLICIES: dict[str, TurnPolicyFactory] = {"single": lambda config: SinglePass()}
+TURN_POLICIES: Registry[TurnPolicyFactory] = Registry("turn policy", field="turn_policy.kind")
+"""Turn policies by name, each a factory from the seat's turn-policy settings; the built-in ones
+register when :mod:`debates.turns` is imported."""
 
 
 def build_turn_policy(config: TurnPolicyConfig) -> TurnPolicy:
-    import debates.turns.best_of_n  # noqa: F401  (registers "best_of_n")
-    import debates.turns.planned  # noqa: F401  (registers "planned")
-
-    try:
-        factory = TURN_POLICIES[config.kind]
-    except KeyError:
-        raise InputError("turn_policy.kind", f"unknown turn policy {config.kind!r}; known: {', '.join(TURN_POLICIES)}") from None
-    return factory(config)
+    return TURN_POLICIES.get(config.kind)(config)

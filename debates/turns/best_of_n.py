@@ -172,4 +172,4 @@ class BestOfN:
         return scores
 
 
-TURN_POLICIES["best_of_n"] = lambda config: BestOfN(config)
+TURN_POLICIES.add("best_of_n", lambda config: BestOfN(config), "N candidates scored s = u + q, with the top-m early stop")

@@ -26,6 +26,7 @@ from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.media.images import PreparedImage
 from m3d_agents.parsing import parse_ten_point_score
+from m3d_agents.registry import Registry
 from m3d_agents.tools.describers import forensic_describer
 
 ForgeryReport = Callable[[PreparedImage], str]
@@ -109,14 +110,19 @@ class CrossModalCritic:
         return await _ask_critic(client, self.name, "turns/critic_cross_modal", context, retries, True, candidate=candidate)
 
 
+CriticFactory = Callable[[TurnPolicyConfig, "ForgeryReport | None"], "Critic | None"]
+CRITICS: Registry[CriticFactory] = Registry("critic")
+"""Critics by the seat role they critique; a factory may return None when the settings switch it off."""
+CRITICS.add("text", lambda config, report: TextCritic(), "a logic-consistency check of the claim")
+CRITICS.add("image", lambda config, report: ImageCritic(report), "the forgery tool's report on each image")
+CRITICS.add(
+    "cross_modal", lambda config, report: CrossModalCritic() if config.critique_cross_modal else None,
+    "off unless critique_cross_modal (the paper's ablation)",
+)
+
+
 def critic_for(role: str, config: TurnPolicyConfig, forgery_report: ForgeryReport | None = None) -> Critic | None:
     """The critic of a seat's role, or None where the config or the role has none (then s = u)."""
-    if not config.critique:
+    if not config.critique or role not in CRITICS:
         return None
-    if role == "text":
-        return TextCritic()
-    if role == "image":
-        return ImageCritic(forgery_report)
-    if role == "cross_modal" and config.critique_cross_modal:
-        return CrossModalCritic()
-    return None
+    return CRITICS.get(role)(config, forgery_report)

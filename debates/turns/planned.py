@@ -15,7 +15,8 @@ import prompts
 from debates.turns.best_of_n import BestOfN
 from debates.config import TurnPolicyConfig
 from debates.turns.scoring import PlanDecision
-from debates.turns.base import TURN_POLICIES, SinglePass, TurnContext
+from debates.turns.base import TURN_POLICIES, TurnContext
+from debates.turns.single import SinglePass
 from m3d_agents.media.post_content import image_context, user_content
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.metering import MeteredClient
@@ -72,4 +73,4 @@ class Planned:
         )
 
 
-TURN_POLICIES["planned"] = lambda config: Planned(config)
+TURN_POLICIES.add("planned", lambda config: Planned(config), "the planner picks a single pass or best-of-N per sample")

@@ -10,7 +10,7 @@ import asyncio
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from autogen_core.models import AssistantMessage, LLMMessage, UserMessage
 
@@ -22,6 +22,7 @@ from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.errors import InputError
 from m3d_agents.parsing import parse_unit_score
+from m3d_agents.registry import Registry
 
 
 @dataclass
@@ -160,7 +161,11 @@ class SequenceClassifierReward:
         return Score(value)
 
 
+REWARDS: Registry[Callable[[RewardConfig], RewardScorer]] = Registry("reward", field="reward.kind")
+"""Reward scorers by name, each a factory from the seat's reward settings."""
+REWARDS.add("llm_judge", lambda config: LLMJudgeReward(), "the seat's own backend rates the candidate from 0 to 1")
+REWARDS.add("sequence_classifier", SequenceClassifierReward, "a local transformers reward model")
+
+
 def build_reward_scorer(config: RewardConfig) -> RewardScorer:
-    if config.kind == "sequence_classifier":
-        return SequenceClassifierReward(config)
-    return LLMJudgeReward()
+    return REWARDS.get(config.kind)(config)

@@ -14,7 +14,7 @@ from typing import Any, Awaitable, Iterable, Optional, Sequence
 from autogen_core import CancellationToken
 
 from debates.config import DebateConfig
-from debates.chat.human import QueueInput
+from debates.chat.human_input import QueueInput
 from debates.chat.state import DESK_NAME, DebateState, TurnRecord
 from m3d_agents.backends.config import BackendConfig, load_backend_settings
 from m3d_agents.backends.factory import BackendPool

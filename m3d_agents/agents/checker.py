@@ -53,6 +53,7 @@ class CheckerAgent(BaseChatAgent):
         prepared: PreparedSample,
         taxonomy: Taxonomy,
         retries: int = 2,
+        sampling: dict[str, object] | None = None,
     ) -> None:
         super().__init__(name, description="Checks one post and answers with a label and a confidence.")
         enable_image_describers()
@@ -62,6 +63,7 @@ class CheckerAgent(BaseChatAgent):
         self._prepared = prepared
         self._taxonomy = taxonomy
         self._retries = retries
+        self._sampling = dict(sampling or {})
         self.answer: Answer[tuple[BaseModel, float | None]] | None = None
 
     @property
@@ -89,13 +91,21 @@ class CheckerAgent(BaseChatAgent):
             llm_messages,
             lambda text: parse_model_setting_aside_confidence(text, schema),
             retries=self._retries,
-            create_kwargs=self._backend.structured_args(schema),
+            create_kwargs=self._create_kwargs(schema),
             on_retry=count_retry,
         )
         metadata = {"stance": str(getattr(self.answer.value[0], "label", "")) if self.answer.value else ""}
         if self.answer.error:
             metadata["parse_error"] = self.answer.error
         return Response(chat_message=TextMessage(content=self.answer.text, source=self.name, metadata=metadata))
+
+    def _create_kwargs(self, schema: type[BaseModel]) -> dict[str, object]:
+        """The structured-output arguments, plus any sampling settings (temperature, seed) given."""
+        kwargs = self._backend.structured_args(schema)
+        if self._sampling:
+            extra = dict(kwargs.get("extra_create_args", {}))
+            kwargs = {**kwargs, "extra_create_args": {**extra, **self._sampling}}
+        return kwargs
 
     async def on_reset(self, cancellation_token: CancellationToken) -> None:
         self.answer = None

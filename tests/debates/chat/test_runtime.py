@@ -9,7 +9,7 @@ import pytest
 import debates.chat.team
 from autogen_core import EVENT_LOGGER_NAME, SingleThreadedAgentRuntime
 
-from debates.config import load_config
+from debates.strategy import load_config
 from debates.strategies.debate import run_debate
 from debates.chat.runtime import QuietRuntime, team_runtime, telemetry_wanted
 from tests.support.debate import SAMPLE, answer, seat_pool

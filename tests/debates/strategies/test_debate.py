@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import pytest
 from autogen_core.models import LLMMessage
 
-from debates.config import DebateConfig, load_config
+from debates.config import DebateConfig
+from debates.strategy import load_config
 from debates.strategies.debate import run_debate
-from debates.chat.human import QueueInput
-from m3d_agents.backends.factory import BackendPool
+from debates.chat.human_input import QueueInput
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
 from tests.support.debate import SAMPLE, answer, prompts_of, seat_pool
-from tests.support.scripted import ScriptedClient, scripted_backend, text_of
+from tests.support.scripted import ScriptedClient, text_of
 
 async def test_async_turn_order_and_consensus_after_first_round() -> None:
     config, pool, clients = seat_pool(

@@ -6,7 +6,7 @@ from typing import Any, Mapping, Sequence
 
 from autogen_core.models import LLMMessage
 
-from debates.config import load_config
+from debates.strategy import load_config
 from debates.strategies.debate import run_debate
 from retrieval.answerer import GatheredEvidenceAnswerer
 from retrieval.pipeline import mr2_replay_pipeline

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from debates.config import DebateConfig, TurnPolicyConfig, load_config
+from debates.config import DebateConfig, TurnPolicyConfig
+from debates.strategy import load_config
 from debates.strategies.debate import run_debate
 from debates.protocols.cascade import cascade_label, distortion_label, parse_modality_action
 from debates.turns.scoring import CandidateScore, best_index, early_stop_m, gap_exceeds, logistic, unit_from_ten_point
@@ -226,12 +227,9 @@ async def test_image_critic_receives_an_injected_forgery_report() -> None:
                                      "cross_modal": lambda i: finish("MATCH")})
     config = bon_config("mmd-agent-bon", critique=True, n=2)
     config, pool, clients = seat_pool(config, {"text_agent": script, "image_agent": script, "cross_modal_agent": script})
-    original = TURN_POLICIES["best_of_n"]
-    TURN_POLICIES["best_of_n"] = lambda c: BestOfN(c, forgery_report=lambda image: f"ELA-SPLICE-MAP for {image.sha256[:8]}")
-    try:
+    injected = lambda c: BestOfN(c, forgery_report=lambda image: f"ELA-SPLICE-MAP for {image.sha256[:8]}")  # noqa: E731
+    with TURN_POLICIES.overridden("best_of_n", injected):
         await run_debate(config, M3D_SAMPLE, pool)
-    finally:
-        TURN_POLICIES["best_of_n"] = original
     critiques = [c.prompt for c in clients["image_agent"].calls if "What the forgery tool reports" in c.prompt]
     assert len(critiques) == 2 and all("ELA-SPLICE-MAP for" in p for p in critiques)
 

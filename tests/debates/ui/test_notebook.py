@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from autogen_agentchat.messages import TextMessage
 
-from debates.config import load_config
+from debates.strategy import load_config
 from debates.strategies.debate import run_debate
 from debates.chat.state import DebateState
 from m3d_agents.errors import InputError
@@ -120,7 +120,7 @@ def test_backend_pool_names_unknown_backends_and_points_vllm_at_a_server() -> No
 
 KERNEL_SETUP = """
 import ipywidgets
-from debates.config import load_config
+from debates.strategy import load_config
 from debates.strategies.debate import run_debate
 from debates.ui.notebook import TranscriptView, WidgetInput, run_in_background
 from tests.support.debate import SAMPLE, answer, seat_pool

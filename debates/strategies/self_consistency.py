@@ -1,0 +1,102 @@
+"""Strategy ``self-consistency``: N independent single checks, a majority vote, agreement as confidence.
+
+Why it is here: a debate costs several model calls per post, so the fair baseline for a debate is
+not one check but as many independent checks as the debate makes calls, with their majority
+answer (self-consistency). ``m3d compare runs/self-consistency runs/async`` then separates what
+the debate's interaction adds from what more samples of the same model add.
+
+The N checks are sampled concurrently at ``temperature`` with distinct seeds, so they differ even
+on a server that caches or decodes greedily by default. Choices where the method leaves room,
+all configurable:
+
+- the confidence is the agreement rate: the share of all N checks that gave the majority label
+  (an unreadable check counts as disagreeing, so a run cannot look surer by failing to answer);
+- a tie between labels abstains, as a debate's majority vote does (``on_tie: abstain``);
+- when fewer than ``min_readable`` checks are readable, the strategy abstains.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from debates.strategies.check import checker_turn
+from debates.strategy import RunContext, StrategyConfig, strategy
+from m3d_agents.agents.checker import CheckerAgent
+from m3d_agents.labels import get_taxonomy
+from m3d_agents.media.images import prepare_sample
+from m3d_agents.sample import Sample
+from m3d_agents.verdict import Finding, Verdict
+
+
+class SelfConsistencyConfig(StrategyConfig):
+    strategy: Literal["self-consistency"] = "self-consistency"
+    n: int = Field(9, ge=1, le=64, description="independent checks per post")
+    temperature: float = Field(0.7, ge=0.0, le=2.0, description="sampling temperature of every check")
+    backend: str | None = Field(None, description="None: the configured default backend")
+    retries: int = Field(2, ge=0)
+    min_readable: int = Field(1, ge=1, description="abstain when fewer checks than this give a readable answer")
+    on_tie: Literal["abstain"] = "abstain"
+
+
+def majority(labels: list[str]) -> str | None:
+    """The most common label; None on a tie for the top or when there is none."""
+    ranked = Counter(labels).most_common()
+    if not ranked or (len(ranked) > 1 and ranked[0][1] == ranked[1][1]):
+        return None
+    return ranked[0][0]
+
+
+@strategy("self-consistency")
+class SelfConsistency:
+    """N independent checks; the majority label wins; the agreement rate is the confidence."""
+
+    config_model: ClassVar[type[StrategyConfig]] = SelfConsistencyConfig
+
+    def __init__(self, config: SelfConsistencyConfig) -> None:
+        self.config = config
+
+    async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
+        config = self.config
+        prepared = prepare_sample(sample, ctx.limits)
+        taxonomy = get_taxonomy(sample.taxonomy)
+        backend_name = ctx.backend_name(config.backend)
+        backend = ctx.pool.get(backend_name)
+        agents = [
+            CheckerAgent(
+                f"check_{i + 1}", backend, ctx.ledger, prepared, taxonomy, retries=config.retries,
+                sampling={"temperature": config.temperature, "seed": ctx.seed * 1009 + i},
+            )
+            for i in range(config.n)
+        ]
+        await asyncio.gather(*(agent.run(task=f"Check post {sample.id}.") for agent in agents))
+        turns = []
+        labels: list[str] = []
+        for agent in agents:
+            assert agent.answer is not None
+            turn = checker_turn(agent.name, agent.answer)
+            turns.append(turn)
+            await ctx.emit(turn)
+            if turn.stance is not None:
+                labels.append(turn.stance)
+        votes = dict(Counter(labels))
+        diagnostics = {"votes": votes, "readable": len(labels), "n": config.n}
+        winner = majority(labels) if len(labels) >= config.min_readable else None
+        if winner is None:
+            reason = (
+                f"only {len(labels)} of {config.n} checks were readable" if len(labels) < config.min_readable
+                else f"no majority among the checks: {votes}"
+            )
+            return ctx.verdict(sample, config, backend=backend_name, label=None, abstain_reason=reason,
+                               transcript=turns, diagnostics=diagnostics)
+        agreeing = [a for a in agents if a.answer is not None and a.answer.value is not None
+                    and str(getattr(a.answer.value[0], "label")) == winner]
+        rationale = str(getattr(agreeing[0].answer.value[0], "rationale")) if agreeing[0].answer and agreeing[0].answer.value else ""
+        return ctx.verdict(
+            sample, config, backend=backend_name, label=winner, confidence=round(votes[winner] / config.n, 4),
+            rationale=rationale, findings=[Finding(modality="overall", label=winner, summary=rationale)],
+            transcript=turns, diagnostics={**diagnostics, "decided_by": "majority"},
+        )
