@@ -68,7 +68,12 @@ class RunContext:
     evidence: list[Evidence] = field(default_factory=list)
     """Evidence given with the sample (a recorded trace, a data set's gold evidence)."""
     evidence_source: EvidenceSource | None = None
+    """Gathers evidence before a strategy starts (reverse image search, pages, summaries)."""
     query_answerer: QueryAnswerer | None = None
+    """Answers the queries that debaters ask during a debate."""
+    searchers: Mapping[str, QueryAnswerer] = field(default_factory=dict)
+    """Search by kind (``web``, ``wikipedia``, ``corpus``) for strategies whose agents search as an
+    action (tree search, fact-checking, the video agent); a kind that is absent is not available."""
     human_seats: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """Seat name -> input function (sync or async; see :mod:`debates.chat.human_input`)."""
     on_turn: TurnCallback | None = None

@@ -26,6 +26,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, Field
 
 from m3d_agents.datasets.base import LoadReport
+from debates.eval.lock import RunLock
 from debates.eval.prices import PriceTable
 from debates.eval.records import EvalRow, ResultsFile, RowError, read_rows, row_from_verdict
 from debates.strategy import run_sample
@@ -202,6 +203,10 @@ class BatchRunner:
         )
 
     async def run(self) -> BatchOutcome:
+        with RunLock(self.out_dir):
+            return await self._run()
+
+    async def _run(self) -> BatchOutcome:
         todo, kept, torn = self.pending()
         outcome = BatchOutcome(self.out_dir, len(self.samples), len(self.samples) - len(todo), 0, self.tally,
                                repaired_torn_line=torn)
