@@ -15,7 +15,7 @@ any model.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 from m3d_agents.registry import Registry
 
@@ -101,16 +101,16 @@ class DebateProtocol(Protocol):
 PROTOCOLS: Registry[DebateProtocol] = Registry("protocol")
 """Every debate protocol by name; the built-in ones register when :mod:`debates.protocols` is imported."""
 
-P = TypeVar("P")
+P = TypeVar("P", bound=type[Any])
 
 
-def protocol(name: str) -> Callable[[type[P]], type[P]]:
+def protocol(name: str) -> Callable[[P], P]:
     """Register a protocol class under ``name`` (one instance serves every debate: protocols hold no state)."""
 
-    def decorate(cls: type[P]) -> type[P]:
+    def decorate(cls: P) -> P:
         instance = cls()
-        setattr(instance, "name", name)
-        PROTOCOLS.add(name, instance, (cls.__doc__ or "").strip().split("\n")[0])  # type: ignore[arg-type]
+        instance.name = name
+        PROTOCOLS.add(name, instance, (cls.__doc__ or "").strip().split("\n")[0])
         return cls
 
     return decorate

@@ -126,20 +126,17 @@ class RunContext:
         return Verdict(label=label, **common)
 
 
-C = TypeVar("C", bound=StrategyConfig, contravariant=True)
-
-
-class Strategy(Protocol[C]):
+class Strategy(Protocol):
     """How one sample is checked end to end; built from its configuration, run once per sample."""
 
     config_model: ClassVar[type[StrategyConfig]]
 
-    def __init__(self, config: C) -> None: ...
+    def __init__(self, config: Any) -> None: ...
 
     async def run(self, sample: Sample, ctx: RunContext) -> Verdict: ...
 
 
-STRATEGIES: Registry[type[Strategy[Any]]] = Registry("strategy")
+STRATEGIES: Registry[type[Strategy]] = Registry("strategy")
 """Every strategy by name; the built-in ones register when :mod:`debates.strategies` is imported."""
 
 S = TypeVar("S")

@@ -39,8 +39,8 @@ class RetrievalConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reverse_image: list[ReverseProviderName] = Field(default_factory=lambda: ["google_vision"])
-    web_search: list[WebProviderName] = Field(default_factory=lambda: ["duckduckgo"])
+    reverse_image: list[ReverseProviderName] = Field(default_factory=lambda: list[ReverseProviderName](["google_vision"]))
+    web_search: list[WebProviderName] = Field(default_factory=lambda: list[WebProviderName](["duckduckgo"]))
     caption_search: bool = Field(True, description="also search the web for the post's text")
     max_pages: int = Field(5, ge=0, description="pages scraped per sample (LLM-Consensus reads the top few)")
     max_page_chars: int = Field(20_000, gt=0)

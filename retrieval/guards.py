@@ -85,7 +85,7 @@ class FetchGuard:
             infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except socket.gaierror as exc:
             raise FetchRefused(str(url), f"host {host!r} does not resolve ({exc.strerror})") from exc
-        addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
         if not addresses:
             raise FetchRefused(str(url), f"host {host!r} has no address")
         for address in addresses:

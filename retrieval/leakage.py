@@ -38,7 +38,7 @@ class Candidate(BaseModel):
 
 
 class LeakageReport(BaseModel):
-    dropped: dict[str, int] = Field(default_factory=lambda: {rule: 0 for rule in RULES})
+    dropped: dict[str, int] = Field(default_factory=lambda: {str(rule): 0 for rule in RULES})
     checked: int = 0
 
     @property

@@ -101,10 +101,10 @@ class EvidencePipeline:
                         Evidence(kind="reverse_image", text=context, reason=f"what {found.provider} recognised in the image")
                     )
         if self.config.caption_search:
-            for provider in self.web:
+            for searcher in self.web:
                 found_hits = await self._guarded(
-                    result, provider.name,
-                    lambda p=provider: self._stored(  # type: ignore[misc]
+                    result, searcher.name,
+                    lambda p=searcher: self._stored(  # type: ignore[misc]
                         p.name, sample.text, lambda: p.search(sample.text, self.config.max_pages * 2), list[SearchHit]
                     ),
                 )

@@ -82,7 +82,7 @@ def _parse(text: str, origin: str, source: str) -> dict[str, DomainRating]:
         if rating not in RATINGS:
             raise InputError(origin, f"row {number}: rating {rating!r} is not one of {', '.join(RATINGS)}")
         entries[domain.removeprefix("www.")] = DomainRating(
-            domain=domain, rating=rating, note=(row.get("note") or "").strip(), source=source  # type: ignore[arg-type]
+            domain=domain, rating=rating, note=(row.get("note") or "").strip(), source=source
         )
     return entries
 

@@ -90,7 +90,7 @@ class EvidenceStore:
             return int(self._db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
 
     def keys(self, provider: str | None = None) -> list[str]:
-        sql, args = "SELECT key FROM entries", ()
+        sql, args = "SELECT key FROM entries", tuple[str, ...]()
         if provider is not None:
             sql, args = sql + " WHERE provider = ?", (provider,)
         with self._lock:
@@ -102,7 +102,7 @@ class EvidenceStore:
         ``kind`` is the type of the answer (a pydantic model, ``list[Model]`` ...), used to
         serialise it and to read it back.
         """
-        adapter: TypeAdapter[T] = TypeAdapter(kind)
+        adapter: TypeAdapter[T] = TypeAdapter(kind)  # type: ignore[arg-type]
         if self.mode != "refresh":
             payload = self.get(provider, query)
             if payload is not None:

@@ -28,7 +28,7 @@ from retrieval.store import EvidenceStore
 
 @lru_cache(maxsize=None)
 def summary_schema(max_chars: int) -> type[BaseModel]:
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         f"PageSummary{max_chars}",
         summary=(str, Field(..., min_length=1, max_length=max_chars)),
         relevant=(bool, ...),

@@ -7,7 +7,7 @@ message is read by the same parser. If the answer line cannot be read, they are 
 from __future__ import annotations
 
 import inspect
-from typing import AsyncGenerator, Sequence
+from typing import AsyncGenerator, Sequence, cast
 
 from autogen_agentchat.agents import UserProxyAgent
 from autogen_agentchat.base import Response
@@ -35,9 +35,8 @@ class HumanSeat(UserProxyAgent):
         input_func: InputFunc,
         max_asks: int = 3,
     ) -> None:
-        call = getattr(input_func, "__call__", None)
-        if not inspect.isroutine(input_func) and inspect.iscoroutinefunction(call):
-            input_func = call  # an object with an async __call__, such as QueueInput
+        if not inspect.isroutine(input_func) and inspect.iscoroutinefunction(type(input_func).__call__):
+            input_func = cast(InputFunc, type(input_func).__call__.__get__(input_func))  # an async __call__ (QueueInput)
         super().__init__(seat.name, description=f"a person as {seat.role}", input_func=input_func)
         self.seat = seat
         self.view = SeatView(seat, config, protocol)

@@ -24,9 +24,9 @@ def turn_schema(labels: tuple[str, ...], with_queries: bool) -> type[BaseModel]:
     fields: dict[str, object] = {"argument": (str, Field(..., max_length=900))}
     if with_queries:
         fields["queries"] = (list[str], Field(default_factory=list, max_length=2))
-    fields["answer"] = (Literal[labels], ...)  # type: ignore[valid-type]
+    fields["answer"] = (Literal[labels], ...)
     fields["confidence"] = (float, Field(..., ge=0.0, le=1.0))
-    return create_model("DebateTurn", __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload, no-any-return]
+    return create_model("DebateTurn", __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload]
 
 
 def instruction(taxonomy: Taxonomy, with_queries: bool) -> str:

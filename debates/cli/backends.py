@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import httpx
 import typer
@@ -27,7 +27,7 @@ def backends(
 
     settings = load_backend_settings(config_file)
     default = resolve_backend_name(None, settings)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in settings.names():
         config = settings.get(name)
         status = "no answer"

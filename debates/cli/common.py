@@ -87,7 +87,7 @@ async def run_post(
         await pool.close()
 
 
-def run_cli(coro):  # type: ignore[no-untyped-def]
+def run_cli(coro):
     """Run a command and turn the errors users can fix into one clear line each."""
     try:
         return asyncio.run(coro)

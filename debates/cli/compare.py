@@ -24,7 +24,7 @@ def compare(
     from debates.eval.report import load_run, plot_tradeoffs, run_label, summarise
     from m3d_agents.errors import InputError
 
-    async def main() -> tuple[list, list]:  # type: ignore[type-arg]
+    async def main() -> tuple[list, list]:
         summaries = [summarise(r) for r in runs]
         taxonomies = {s.manifest.taxonomy for s in summaries}
         if len(taxonomies) > 1:

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from debates.strategy import available_configs
 from debates.cli.common import console, err_console, fail, run_cli
 
 
@@ -29,7 +30,7 @@ def _rate_limits(pairs: list[str]) -> dict[str, float]:
 
 
 def evaluate(
-    config: str = typer.Option(..., "--config", help="Configuration to run (see debates.strategy.available_configs)."),
+    config: str = typer.Option(..., "--config", help=f"Configuration to run. Built in: {', '.join(available_configs())}."),
     dataset: str = typer.Option(..., "--dataset", help="KIND:PATH, e.g. mediaeval:../shared/data/mediaeval2016-dev"),
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples of the data set."),
@@ -49,7 +50,6 @@ def evaluate(
     from debates.eval.prices import load_price_table
     from debates.eval.ratelimit import RateLimitedPool
     from debates.eval.report import write_report
-    from debates.strategy import available_configs
     from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
 
     if config not in available_configs():

@@ -37,10 +37,10 @@ class PairedComparison(BaseModel):
 
 def _encode(rows_by_run: Sequence[dict[str, EvalRow]], ids: list[str], labels: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
     code = {label: i for i, label in enumerate(labels)}
-    gold = np.array([code[rows_by_run[0][i].gold] for i in ids])  # type: ignore[index]
+    gold = np.array([code[str(rows_by_run[0][i].gold)] for i in ids])
     preds = []
     for rows in rows_by_run:
-        preds.append(np.array([code[rows[i].label] if rows[i].status == "ok" and rows[i].label else code[ABSTAIN]
+        preds.append(np.array([code[rows[i].label or ABSTAIN] if rows[i].status == "ok" else code[ABSTAIN]
                                for i in ids]))
     return gold, preds
 

@@ -94,7 +94,7 @@ def markdown(summary: RunSummary) -> str:
     return "\n".join(lines)
 
 
-def _pyplot():  # type: ignore[no-untyped-def]
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")

@@ -190,7 +190,7 @@ class Cascade(DebaterProtocol):
     def findings(self, state: DebateState) -> list[Finding]:
         return [
             Finding(
-                modality=t.role,  # type: ignore[arg-type]
+                modality=t.role,
                 label=t.reading.action,
                 distortion=None if t.reading.action is None else distortion_label(t.role, t.reading.action) is not None,
                 summary=t.text[:400],

@@ -11,8 +11,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from debates.strategy import RunContext, StrategyConfig, strategy
-from m3d_agents.agents.checker import CheckerAgent
-from m3d_agents.asking import Answer
+from m3d_agents.agents.checker import CheckerAgent, CheckerAnswer, checked
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import prepare_sample
@@ -26,10 +25,13 @@ class CheckConfig(StrategyConfig):
     retries: int = Field(2, ge=0, description="asks again this many times when the answer cannot be read")
 
 
-def checker_turn(name: str, answer: Answer[tuple[object, float | None]], round: int = 1) -> TranscriptTurn:
+def checker_turn(name: str, answer: CheckerAnswer, round: int = 1) -> TranscriptTurn:
     """The transcript turn of one checker answer, with its label when it could be read."""
-    label = str(getattr(answer.value[0], "label")) if answer.value is not None else None
-    return TranscriptTurn(speaker=name, role="checker", round=round, text=answer.text, stance=label, parse_error=answer.error)
+    post = checked(answer)
+    return TranscriptTurn(
+        speaker=name, role="checker", round=round, text=answer.text, stance=post.label if post else None,
+        parse_error=answer.error,
+    )
 
 
 @strategy("check")
@@ -56,17 +58,16 @@ class Check:
         turn = checker_turn("checker", answer)
         await ctx.emit(turn)
         diagnostics = {"attempts": answer.attempts}
-        if answer.value is None:
+        post = checked(answer)
+        if post is None:
             return ctx.verdict(
                 sample, self.config, backend=backend_name, label=None, transcript=[turn], diagnostics=diagnostics,
                 abstain_reason=f"unreadable answer after {answer.attempts} attempts: {answer.error}",
             )
-        value, stated_confidence = answer.value
-        label = str(getattr(value, "label"))
-        rationale = str(getattr(value, "rationale"))
         return ctx.verdict(
-            sample, self.config, backend=backend_name, label=label, confidence=stated_confidence, rationale=rationale,
-            findings=[Finding(modality="overall", label=label, summary=rationale)], transcript=[turn],
+            sample, self.config, backend=backend_name, label=post.label, confidence=post.confidence,
+            rationale=post.rationale, findings=[Finding(modality="overall", label=post.label, summary=post.rationale)],
+            transcript=[turn],
             diagnostics=diagnostics,
         )
 

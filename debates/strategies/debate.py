@@ -12,7 +12,7 @@ import asyncio
 import inspect
 from typing import Any, ClassVar, Mapping
 
-from autogen_agentchat.base import ChatAgent, TaskResult
+from autogen_agentchat.base import ChatAgent, TaskResult, Team
 from autogen_agentchat.messages import TextMessage
 from autogen_core import CancellationToken
 
@@ -46,7 +46,7 @@ def build_seats(
     prepared: PreparedSample,
     evidence: list[Evidence],
     ctx: RunContext,
-) -> list[ChatAgent]:
+) -> list[ChatAgent | Team]:
     """One participant per seat: a model seat, or a person where ``ctx.human_seats`` names the seat.
 
     Text-only seats see the image through the forensic and OCR tools' findings.
@@ -55,7 +55,7 @@ def build_seats(
     humans = dict(ctx.human_seats)
     for name in humans:
         config.seat(name)
-    seats: list[ChatAgent] = []
+    seats: list[ChatAgent | Team] = []
     for index, seat in enumerate(config.seats):
         if seat.name in humans:
             seats.append(HumanSeat(seat, config, state.protocol, state.taxonomy, prepared, evidence, humans[seat.name]))
@@ -161,7 +161,7 @@ class DebateStrategy:
         state = DebateState(config=config, taxonomy=answering)
         participants = build_seats(config, state, prepared, kept, ctx)
         extra = protocol.extra_participants(state, sample, ctx.ledger, ctx.query_answerer)
-        team = DebateGroupChat(participants + extra, state, protocol.next_speakers)
+        team = DebateGroupChat([*participants, *extra], state, protocol.next_speakers)
         await run_team(team, state, f"Debate on post {sample.id} begins.", ctx, f"the {config.name} debate on sample {sample.id}")
         decision = protocol.decide(state)
         cited = [e.id for e in kept] + [e.id for agent in extra for e in getattr(agent, "evidence", [])]

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from debates.strategies.check import checker_turn
 from debates.strategy import RunContext, StrategyConfig, strategy
-from m3d_agents.agents.checker import CheckerAgent
+from m3d_agents.agents.checker import CheckerAgent, checked
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import prepare_sample
 from m3d_agents.sample import Sample
@@ -92,9 +92,8 @@ class SelfConsistency:
             )
             return ctx.verdict(sample, config, backend=backend_name, label=None, abstain_reason=reason,
                                transcript=turns, diagnostics=diagnostics)
-        agreeing = [a for a in agents if a.answer is not None and a.answer.value is not None
-                    and str(getattr(a.answer.value[0], "label")) == winner]
-        rationale = str(getattr(agreeing[0].answer.value[0], "rationale")) if agreeing[0].answer and agreeing[0].answer.value else ""
+        posts = [post for post in (checked(a.answer) for a in agents) if post is not None]
+        rationale = next(post.rationale for post in posts if post.label == winner)
         return ctx.verdict(
             sample, config, backend=backend_name, label=winner, confidence=round(votes[winner] / config.n, 4),
             rationale=rationale, findings=[Finding(modality="overall", label=winner, summary=rationale)],

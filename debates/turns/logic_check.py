@@ -9,7 +9,7 @@ invented one.
 from __future__ import annotations
 
 from debates.turns.base import TurnContext
-from m3d_agents.backends.factory import structured_create_args
+from m3d_agents.backends.transports.schemas import structured_create_args
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.tools.analysis.logic_check import LogicVerdict, run_logic_check
 

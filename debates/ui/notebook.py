@@ -14,13 +14,14 @@ from typing import Any, Awaitable, Iterable, Optional, Sequence
 from autogen_core import CancellationToken
 
 from debates.config import DebateConfig
+from debates.strategy import StrategyConfig, available_configs, load_config
 from debates.chat.human_input import QueueInput
 from debates.chat.state import DESK_NAME, DebateState, TurnRecord
 from m3d_agents.backends.config import BackendConfig, load_backend_settings
 from m3d_agents.backends.factory import BackendPool
-from m3d_agents.labels import Taxonomy
+from m3d_agents.labels import Taxonomy, get_taxonomy
 from m3d_agents.sample import Sample
-from m3d_agents.verdict import Verdict
+from m3d_agents.verdict import TranscriptTurn, Verdict
 
 _COLOURS = {"misinformation": "#c0392b", "not_misinformation": "#1e8449", "none": "#7f8c8d", "person": "#2471a3"}
 _TEXT = "white-space: pre-wrap; font-family: inherit; margin: 4px 0 0 0"
@@ -47,14 +48,16 @@ def backend_pool(backend: str, vllm_base_url: str | None = None) -> BackendPool:
     return pool
 
 
-def turn_html(turn: TurnRecord, taxonomy: Taxonomy, *, person: bool = False) -> str:
-    """One turn: who spoke, in which round, what they answered, and their words."""
-    if turn.speaker == DESK_NAME:
+def turn_html(turn: TurnRecord | TranscriptTurn, taxonomy: Taxonomy, *, person: bool = False) -> str:
+    """One turn of any strategy: who spoke, in which round, what they answered, and their words."""
+    shown = turn.transcript_turn() if isinstance(turn, TurnRecord) else turn
+    if shown.speaker == DESK_NAME:
         stance = "answers to the queries"
-    elif turn.stance:
-        stance = turn.stance
+    elif shown.stance:
+        stance = shown.stance
     else:
-        stance = f"no readable answer: {turn.reading.error}" if turn.reading.error else ""
+        stance = f"no readable answer: {shown.parse_error}" if shown.parse_error else ""
+    turn = shown
     who = f"{escape(turn.speaker)}{' (you)' if person else ''}"
     colour = _COLOURS["person"] if person else _stance_colour(turn.stance, taxonomy)
     return (
@@ -109,13 +112,28 @@ def verdicts_table_html(verdicts: Sequence[Verdict]) -> str:
     return f"<table><tr>{header}</tr>{''.join(rows)}</table>"
 
 
-def config_html(config: DebateConfig) -> str:
+def config_html(config: StrategyConfig) -> str:
     """A configuration in two lines: what it is, and the settings that make it so."""
-    seats = ", ".join(f"{s.name} ({s.role}" + (f", defends {s.stance}" if s.stance else "") + ")" for s in config.seats)
-    facts = (f"protocol <code>{escape(config.protocol)}</code> · told it debates a <b>{escape(config.framing)}</b> · "
-             f"at most {config.max_rounds} rounds · without consensus: {escape(config.on_no_consensus)} · "
-             f"seats: {escape(seats)}")
+    if isinstance(config, DebateConfig):
+        seats = ", ".join(f"{s.name} ({s.role}" + (f", defends {s.stance}" if s.stance else "") + ")" for s in config.seats)
+        facts = (f"protocol <code>{escape(config.protocol)}</code> · told it debates a <b>{escape(config.framing)}</b> · "
+                 f"at most {config.max_rounds} rounds · without consensus: {escape(config.on_no_consensus)} · "
+                 f"seats: {escape(seats)}")
+    else:
+        settings = {k: v for k, v in config.model_dump().items() if k not in ("name", "description", "strategy")}
+        facts = f"strategy <code>{escape(config.strategy)}</code> · " + escape(", ".join(f"{k}: {v}" for k, v in settings.items()))
     return f"<h3>{escape(config.name)}</h3><p>{escape(config.description.strip())}<br><small>{facts}</small></p>"
+
+
+def configurations_html() -> str:
+    """Every built-in configuration, read from the registry: a new YAML file or strategy appears here by itself."""
+    rows = []
+    for name in available_configs():
+        config = load_config(name)
+        kind = f"{config.strategy} / {config.protocol}" if isinstance(config, DebateConfig) else config.strategy
+        rows.append(f"<tr><td style='text-align:left'><code>{escape(name)}</code></td><td style='text-align:left'>{escape(kind)}</td>"
+                    f"<td style='text-align:left'>{escape(config.description.strip())}</td></tr>")
+    return f"<table><tr><th>configuration</th><th>strategy / protocol</th><th>what it does</th></tr>{''.join(rows)}</table>"
 
 
 def stances_table_html(verdict: Verdict) -> str:
@@ -162,8 +180,9 @@ class TranscriptView:
     the background, which a person's seat needs; without it turns go to the running cell.
     """
 
-    def __init__(self, people: Iterable[str] = (), output: Any = None) -> None:
+    def __init__(self, people: Iterable[str] = (), output: Any = None, taxonomy: str = "binary") -> None:
         self.people = set(people)
+        self.taxonomy = get_taxonomy(taxonomy)
         self.output = output
         self.shown = 0
 
@@ -173,6 +192,11 @@ class TranscriptView:
             return
         self.shown += 1
         show_html(turn_html(turn, state.taxonomy, person=turn.speaker in self.people), self.output)
+
+    def turn(self, turn: TranscriptTurn) -> None:
+        """An ``on_turn`` callback for ``run_sample``: the same display for any strategy's turns."""
+        self.shown += 1
+        show_html(turn_html(turn, self.taxonomy, person=turn.speaker in self.people), self.output)
 
     def verdict(self, verdict: Verdict) -> None:
         show_html(verdict_html(verdict), self.output)

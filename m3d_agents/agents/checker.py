@@ -6,6 +6,7 @@ through sample validation, a real backend, structured output, parsing and accoun
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, Sequence
 
@@ -13,7 +14,7 @@ from autogen_agentchat.agents import BaseChatAgent
 from autogen_agentchat.base import Response
 from autogen_agentchat.messages import BaseChatMessage, TextMessage
 from autogen_core import CancellationToken
-from autogen_core.models import SystemMessage, UserMessage
+from autogen_core.models import LLMMessage, SystemMessage, UserMessage
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 import prompts
@@ -35,13 +36,34 @@ def answer_schema(taxonomy: Taxonomy) -> type[BaseModel]:
 @lru_cache(maxsize=None)
 def _schema_for(name: str, labels: tuple[str, ...]) -> type[BaseModel]:
     label_type = Literal[labels]  # type: ignore[valid-type]
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         f"CheckAnswer_{name}",
         __config__=ConfigDict(extra="forbid"),
         rationale=(str, Field(..., max_length=600)),
         label=(label_type, ...),
         confidence=(float, Field(..., ge=0.0, le=1.0)),
     )
+
+
+@dataclass(frozen=True)
+class CheckedPost:
+    """A readable checker answer: the label, the reasons given and the confidence stated (if valid)."""
+
+    label: str
+    rationale: str
+    confidence: float | None
+
+
+CheckerAnswer = Answer[tuple[BaseModel, "float | None"]]
+
+
+def checked(answer: CheckerAnswer | None) -> CheckedPost | None:
+    """The readable content of a checker's answer; None when it could not be read."""
+    if answer is None or answer.value is None:
+        return None
+    value, confidence = answer.value
+    data = value.model_dump()
+    return CheckedPost(label=str(data["label"]), rationale=str(data["rationale"]), confidence=confidence)
 
 
 class CheckerAgent(BaseChatAgent):
@@ -64,7 +86,7 @@ class CheckerAgent(BaseChatAgent):
         self._taxonomy = taxonomy
         self._retries = retries
         self._sampling = dict(sampling or {})
-        self.answer: Answer[tuple[BaseModel, float | None]] | None = None
+        self.answer: CheckerAnswer | None = None
 
     @property
     def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
@@ -78,7 +100,7 @@ class CheckerAgent(BaseChatAgent):
             image_context=image_context(self._prepared, self._backend.vision),
             labels=", ".join(self._taxonomy.labels),
         )
-        llm_messages = [
+        llm_messages: list[LLMMessage] = [
             SystemMessage(content=prompts.load("checker/system")),
             UserMessage(content=user_content(task, self._prepared, self._backend.vision), source="user"),
         ]
@@ -94,7 +116,8 @@ class CheckerAgent(BaseChatAgent):
             create_kwargs=self._create_kwargs(schema),
             on_retry=count_retry,
         )
-        metadata = {"stance": str(getattr(self.answer.value[0], "label", "")) if self.answer.value else ""}
+        post = checked(self.answer)
+        metadata = {"stance": post.label if post else ""}
         if self.answer.error:
             metadata["parse_error"] = self.answer.error
         return Response(chat_message=TextMessage(content=self.answer.text, source=self.name, metadata=metadata))

@@ -106,7 +106,7 @@ class BackendSettings(BaseModel):
             # A CPU-only model on a shared machine can take minutes on one long answer.
             return BackendConfig(kind="local", timeout_s=600.0)
         if name in DEFAULT_MODELS:
-            return BackendConfig(kind=name)  # type: ignore[arg-type]
+            return BackendConfig(kind=name)
         known = sorted(set(self.backends) | set(DEFAULT_MODELS))
         raise InputError("backend", f"unknown backend {name!r}; known: {', '.join(known)}")
 

@@ -79,8 +79,8 @@ class LazyClient(ChatCompletionClient):
         return self.client.remaining_tokens(messages, tools=tools)
 
     @property
-    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
-        return self._model_info  # type: ignore[return-value]
+    def capabilities(self) -> ModelCapabilities:
+        return self._model_info
 
     @property
     def model_info(self) -> ModelInfo:

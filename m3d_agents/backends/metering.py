@@ -128,7 +128,7 @@ class MeteredClient(ChatCompletionClient):
         )
         return result
 
-    async def create_stream(  # type: ignore[override]
+    async def create_stream(
         self,
         messages: Sequence[LLMMessage],
         *,
@@ -164,7 +164,7 @@ class MeteredClient(ChatCompletionClient):
         return self.inner.remaining_tokens(messages, tools=tools)
 
     @property
-    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
+    def capabilities(self) -> ModelCapabilities:
         return self.inner.capabilities
 
     @property

@@ -1,6 +1,14 @@
-"""Loaders that turn benchmark files into Samples with gold labels on our taxonomies."""
+"""Loaders that turn benchmark files into Samples with gold labels on our taxonomies.
 
-from m3d_agents.datasets.base import LoadedDataset, LoadReport
-from m3d_agents.datasets.registry import KINDS, load_dataset, parse_option_pairs, parse_spec
+One module per data set format; each registers its loader with ``@dataset``, and importing this
+package registers the built-in ones.
+"""
 
-__all__ = ["KINDS", "LoadReport", "LoadedDataset", "load_dataset", "parse_option_pairs", "parse_spec"]
+from m3d_agents.datasets import amg, fakesv, generic, mediaeval, mmfakebench, mocheg, mr2, newsclippings, rwpost, verite
+from m3d_agents.datasets.base import DATASETS, DatasetKind, LoadedDataset, LoadReport, dataset
+from m3d_agents.datasets.registry import load_dataset, parse_option_pairs, parse_spec
+
+__all__ = [
+    "DATASETS", "DatasetKind", "LoadReport", "LoadedDataset", "amg", "dataset", "fakesv", "generic", "load_dataset",
+    "mediaeval", "mmfakebench", "mocheg", "mr2", "newsclippings", "parse_option_pairs", "parse_spec", "rwpost", "verite",
+]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from m3d_agents.datasets.base import LoadedDataset, LoaderOptions, Skips, find_image, make_sample, map_label, read_records
+from m3d_agents.datasets.base import dataset, LoadedDataset, LoaderOptions, Skips, find_image, make_sample, map_label, read_records
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.sample import SampleMetadata
@@ -26,6 +26,7 @@ class Options(LoaderOptions):
     label_order: str = DEFAULT_ORDER
 
 
+@dataset("amg", "AMG JSON (real plus five forgery types)", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
     taxonomy = get_taxonomy(TAXONOMY)

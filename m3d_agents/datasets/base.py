@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from m3d_agents.errors import InputError
+from m3d_agents.registry import Registry
 from m3d_agents.sample import Sample
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff")
@@ -183,7 +184,7 @@ def read_csv_rows(path: Path, delimiter: str = ",", quoting: int = csv.QUOTE_MIN
     """CSV rows as dicts; row references count the header as line 1."""
     require_file(path, "dataset file")
     with path.open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter, quoting=quoting)
+        reader = csv.DictReader(handle, delimiter=delimiter, quoting=quoting)  # type: ignore[call-overload]
         if not reader.fieldnames:
             raise InputError("dataset", f"{path} has no header row")
         for row in reader:
@@ -271,3 +272,31 @@ def map_label(row: Row, field_name: str, raw: Any, mapping: dict[str, str | None
         skips.add(f"label {key!r} has no mapping onto the chosen taxonomy")
     return mapped
 
+
+
+LoadFunction = Callable[[Path, Any], LoadedDataset]
+
+
+@dataclass(frozen=True)
+class DatasetKind:
+    """A data set format: its loader and the options the loader takes (``-o key=value``)."""
+
+    name: str
+    summary: str
+    options: type[LoaderOptions]
+    load: LoadFunction
+
+
+DATASETS: Registry[DatasetKind] = Registry("dataset kind", field="dataset")
+"""Every data set format by the KIND of ``KIND:PATH``; the built-in loaders register when
+:mod:`m3d_agents.datasets` is imported."""
+
+
+def dataset(name: str, summary: str, options: type[LoaderOptions]) -> Callable[[LoadFunction], LoadFunction]:
+    """Register a loader function under ``name`` (stack the decorator for aliases)."""
+
+    def decorate(load: LoadFunction) -> LoadFunction:
+        DATASETS.add(name, DatasetKind(name, summary, options, load), summary)
+        return load
+
+    return decorate

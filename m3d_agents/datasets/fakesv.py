@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from m3d_agents.datasets.base import LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records
+from m3d_agents.datasets.base import dataset, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records
 from m3d_agents.sample import SampleMetadata, VideoRef
 
 TAXONOMY = "binary"
@@ -31,6 +31,7 @@ def _date(value: object) -> datetime | None:
     return datetime.fromtimestamp(stamp / 1000 if stamp > 1e11 else stamp, tz=timezone.utc)
 
 
+@dataset("fakesv", "FakeSV / FakeTT style JSON Lines of video ids", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
     video_root = options.video_root or path.parent / "videos"

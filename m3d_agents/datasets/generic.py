@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from m3d_agents.datasets.base import (
+    dataset,
     ImageResolver,
     LoadedDataset,
     LoaderOptions,
@@ -73,6 +74,8 @@ def _image_list(value: object, separator: str) -> list[str]:
     return [part.strip() for part in str(value).split(separator) if part.strip()]
 
 
+@dataset("jsonl", "any JSON Lines / JSON file with a column mapping (text=..., label=...)", Options)
+@dataset("csv", "any CSV / TSV file with a column mapping (text=..., label=...)", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
     labels = _label_map(options)

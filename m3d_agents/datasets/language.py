@@ -22,7 +22,7 @@ def clean_for_detection(text: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _identifier():  # type: ignore[no-untyped-def]
+def _identifier():
     import py3langid
 
     return py3langid

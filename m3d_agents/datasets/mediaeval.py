@@ -23,7 +23,7 @@ import csv
 from datetime import datetime
 from pathlib import Path
 
-from m3d_agents.datasets.base import LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_csv_rows
+from m3d_agents.datasets.base import dataset, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_csv_rows
 from m3d_agents.datasets.language import LanguageFilter
 from m3d_agents.errors import InputError
 from m3d_agents.sample import SampleMetadata
@@ -60,6 +60,7 @@ def _timestamp(value: str) -> datetime | None:
         return None
 
 
+@dataset("mediaeval", "MediaEval 2016 posts.txt (folder or file) with images/", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     posts = posts_file(path)
     images = image_index(options.images_dir or posts.parent / "images")

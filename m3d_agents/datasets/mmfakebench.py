@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from m3d_agents.datasets.base import ImageResolver, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records
+from m3d_agents.datasets.base import dataset, ImageResolver, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records
 
 TAXONOMY = "m3d"
 LABELS: dict[str, str | None] = {
@@ -30,6 +30,7 @@ def default_image_root(path: Path) -> Path:
     return path.parent.parent if path.parent.name == "source" else path.parent
 
 
+@dataset("mmfakebench", "MMFakeBench JSON (four-way m3d labels)", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
     images = ImageResolver(options.image_root or default_image_root(path), options.missing_images, skips)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from m3d_agents.datasets.base import LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_csv_rows
+from m3d_agents.datasets.base import dataset, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_csv_rows
 
 TAXONOMY = "factcheck"
 LABELS: dict[str, str | None] = {"supported": "true", "refuted": "false", "nei": "unproven"}
@@ -21,6 +21,7 @@ class Options(LoaderOptions):
     pass
 
 
+@dataset("mocheg", "Mocheg Corpus2.csv, claims only", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
     samples = []

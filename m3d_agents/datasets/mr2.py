@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from m3d_agents.datasets.base import ImageResolver, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records
+from m3d_agents.datasets.base import dataset, ImageResolver, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records
 from m3d_agents.datasets.language import LanguageFilter
 
 MAPS: dict[str, dict[str, str | None]] = {
@@ -30,6 +30,7 @@ class Options(LoaderOptions):
     language: str | None = None
 
 
+@dataset("mr2", "MR2 dataset_items_*.json (binary or factcheck)", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
     images = ImageResolver(options.image_root or path.parent / "queries_dataset" / "merge", options.missing_images, skips)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from m3d_agents.datasets.base import ImageResolver, LoadedDataset, LoaderOptions, Row, Skips, make_sample, require_file
+from m3d_agents.datasets.base import dataset, ImageResolver, LoadedDataset, LoaderOptions, Row, Skips, make_sample, require_file
 from m3d_agents.errors import InputError
 
 TAXONOMY = "ooc"
@@ -31,6 +31,7 @@ def _visualnews_index(path: Path) -> dict[str, dict[str, object]]:
     return {str(r["id"]): r for r in records if isinstance(r, dict) and "id" in r}
 
 
+@dataset("newsclippings", "NewsCLIPpings merged_balanced JSON; needs visualnews=data.json", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
     visualnews = _visualnews_index(options.visualnews)

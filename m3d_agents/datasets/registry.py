@@ -6,48 +6,18 @@ loader's own pydantic model, so a misspelt option is an error that lists the val
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
-from m3d_agents.datasets import amg, fakesv, generic, mediaeval, mmfakebench, mocheg, mr2, newsclippings, rwpost, verite
-from m3d_agents.datasets.base import LoadedDataset, parse_options
+from m3d_agents.datasets.base import DATASETS, LoadedDataset, parse_options
 from m3d_agents.errors import InputError
-
-
-@dataclass(frozen=True)
-class DatasetKind:
-    name: str
-    module: ModuleType
-    summary: str
-
-
-KINDS: dict[str, DatasetKind] = {
-    k.name: k
-    for k in [
-        DatasetKind("mmfakebench", mmfakebench, "MMFakeBench JSON (four-way m3d labels)"),
-        DatasetKind("newsclippings", newsclippings, "NewsCLIPpings merged_balanced JSON; needs visualnews=data.json"),
-        DatasetKind("verite", verite, "VERITE.csv (true / miscaptioned / out-of-context)"),
-        DatasetKind("rwpost", rwpost, "RW-Post (AgentFact) JSON Lines, fact-check ratings"),
-        DatasetKind("mocheg", mocheg, "Mocheg Corpus2.csv, claims only"),
-        DatasetKind("amg", amg, "AMG JSON (real plus five forgery types)"),
-        DatasetKind("fakesv", fakesv, "FakeSV / FakeTT style JSON Lines of video ids"),
-        DatasetKind("mediaeval", mediaeval, "MediaEval 2016 posts.txt (folder or file) with images/"),
-        DatasetKind("mr2", mr2, "MR2 dataset_items_*.json (binary or factcheck)"),
-        DatasetKind("jsonl", generic, "any JSON Lines / JSON file with a column mapping (text=..., label=...)"),
-        DatasetKind("csv", generic, "any CSV / TSV file with a column mapping (text=..., label=...)"),
-    ]
-}
-KINDS["agentfact"] = DatasetKind("agentfact", rwpost, "alias of rwpost")
 
 
 def parse_spec(spec: str) -> tuple[str, Path]:
     kind, sep, path = spec.partition(":")
     if not sep or not path:
-        raise InputError("dataset", f"{spec!r} is not KIND:PATH; kinds: {', '.join(KINDS)}")
+        raise InputError("dataset", f"{spec!r} is not KIND:PATH; kinds: {', '.join(DATASETS.names())}")
     kind = kind.strip().lower()
-    if kind not in KINDS:
-        raise InputError("dataset", f"unknown dataset kind {kind!r}; kinds: {', '.join(KINDS)}")
+    DATASETS.get(kind)
     return kind, Path(path).expanduser()
 
 
@@ -66,9 +36,9 @@ def load_dataset(spec: str, options: dict[str, str] | None = None) -> LoadedData
     kind, path = parse_spec(spec)
     if not path.exists():
         raise InputError("dataset", f"{path} does not exist")
-    module = KINDS[kind].module
-    parsed = parse_options(module.Options, options or {}, kind)
-    loaded: LoadedDataset = module.load(path, parsed)
+    loader = DATASETS.get(kind)
+    parsed = parse_options(loader.options, options or {}, kind)
+    loaded = loader.load(path, parsed)
     loaded.report.kind = kind
     seen: set[str] = set()
     for sample in loaded.samples:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-from m3d_agents.datasets.base import ImageResolver, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records
+from m3d_agents.datasets.base import dataset, ImageResolver, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records
 from m3d_agents.errors import InputError
 from m3d_agents.sample import SampleMetadata
 
@@ -36,6 +36,8 @@ def _repo_root(path: Path) -> Path:
     return path.parent
 
 
+@dataset("rwpost", "RW-Post (AgentFact) JSON Lines, fact-check ratings", Options)
+@dataset("agentfact", "alias of rwpost", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
     images = ImageResolver(options.image_root or _repo_root(path), options.missing_images, skips)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from m3d_agents.datasets.base import ImageResolver, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_csv_rows
+from m3d_agents.datasets.base import dataset, ImageResolver, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_csv_rows
 
 TAXONOMY = "ooc"
 LABELS: dict[str, str | None] = {"true": "pristine", "miscaptioned": "falsified", "out-of-context": "falsified"}
@@ -19,6 +19,7 @@ class Options(LoaderOptions):
     image_root: Path | None = None
 
 
+@dataset("verite", "VERITE.csv (true / miscaptioned / out-of-context)", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
     images = ImageResolver(options.image_root or path.parent, options.missing_images, skips)

@@ -37,7 +37,7 @@ from autogen_core.models import (
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
-from m3d_agents.backends.factory import json_schema_of
+from m3d_agents.backends.transports.schemas import json_schema_of
 from m3d_agents.errors import BackendError
 
 RETRIED_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -311,8 +311,8 @@ class OpenAICompatibleClient(ChatCompletionClient):
         return max(0, self.context_window - self.count_tokens(messages, tools=tools))
 
     @property
-    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
-        return ModelCapabilities(  # type: ignore[typeddict-item]
+    def capabilities(self) -> ModelCapabilities:
+        return ModelCapabilities(
             vision=self._model_info["vision"],
             function_calling=self._model_info["function_calling"],
             json_output=self._model_info["json_output"],

@@ -61,5 +61,5 @@ def fuse(results: Sequence[ForensicResult], weights: dict[str, float] | None = N
         finding=f"{verdict} from {len(used)} tool(s); strongest: {strongest.tool} ({strongest.score:.2f})",
         details={"tools": {r.tool: r.score for r in used}},
         heatmap=fused_map,
-        heatmap_png=heatmap_png(fused_map) if fused_map is not None else b"",
+        heatmap_png=heatmap_png(np.asarray(fused_map)) if fused_map is not None else b"",
     )

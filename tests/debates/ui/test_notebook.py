@@ -8,6 +8,8 @@ import time
 from typing import Any
 
 import pytest
+
+from m3d_agents.errors import BackendError
 from autogen_agentchat.messages import TextMessage
 
 from debates.strategy import load_config
@@ -80,7 +82,7 @@ async def test_a_failed_debate_is_shown_not_lost() -> None:
     shown = Collected()
     view = notebook.TranscriptView(output=shown)
     task = notebook.run_in_background(run_debate(config, SAMPLE, pool, on_message=view), view)
-    with pytest.raises(Exception):
+    with pytest.raises(BackendError, match="ran out of answers"):
         await task
     await asyncio.sleep(0)
     assert "The debate failed" in shown.html[-1]

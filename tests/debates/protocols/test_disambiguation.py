@@ -1,0 +1,31 @@
+"""The disambiguation protocol on hand-built state: queries go to the retrieval desk between rounds."""
+
+from __future__ import annotations
+
+from debates.chat.desk import RetrievalDesk
+from debates.chat.state import DESK_NAME
+from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.sample import Sample
+from tests.support.protocols import debate, says, seen, view_of
+
+
+def test_the_desk_answers_after_a_round_in_which_someone_asked() -> None:
+    state = debate("disambiguation", ("agent_a", "QUERY: where was it taken?\n" + says("fake")),
+                   ("agent_b", says("real")), ("agent_c", says("real")))
+    assert state.pending_queries() == [("agent_a", "where was it taken?")]
+    assert state.protocol.next_speakers(state) == [DESK_NAME]
+    state.record(DESK_NAME, "QUERY from agent_a: where was it taken?\nNothing relevant was found.")
+    assert state.protocol.next_speakers(state) == ["agent_a", "agent_b", "agent_c"]
+
+
+def test_the_next_round_sees_the_desk_answers_and_the_previous_round() -> None:
+    state = debate("disambiguation", ("agent_a", "QUERY: q\n" + says("fake")), ("agent_b", says("real")),
+                   ("agent_c", says("real")), (DESK_NAME, "answers"))
+    assert seen(view_of(state, "agent_b")) == [("agent_b", 1), ("agent_a", 1), ("agent_c", 1), (DESK_NAME, 1)]
+
+
+def test_the_protocol_brings_a_retrieval_desk_and_asks_for_queries_in_json_turns() -> None:
+    state = debate("disambiguation")
+    extra = state.protocol.extra_participants(state, Sample(text="a claim"), UsageLedger(), None)
+    assert [type(a) for a in extra] == [RetrievalDesk]
+    assert state.protocol.structured_turn(state.config.seats[0], state.config) is True

@@ -1,0 +1,164 @@
+"""The layout rules that keep the code base easy to extend, checked so they stay true.
+
+- No import cycles between modules or subpackages of ``m3d_agents``, ``debates``, ``retrieval`` and
+  ``prompts``, counting imports inside functions too. Imports under ``if TYPE_CHECKING:`` are
+  annotations only (never executed) and are not counted.
+- AutoGen's private modules are imported only by the chat machinery (``debates/chat``).
+- No module outside ``debates/protocols`` branches on a protocol's name.
+- No test module imports another test module; shared helpers live in ``tests/support``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from tests.support.paths import REPO
+
+PACKAGES = ("m3d_agents", "debates", "retrieval", "prompts")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def source_files(*tops: str) -> dict[str, Path]:
+    return {module_name(p): p for top in tops for p in sorted((REPO / top).rglob("*.py"))}
+
+
+def is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports(tree: ast.AST) -> list[tuple[str, list[str], int]]:
+    """(module, imported names, level) for every import that runs, wherever it is."""
+    found: list[tuple[str, list[str], int]] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, [], 0) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.module or "", [alias.name for alias in node.names], node.level))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for target, names, level in imports(ast.parse(path.read_text(), str(path))):
+            if level:
+                base = package.split(".")
+                base = base[: len(base) - level + 1]
+                target = ".".join([*base, target] if target else base)
+            candidates = [f"{target}.{n}" for n in names if f"{target}.{n}" in modules] or [target]
+            for candidate in candidates:
+                while candidate and candidate not in modules:
+                    candidate = candidate.rpartition(".")[0]
+                if candidate and candidate != name:
+                    graph[name].add(candidate)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+
+    def strongconnect(node: str) -> None:
+        nonlocal counter
+        index[node] = low[node] = counter
+        counter += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                strongconnect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            strongconnect(node)
+    return found
+
+
+def test_no_import_cycles_between_modules() -> None:
+    graph = import_graph(source_files(*PACKAGES))
+    assert cycles(graph) == []
+
+
+def test_no_import_cycles_between_subpackages() -> None:
+    modules = source_files(*PACKAGES)
+    graph = import_graph(modules)
+    package_of = {name: (name if path.name == "__init__.py" else name.rpartition(".")[0]) for name, path in modules.items()}
+    packages: dict[str, set[str]] = {p: set() for p in package_of.values()}
+    for name, targets in graph.items():
+        for target in targets:
+            source_package, target_package = package_of[name], package_of[target]
+            # A package importing its own subpackage (to register built-ins) is containment, not a cycle.
+            if source_package != target_package and not target_package.startswith(source_package + "."):
+                packages[source_package].add(target_package)
+    assert cycles(packages) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_autogen_private_modules_are_used_only_by_the_chat_machinery() -> None:
+    private = re.compile(r"^\s*(from|import)\s+autogen_\w+(\.\w+)*\._", re.MULTILINE)
+    offenders = [
+        name for name, path in source_files(*PACKAGES).items()
+        if private.search(path.read_text()) and not name.startswith("debates.chat.")
+    ]
+    assert offenders == []
+
+
+def test_only_protocol_modules_branch_on_a_protocol_name() -> None:
+    branch = re.compile(r"\bprotocol\s*(==|!=|\bin\b|\bnot in\b)\s*[\"'(\[{]")
+    offenders = [
+        name for name, path in source_files(*PACKAGES).items()
+        if branch.search(path.read_text()) and not name.startswith("debates.protocols")
+    ]
+    assert offenders == []
+
+
+def test_no_test_module_imports_another_test_module() -> None:
+    offenders = []
+    for name, path in source_files("tests").items():
+        for target, names, _ in imports(ast.parse(path.read_text())):
+            for full in [target, *(f"{target}.{n}" for n in names)]:
+                if full.startswith("tests.") and full.rpartition(".")[2].startswith("test_") and not full.startswith("tests.support"):
+                    offenders.append(f"{name} -> {full}")
+    assert offenders == []
