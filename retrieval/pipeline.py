@@ -22,6 +22,7 @@ from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.evidence import Evidence, EvidenceKind
 from m3d_agents.media.images import PreparedImage, load_image
+from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample
 from retrieval.config import RetrievalConfig
 from retrieval.domains import host_of
@@ -138,8 +139,9 @@ class EvidencePipeline:
         except StoreMiss:
             raise
         except (BackendError, InputError) as exc:
-            log.warning("provider %s failed: %s", provider, exc)
-            result.failures.append(f"{provider}: {exc}")
+            failure = redact(f"{provider}: {exc}")
+            log.warning("provider failed: %s", failure)
+            result.failures.append(failure)
             return None
 
     async def _page(self, hit: SearchHit, origin: HitOrigin, result: GatherResult) -> Candidate | None:
@@ -163,7 +165,7 @@ class EvidencePipeline:
         reason = f"found by {hit.provider} ({hit.match} match, rank {hit.rank + 1})"
         if not text:
             if not hit.snippet:
-                result.failures.append(f"{hit.url}: {problem or 'no article text on the page'}")
+                result.failures.append(redact(f"{hit.url}: {problem or 'no article text on the page'}"))
                 return None
             text = hit.snippet
             reason += f"; search snippet only: {problem or 'no article text on the page'}"

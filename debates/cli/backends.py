@@ -12,8 +12,21 @@ import typer
 from rich.table import Table
 
 from debates.cli.common import console
-from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
-from m3d_agents.errors import BackendError
+from m3d_agents.backends.config import BackendConfig, load_backend_settings, resolve_backend_name
+from m3d_agents.errors import BackendError, InputError
+from m3d_agents.redaction import redact
+
+
+def probe_key(config: BackendConfig) -> str | None:
+    """The key this backend's own calls send, and nothing else: the embedded server gets none, and a
+    vLLM server gets ``M3D_VLLM_API_KEY`` (or the variable its config names), never OpenAI's key."""
+    import os
+
+    if config.kind == "local":
+        return None
+    if config.kind == "vllm" and "api_key_env" not in config.model_fields_set:
+        return os.environ.get("M3D_VLLM_API_KEY") or None
+    return os.environ.get(config.api_key_env) or None
 
 
 def backends(
@@ -42,12 +55,13 @@ def backends(
                     url = os.environ.get("M3D_VLLM_BASE_URL", "http://127.0.0.1:8000/v1")
                 elif config.kind == "openai" and not url:
                     url = "https://api.openai.com/v1"
-                headers = {"Authorization": f"Bearer {os.environ.get(config.api_key_env, 'EMPTY')}"}
-                response = httpx.get(f"{url}/models", timeout=5.0, headers=headers)
+                key = probe_key(config)
+                headers = {"Authorization": f"Bearer {key}"} if key else {}
+                response = httpx.get(f"{url}/models", timeout=5.0, headers=headers, follow_redirects=False)
                 status = "answers" if response.status_code == 200 else f"HTTP {response.status_code}"
-        except (httpx.HTTPError, BackendError) as exc:
-            status = f"no answer ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''})"
-        rows.append({"name": name, "kind": config.kind, "model": config.model_name, "url": url, "status": status,
+        except (httpx.HTTPError, BackendError, InputError) as exc:
+            status = redact(f"no answer ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''})")
+        rows.append({"name": name, "kind": config.kind, "model": config.model_name, "url": redact(url) if url else url, "status": status,
                      "default": name == default})
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from m3d_agents.errors import InputError
+from m3d_agents.redaction import redact_data
 from m3d_agents.verdict import Verdict
 
 Status = Literal["ok", "abstained", "error"]
@@ -81,7 +82,9 @@ class ResultsFile:
     def append(self, row: EvalRow) -> None:
         if self._fd is None:
             raise RuntimeError("the results file is not open")
-        data = (row.model_dump_json() + "\n").encode()
+        # Every row passes here, so no key reaches results.jsonl or the report built from it,
+        # whatever a server echoed into an error or an answer.
+        data = (json.dumps(redact_data(row.model_dump(mode="json"))) + "\n").encode()
         view = memoryview(data)
         while view:
             written = os.write(self._fd, view)
