@@ -46,31 +46,37 @@ def evaluate(
 ) -> None:
     """Run a configuration over a data set; rerun the same command to resume an interrupted run."""
     from m3d_agents.datasets import load_dataset, parse_option_pairs, parse_spec
-    from debates.eval.batch import BatchOutcome, BatchRunner, RunManifest, Tally
+    from debates.eval.batch import BatchOutcome, BatchRunner, RunManifest, Tally, check_run_dir
     from debates.eval.prices import load_price_table
     from debates.eval.ratelimit import RateLimitedPool
     from debates.eval.report import write_report
     from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
 
     if config not in available_configs():
-        fail(f"unknown configuration {config!r}; available: {', '.join(available_configs())}")
+        fail(f"config: unknown configuration {config!r}; available: {', '.join(available_configs())}")
 
     async def main() -> BatchOutcome:
+        # Every option is checked before the data set is read, so a mistake costs no wait and
+        # gets one line.
         kind, _ = parse_spec(dataset)
         options = parse_option_pairs(dataset_option)
-        loaded = load_dataset(dataset, options)
-        samples = loaded.samples[:limit] if limit else loaded.samples
-        if not samples:
-            fail(f"the data set gave no samples ({loaded.report.skipped_total} rows left out: {loaded.report.skipped})")
-        skipped = loaded.report.skipped_total
-        err_console.print(f"[dim]{len(samples)} samples from {dataset}" + (f"; loader left out {skipped} rows" if skipped else "") + "[/]")
+        rate_limits = _rate_limits(rate_limit)
+        price_table = load_price_table(prices)
         settings = load_backend_settings(config_file)
         override = backend or os.environ.get("M3D_BACKEND")
         backend_name = resolve_backend_name(backend, settings)
+        settings.get(backend_name)
         run_dir = out or Path("runs") / f"{config}-{kind}-{backend_name}"
+        check_run_dir(run_dir)
+        loaded = load_dataset(dataset, options)
+        samples = loaded.samples[:limit] if limit else loaded.samples
+        if not samples:
+            fail(f"dataset: the data set gave no samples ({loaded.report.skipped_total} rows left out: {loaded.report.skipped})")
+        skipped = loaded.report.skipped_total
+        err_console.print(f"[dim]{len(samples)} samples from {dataset}" + (f"; loader left out {skipped} rows" if skipped else "") + "[/]")
         manifest = RunManifest(config=config, dataset=dataset, dataset_options=options, backend=backend_name, seed=seed,
                                taxonomy=samples[0].taxonomy, load_report=loaded.report)
-        pool = RateLimitedPool(settings, rate_limits=_rate_limits(rate_limit))
+        pool = RateLimitedPool(settings, rate_limits=rate_limits)
         bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
                        console=err_console, disable=not progress)
@@ -80,7 +86,7 @@ def evaluate(
             bar.update(task, completed=tally.done, stats=tally.line())
 
         runner = BatchRunner(config, samples, pool, run_dir, manifest, concurrency=concurrency, backend=override,
-                             prices=load_price_table(prices), retry_errors=retry_errors, on_progress=show)
+                             prices=price_table, retry_errors=retry_errors, on_progress=show)
         try:
             with bar:
                 return await runner.run()
