@@ -37,7 +37,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"((?:proxy-)?authorization|x-api-key|x-goog-api-key|api[-_]?key|x-auth-token|cookie)"
-            r"([\"']?\s*[:=]\s*[\"']?)(?!\*\*\*)(?:(?:Bearer|Basic)\s+)?[^\s\"',;}\\]+",
+            r"([\"']?\s*[:=]\s*[\"']?)(?!\*\*\*)(?:(?:Bearer|Basic)\s+)?[^\s\"',;)\]}\\]+",
             re.IGNORECASE,
         ),
         rf"\1\2{MASK}",

@@ -132,10 +132,18 @@ def describe(exc: BaseException) -> str:
     return f"unexpected {type(exc).__name__}: {text[-1] if text else 'no message'} (rerun with m3d --debug for the traceback)"
 
 
+def show_traceback() -> None:
+    """With ``--debug``: the traceback of the error being handled, redacted like everything else."""
+    if debug_enabled():
+        import traceback
+
+        sys.stderr.write(redact(traceback.format_exc()))
+
+
 def guarded(command: F) -> F:
     """A command whose every failure is one ``error:`` line and exit status 2 (1 for a bug), never a traceback.
 
-    ``--debug`` lets unexpected errors through with their tracebacks.
+    ``--debug`` prints the traceback (redacted) before that line.
     """
 
     @functools.wraps(command)
@@ -145,10 +153,10 @@ def guarded(command: F) -> F:
         except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt):
             raise
         except (InputError, BackendError) as exc:
+            show_traceback()
             fail(describe(exc))
         except Exception as exc:  # noqa: BLE001 - the last line of defence for a CLI
-            if debug_enabled():
-                raise
+            show_traceback()
             known = isinstance(exc, OSError) or type(exc).__module__.startswith("openai")
             fail(describe(exc), 2 if known else 1)
 

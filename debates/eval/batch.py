@@ -126,7 +126,8 @@ def prepare_run_dir(out_dir: Path, manifest: RunManifest) -> None:
 
 
 def check_run_dir(out_dir: Path) -> None:
-    """Refuse an ``--out`` that cannot be a run folder, before any work and without creating it."""
+    """Refuse an ``--out`` that cannot be a run folder, or that another run holds, before any work
+    and without creating it. (The run itself takes the lock again: this only makes the refusal early.)"""
     probe = out_dir
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
@@ -136,6 +137,9 @@ def check_run_dir(out_dir: Path) -> None:
         raise InputError("out", f"cannot create the run folder {out_dir}: {probe} is a file")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise InputError("out", f"cannot create the run folder {out_dir}: {probe} is not writable")
+    if probe == out_dir:
+        with RunLock(out_dir):
+            pass
 
 
 def make_run_dir(out_dir: Path) -> None:

@@ -97,7 +97,9 @@ def root_cause(exc: BaseException) -> str:
     """The last line of an error that AutoGen re-raised with the agent's whole traceback in its text."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     last = lines[-1] if lines else type(exc).__name__
-    return last.split(": ", 1)[1] if last.split(": ", 1)[0].endswith(("Error", "Exception")) else last
+    head, sep, rest = last.partition(": ")
+    is_class_name = bool(sep) and (head.endswith(("Error", "Exception")) or ("." in head and head.replace(".", "").replace("_", "").isalnum()))
+    return rest if is_class_name else last
 
 
 async def run_team(team: DebateGroupChat[Any], state: Any, task: str, ctx: RunContext, what: str) -> None:

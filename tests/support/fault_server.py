@@ -103,6 +103,8 @@ class FaultServer:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {', '.join(FAULTS)}")
         self.seed, self.rate, self.hang_s, self.faults = seed, rate, hang_s, faults
         self.stats: Counter[str] = Counter()
+        self.authorization: list[str | None] = []
+        """The ``Authorization`` header of every request, in order (None when there was none)."""
         self.refuse_with: tuple[int, str] | None = None
         """Answer every call with this HTTP status and error message instead (a wrong key, a bad request)."""
         self.echo_credentials = False
@@ -118,6 +120,7 @@ class FaultServer:
                 pass
 
             def do_GET(self) -> None:
+                outer.authorization.append(self.headers.get("Authorization"))
                 if self.path.rstrip("/").endswith("/stats"):
                     with outer._lock:
                         self._send(200, dict(outer.stats))
@@ -125,6 +128,7 @@ class FaultServer:
                     self._send(200, {"object": "list", "data": [{"id": "fault-model", "object": "model"}]})
 
             def do_POST(self) -> None:
+                outer.authorization.append(self.headers.get("Authorization"))
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 try:
                     request = json.loads(raw or b"{}")
@@ -134,7 +138,8 @@ class FaultServer:
                 if outer.refuse_with is not None:
                     status, message = outer.refuse_with
                     if outer.echo_credentials:
-                        message += f" (received Authorization: {self.headers.get('Authorization')})"
+                        sent = self.headers.get("Authorization") or ""
+                        message += f": {sent.removeprefix('Bearer ')} (sent as Authorization: {sent})"
                     self._send(status, {"error": {"message": message, "type": "invalid_request_error"}})
                     return
                 fault, rng = outer.draw(raw)
