@@ -101,8 +101,10 @@ class BackendConfig(BaseModel):
         return self
 
     def call_deadline_s(self, starts_server: bool = False) -> float:
-        """The most one model call may take: :attr:`deadline_s`, plus a local server's start when the call has to start one."""
-        return self.deadline_s + (self.local.startup_timeout_s if starts_server else 0.0)
+        """The most one model call may take: :attr:`deadline_s`, plus the embedded server's start when
+        the call has to start it (``starts_server``, and no ``M3D_LOCAL_BASE_URL`` names a running one)."""
+        starting = starts_server and self.kind == "local" and not self.base_url and not os.environ.get("M3D_LOCAL_BASE_URL")
+        return self.deadline_s + (self.local.startup_timeout_s if starting else 0.0)
 
     @property
     def model_name(self) -> str:
