@@ -20,6 +20,7 @@ from debates.chat.state import DESK_NAME, DebateState, TurnRecord
 from m3d_agents.backends.config import BackendConfig, load_backend_settings
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.labels import Taxonomy, get_taxonomy
+from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import TranscriptTurn, Verdict
 
@@ -203,7 +204,7 @@ class TranscriptView:
 
     def error(self, exc: BaseException) -> None:
         show_html(f"<b style='color: {_COLOURS['misinformation']}'>The debate failed</b>: "
-                  f"{escape(type(exc).__name__)}: {escape(str(exc))}", self.output)
+                  f"{escape(type(exc).__name__)}: {escape(redact(str(exc)))}", self.output)
 
 
 def line_input(prompt: str) -> str:

@@ -94,6 +94,13 @@ def schema_of(request: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gives up on a hung call resets its connection; that is the point, not an error."""
+
+
 class FaultServer:
     """Serves on 127.0.0.1 in a thread; ``rate`` of the calls get a fault from ``faults``."""
 
@@ -175,7 +182,7 @@ class FaultServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
