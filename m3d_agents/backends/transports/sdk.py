@@ -159,9 +159,10 @@ class SdkClient(ChatCompletionClient):
         tool_choice: Tool | Literal["auto", "required", "none"],
         extra: Mapping[str, Any],
     ) -> CreateResult:
+        client = self.autogen_client()
         try:
             async with asyncio.timeout(self.timeout_s):
-                return await self.autogen_client().create(messages, tools=tools, tool_choice=tool_choice, extra_create_args=extra)
+                return await client.create(messages, tools=tools, tool_choice=tool_choice, extra_create_args=extra)
         except TimeoutError:
             raise TransientFailure(f"timed out after {self.timeout_s:g} s") from None
         except openai.APITimeoutError:
@@ -173,14 +174,16 @@ class SdkClient(ChatCompletionClient):
             problem = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
             raise TransientFailure(without_secrets(problem, self._key)) from None
         except openai.APIStatusError as exc:
+            # Only if the hook did not see the response; read outside the handler, so that the SDK's
+            # error (whose text holds the server's body) is not chained to ours.
             response = exc.response
-            answer_of(self.url, response.status_code, response.content, response.headers, self._key)
-            raise BackendError(f"the model endpoint {self.url} sent an answer the SDK cannot read (HTTP {response.status_code})") from None
         except openai.OpenAIError as exc:
             problem = without_secrets(str(exc), self._key)
             raise BackendError(f"the model endpoint {self.url} sent an answer the SDK cannot read: {problem}") from None
         except ValueError as exc:
             raise BackendError(f"cannot send this request to {self.url}: {without_secrets(str(exc), self._key)}") from None
+        answer_of(self.url, response.status_code, response.content, response.headers, self._key)
+        raise BackendError(f"the model endpoint {self.url} sent an answer the SDK cannot read (HTTP {response.status_code})")
 
     async def create(
         self,
