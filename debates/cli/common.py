@@ -119,13 +119,8 @@ class OneLineErrors(TyperGroup):
 def describe(exc: BaseException) -> str:
     """What went wrong, in the words a user can act on."""
     if isinstance(exc, (InputError, BackendError)):
+        # Both transports raise these, the SDK's errors translated where they are raised.
         return str(exc)
-    from openai import APIConnectionError, APIStatusError, APITimeoutError
-
-    if isinstance(exc, (APIConnectionError, APITimeoutError)):
-        return f"the model endpoint did not answer: {exc}"
-    if isinstance(exc, APIStatusError):
-        return f"the model endpoint refused the request ({exc.status_code}): {exc.message}"
     if isinstance(exc, OSError) and exc.filename is not None:
         return f"{exc.filename}: {exc.strerror or exc}"
     text = str(exc).strip().splitlines()
@@ -157,8 +152,7 @@ def guarded(command: F) -> F:
             fail(describe(exc))
         except Exception as exc:  # noqa: BLE001 - the last line of defence for a CLI
             show_traceback()
-            known = isinstance(exc, OSError) or type(exc).__module__.startswith("openai")
-            fail(describe(exc), 2 if known else 1)
+            fail(describe(exc), 2 if isinstance(exc, OSError) else 1)
 
     return run  # type: ignore[return-value]
 

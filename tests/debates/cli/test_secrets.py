@@ -136,9 +136,10 @@ def test_keys_appear_in_no_output_log_run_folder_or_cache(workspace: Path, serve
 def test_m3d_backends_sends_each_backend_only_its_own_key(workspace: Path, servers: dict[str, FaultServer]) -> None:
     code, output = m3d("backends", "--config-file", "m3d.yaml", "--json")
     assert code == 0, output
-    assert servers["local"].authorization == [None]
-    assert servers["vllm"].authorization == [None]
-    assert servers["good"].authorization == [None]
+    no_key = "Bearer EMPTY"  # what a backend without a key sends (vLLM's convention)
+    assert servers["local"].authorization == [no_key]
+    assert servers["vllm"].authorization == [no_key]
+    assert servers["good"].authorization == [no_key]
     sent_to_echo = sorted(a or "" for a in servers["echo"].authorization)
     assert sent_to_echo == sorted([f"Bearer {KEYS['M3D_GATEWAY']}"] * 2 + [f"Bearer {KEYS['OPENAI_API_KEY']}"])
     assert not leaked(output)
