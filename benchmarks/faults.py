@@ -104,7 +104,7 @@ def main() -> None:
                 statuses = Counter(str(row["status"]) for row in rows)
                 counts.update(samples=len(rows), **statuses)
                 injected = {k: v - before.get(k, 0) for k, v in stats(url).items() if v - before.get(k, 0)}
-                reasons = Counter(str(row["error"]["type"]) for row in rows if row["status"] == "error")  # type: ignore[index]
+                reasons = Counter(str(row["error"]["message"])[:160] for row in rows if row["status"] == "error")  # type: ignore[index]
                 print(f"{config}: rc {done.returncode}, {len(rows)} rows {dict(statuses)}, "
                       f"{time.perf_counter() - started:.1f} s; server: {injected}; errors: {dict(reasons)}", file=sys.stderr)
 
