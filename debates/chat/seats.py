@@ -65,12 +65,12 @@ class ModelSeat(BaseChatAgent):
         self._schema: type[BaseModel] | None = None
         with_queries = protocol.structured_turn(seat, config)
         if structured is not None and with_queries is not None:
-            schema = turn_schema(tuple(taxonomy.labels), with_queries)
+            schema = turn_schema(tuple(taxonomy.labels), with_queries, config.max_queries_per_turn)
             args = structured(schema)
             if args:
                 self._schema = schema
                 self._create_kwargs.update(args["extra_create_args"])
-                self._structured_hint = instruction(taxonomy, with_queries)
+                self._structured_hint = instruction(taxonomy, with_queries, config.max_queries_per_turn)
         self._vision = vision
         self._selector = selector if selector is not None else SelectorState()
         self.last_error: str | None = None

@@ -79,7 +79,7 @@ class DebaterProtocol:
         """One debater at a time, in seat order, once per round (the ``async`` schedule)."""
         debaters = state.seats_with_role(DEBATER)
         if self.consensus_reached(state):
-            return self.close(state, f"consensus after round {state.completed_rounds()}")
+            return self.close(state, consensus_reason(state))
         behind = [name for name in debaters if state.rounds_of(name) < state.config.max_rounds]
         if not behind:
             return self.close(state, f"maximum of {state.config.max_rounds} rounds reached")
@@ -202,6 +202,15 @@ class DebaterProtocol:
             for t in (state.latest(name) for name in state.deciders)
             if t is not None
         ]
+
+
+def consensus_reason(state: DebateState) -> str:
+    """The stop reason of a consensus, naming the round it was reached in, complete or not."""
+    turn = state.consensus_turn()
+    reached = turn.round if turn is not None else state.current_round()
+    if state.completed_rounds() >= reached:
+        return f"consensus after round {reached}"
+    return f"consensus in round {reached}, before every debater had spoken in it"
 
 
 def evidence_block(evidence: list[Evidence]) -> str:

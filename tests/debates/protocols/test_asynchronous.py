@@ -67,3 +67,16 @@ def test_a_judge_decides_when_asked_for_and_sees_only_the_debaters() -> None:
     decision = state.protocol.decide(state)
     assert (decision.label, decision.decided_by) == ("fake", "judge")
     assert PROTOCOLS.get("async").confidence(state, decision) == 0.9
+
+
+def test_consensus_reached_in_the_middle_of_a_round_reports_that_round() -> None:
+    state = debate(
+        "async-three",
+        ("agent_a", says("real")), ("agent_b", says("fake")), ("agent_c", says("fake")),
+        ("agent_a", says("fake")),
+    )
+    assert state.protocol.next_speakers(state) is None, "every latest answer agrees: the debate stops mid-round"
+    assert state.stop_reason == "consensus in round 2, before every debater had spoken in it"
+    diagnostics = state.diagnostics("fake")
+    assert diagnostics["consensus_round"] == 2
+    assert diagnostics["rounds"] == 2
