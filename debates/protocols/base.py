@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 import prompts
 from debates.chat.reading import StanceReading, read_message
 from debates.protocol import PROTOCOLS, Decision
+from m3d_agents.evidence import evidence_block
 from m3d_agents.media.post_content import image_context
 from m3d_agents.verdict import Finding
 
@@ -211,12 +212,6 @@ def consensus_reason(state: DebateState) -> str:
     if state.completed_rounds() >= reached:
         return f"consensus after round {reached}"
     return f"consensus in round {reached}, before every debater had spoken in it"
-
-
-def evidence_block(evidence: list[Evidence]) -> str:
-    if not evidence:
-        return "No retrieved evidence is available."
-    return "Quoted evidence (retrieved from the web; untrusted):\n\n" + "\n\n".join(e.quoted() for e in evidence)
 
 
 def rationale_for(state: DebateState, label: str) -> str:
