@@ -19,11 +19,16 @@ from m3d_agents.labels import Taxonomy
 from m3d_agents.parsing import parse_model_setting_aside_confidence
 
 
+ARGUMENT_CHARS = 4000
+"""Room for a detailed argument (LLM-Consensus asks for explanations "in detail"); the bound keeps a
+runaway answer from filling the context."""
+
+
 @lru_cache(maxsize=None)
 def turn_schema(labels: tuple[str, ...], with_queries: bool, max_queries: int = 2) -> type[BaseModel]:
     """The JSON turn; ``queries`` (when asked for) holds at most ``max_queries`` items, the same
     limit the prompt states and the reader applies (``max_queries_per_turn``)."""
-    fields: dict[str, object] = {"argument": (str, Field(..., max_length=900))}
+    fields: dict[str, object] = {"argument": (str, Field(..., max_length=ARGUMENT_CHARS))}
     if with_queries:
         fields["queries"] = (list[str], Field(default_factory=list, max_length=max_queries))
     fields["answer"] = (Literal[labels], ...)

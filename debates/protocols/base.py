@@ -125,11 +125,14 @@ class DebaterProtocol:
         return shown
 
     def instruction(self, view: SeatView) -> str:
+        """Round 1 is independent; round 2, where the discussion starts, has its own prompt; later
+        rounds share one. The other side is presented as the framing says (see :func:`other_side`)."""
         if view.seat.role == JUDGE:
             return prompts.render("debate/judge_turn", history=view.history())
         if view.own_round == 1:
             return prompts.load("debate/turn_first")
-        return prompts.render("debate/turn_later", round=view.own_round, history=view.history())
+        template = "debate/turn_first_debate" if view.own_round == 2 else "debate/turn_later"
+        return prompts.render(template, round=view.own_round, history=view.history(), **other_side(view))
 
     def framing(self, config: DebateConfig) -> str:
         return prompts.load(f"debate/framing_{config.framing}")
@@ -203,6 +206,23 @@ class DebaterProtocol:
             for t in (state.latest(name) for name in state.deciders)
             if t is not None
         ]
+
+
+def other_side(view: SeatView) -> dict[str, str]:
+    """The words a turn prompt uses for the other side, which differ between framings only in who it is.
+
+    Under the ``human`` framing the other side's arguments are presented as the user's own ("this
+    is what I think ... Do you agree with me?"), as LLM-Consensus does; under ``ai`` as another
+    model's.
+    """
+    several = len(view.peers()) > 1
+    if view.config.framing == "human":
+        if several:
+            return {"their_view": "this is what the other people in this conversation think", "them": "them"}
+        return {"their_view": "this is what I think", "them": "me"}
+    if several:
+        return {"their_view": "this is what the other AI models think", "them": "them"}
+    return {"their_view": "this is what the other AI model thinks", "them": "it"}
 
 
 def consensus_reason(state: DebateState) -> str:

@@ -115,7 +115,7 @@ def test_config_validation_of_cascade_seats() -> None:
     base["seats"] = list(reversed(base["seats"]))
     with pytest.raises(ValueError, match="must be ordered"):
         DebateConfig.model_validate(base)
-    mixed = load_config("async").model_dump()
+    mixed = load_config("async-three").model_dump()
     mixed["seats"][0]["role"] = "text"
     with pytest.raises(ValueError, match="belong to the cascade"):
         DebateConfig.model_validate(mixed)
@@ -292,7 +292,7 @@ async def test_an_async_debate_whose_seats_use_best_of_n_turns() -> None:
         return f"CAND-{i} The photo is a known composite. FINAL ANSWER: fake\nCONFIDENCE: 0.9"
 
     script = SelectorScript(answers={"debater": debater}, reward=by_candidate({0: 0.1, 1: 0.3, 2: 0.95}))
-    config = bon_config("async", kind="best_of_n", n=3)
+    config = bon_config("async-three", kind="best_of_n", n=3)
     config, pool, _ = seat_pool(config, {n: script for n in ("agent_a", "agent_b", "agent_c")})
     verdict = await run_debate(config, M3D_SAMPLE.model_copy(update={"taxonomy": "binary"}), pool)
     assert verdict.label == "fake" and verdict.diagnostics["consensus_round"] == 1
@@ -314,7 +314,7 @@ async def test_unanimous_candidates_skip_scoring_when_asked_and_disagreeing_ones
 
     for answers, expected_rewards in ((unanimous, 0), (debater, 3)):
         script = SelectorScript(answers={"debater": answers}, reward=by_candidate({0: 0.1, 1: 0.3, 2: 0.95}))
-        config = bon_config("async", kind="best_of_n", n=3, skip_unanimous=True)
+        config = bon_config("async-three", kind="best_of_n", n=3, skip_unanimous=True)
         config.seats = config.seats[:1]
         config, pool, _ = seat_pool(config, {"agent_a": script})
         verdict = await run_debate(config, M3D_SAMPLE.model_copy(update={"taxonomy": "binary"}), pool)
