@@ -9,7 +9,7 @@ overrides only what makes its setting different.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar
 
 import prompts
 from debates.chat.reading import StanceReading, read_message
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from debates.chat.state import DebateState
     from debates.chat.visibility import SeatView, Seen
     from debates.config import DebateConfig, SeatConfig
+    from m3d_agents.backends.factory import Backend
     from m3d_agents.backends.metering import UsageLedger
     from m3d_agents.evidence import Evidence
     from m3d_agents.labels import Taxonomy
@@ -73,6 +74,11 @@ class DebaterProtocol:
         self, state: DebateState, sample: Sample, ledger: UsageLedger, answerer: QueryAnswerer | None
     ) -> list[ChatAgent]:
         return []
+
+    async def prepare(
+        self, config: DebateConfig, prepared: PreparedSample, backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger
+    ) -> PreparedSample:
+        return prepared
 
     # --- turn order ----------------------------------------------------------------------------
 

@@ -154,6 +154,9 @@ class DebateStrategy:
             collapse_label(answering.labels[0], answering, taxonomy)
         except ValueError as exc:
             raise InputError("taxonomy", f"the {config.name} configuration answers in {answering.name}: {exc}") from None
+        prepared = await protocol.prepare(
+            config, prepared, lambda seat: ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model), ctx.ledger
+        )
         gathered = list(ctx.evidence)
         if config.use_evidence and ctx.evidence_source is not None:
             gathered += await ctx.evidence_source.gather(sample, ledger=ctx.ledger)
@@ -183,6 +186,7 @@ class DebateStrategy:
                 "decided_by": decision.decided_by if decision.label is not None else None,
                 "answer": {"taxonomy": answering.name, "label": decision.label},
                 "selection": state.selector.diagnostics(),
+                **({"image_descriptions": prepared.descriptions} if prepared.descriptions else {}),
             },
         )
 

@@ -186,3 +186,37 @@ def test_an_unknown_mode_names_the_option() -> None:
 
     with pytest.raises(InputError, match="retrieval"):
         parse_mode("sometimes")
+
+
+async def test_agentm3d_text_agent_reads_wikipedia_from_the_run_path_and_the_image_agent_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.debate import seat_pool
+    from tests.support.scripted import text_of
+
+    def respond(messages, kwargs):  # type: ignore[no-untyped-def]
+        system = text_of(messages[:1])
+        if "checking effort" in system:
+            return "[BON level-0]"
+        action = "TEXT SUPPORT" if "its TEXT is true" in system else "IMAGE SUPPORT" if "its IMAGE" in system else "MATCH"
+        return f"Checked.\nFinish[{action}]\nCONFIDENCE: 0.8"
+
+    with ProviderServer() as providers:
+        for key, value in providers.environment().items():
+            monkeypatch.setenv(key, value)
+        guards.allow_loopback_in_tests(True)
+        try:
+            config, pool, clients = seat_pool(load_config("agentm3d"), {n: respond for n in ("text_agent", "image_agent", "cross_modal_agent")})
+            sources = open_retrieval(config, pool, mode="live", store_path=tmp_path / "ev.sqlite", backend="b_text_agent")
+            sample = Sample(text="Global warming raises the sea level around the world", images=[EXAMPLE_IMAGE], taxonomy="m3d")
+            verdict = await run_sample(config, sample, pool, **sources.context_options())
+            await sources.close()
+        finally:
+            guards.allow_loopback_in_tests(False)
+    report = verdict.evidence_report
+    assert report is not None and report.kept >= 1
+    assert [p.provider for p in report.providers if p.calls] == ["wikipedia"], "AgentM3D searches Wikipedia only"
+    text_prompt = clients["text_agent"].calls[-1].prompt
+    assert "en.wikipedia.org/wiki/" in text_prompt and "quoted-evidence" in text_prompt
+    for other in ("image_agent", "cross_modal_agent"):
+        assert "wikipedia.org" not in clients[other].calls[-1].prompt

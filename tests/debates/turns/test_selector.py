@@ -180,7 +180,7 @@ async def test_lazy_scoring_stops_at_m_star_and_reports_saved_calls() -> None:
         reward=by_candidate({0: 0.9, 1: 0.1, 2: 1.0, 3: 1.0, 4: 1.0}),
         critique=lambda prompt: "Sound. The score is 10" if "CAND-0" in prompt else "Weak. The score is 1",
     )
-    config = bon_config("mmd-agent-bon", critique=True, early_stop=True, tau=0.5)
+    config = bon_config("mmd-agent-bon", critique=True, critic_format="prose", early_stop=True, scoring="lazy", tau=0.5)
     config, pool, clients = seat_pool(config, {"text_agent": script})
     verdict = await run_debate(config, M3D_SAMPLE, pool)
     assert verdict.label == "textual_veracity_distortion" and "CAND-0" in verdict.transcript[0].text
@@ -203,7 +203,7 @@ async def test_uniform_best_of_n_scores_every_candidate_and_cross_modal_uses_the
                  "cross_modal": lambda i: finish("MISMATCH" if i == 3 else "MATCH", f"CAND-{i}")},
         reward=by_candidate({0: 0.2, 1: 0.2, 2: 0.2, 3: 0.9, 4: 0.2}),
     )
-    config = bon_config("agentm3d", kind="best_of_n", skip_unanimous=False)
+    config = bon_config("agentm3d-lazy", kind="best_of_n", skip_unanimous=False)
     config, pool, clients = seat_pool(config, {"text_agent": script, "image_agent": script, "cross_modal_agent": script})
     verdict = await run_debate(config, M3D_SAMPLE, pool)
     turns = verdict.diagnostics["selection"]["best_of_n_turns"]
