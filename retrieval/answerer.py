@@ -161,7 +161,9 @@ class GatheredEvidenceAnswerer:
 
     async def _index(self, sample: Sample, ledger: UsageLedger | None) -> tuple[LocalCorpus, dict[str, Evidence]] | None:
         if sample.id not in self._indexes:
-            evidence = [e for e in await self.source.gather(sample, ledger) if e.kept and e.url and e.text]
+            recent = self.source.recent(sample.id)
+            gathered = recent.evidence if recent is not None else await self.source.gather(sample, ledger)
+            evidence = [e for e in gathered if e.kept and e.url and e.text]
             documents = [
                 CorpusDocument(id=f"{e.id}#{i}", text=passage, title=e.title)
                 for e in evidence

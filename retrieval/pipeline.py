@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Literal, Sequence, TypeVar
 
@@ -38,6 +39,7 @@ from retrieval.summarise import Summariser
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+RECENT_RESULTS = 64
 HitOrigin = Literal["reverse_image", "web_page"]
 
 
@@ -87,6 +89,12 @@ class EvidencePipeline:
         self.replay_misses = replay_misses
         self.last_result: GatherResult | None = None
         self.last_ledger: UsageLedger | None = None
+        self._recent: OrderedDict[str, GatherResult] = OrderedDict()
+
+    def recent(self, sample_id: str) -> GatherResult | None:
+        """The latest result gathered for ``sample_id`` (the last few samples are kept), so that a query
+        answerer searching the gathered pages does not gather, and log, them a second time."""
+        return self._recent.get(sample_id)
 
     async def gather(self, sample: Sample, ledger: UsageLedger | None = None) -> list[Evidence]:
         return (await self.collect(sample, ledger)).evidence
@@ -136,6 +144,9 @@ class EvidencePipeline:
         if self.log is not None:
             self.log.evidence(sample.id, result.evidence)
         self.last_result, self.last_ledger = result, ledger
+        self._recent[sample.id] = result
+        while len(self._recent) > RECENT_RESULTS:
+            self._recent.popitem(last=False)
         return result
 
     async def _articles(self, sample: Sample, result: GatherResult) -> list[Candidate]:
