@@ -87,3 +87,31 @@ class TreeScript:
         if kind == "step":
             return self.step(read_step_call(prompt, int(kwargs.get("seed", 0) or 0)))
         raise AssertionError(f"unexpected prompt: {prompt[:120]}")
+
+
+def _body_text(body: Mapping[str, Any]) -> str:
+    parts: list[str] = []
+    for message in body.get("messages", []):
+        content = message.get("content", "")
+        if isinstance(content, str):
+            parts.append(content)
+        else:
+            parts.extend(part.get("text", "") for part in content if isinstance(part, dict))
+    return "\n".join(parts)
+
+
+def stub_tree_answer(body: Mapping[str, Any]) -> str | None:
+    """What a loopback server answers to the tree search's calls: every check finds its part real
+    (its second Finish answer) with a high confidence score; None for calls of other strategies."""
+    prompt = _body_text(body)
+    if "The likelihoods are" in prompt:
+        count = int(re.search(r"with (\d+) numbers", prompt).group(1))  # type: ignore[union-attr]
+        return "A quick look. The likelihoods are [" + ", ".join(["0.4"] * count) + "]"
+    if "correctness score is" in prompt:
+        return "The steps are sound. The correctness score is 7"
+    if "reliability score is" in prompt:
+        return "The answer follows from the steps. The reliability score is 9"
+    menu = re.search(r"- Finish\[([^\]]+)\] or Finish\[([^\]]+)\]: ends the check", prompt)
+    if menu is not None:
+        return f"Thought 1: Nothing in the post contradicts this.\nAction 1: Finish[{menu.group(2)}]"
+    return None
