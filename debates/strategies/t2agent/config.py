@@ -36,6 +36,9 @@ class SubtaskConfig(BaseModel):
     )
     prompt: str = Field(description="the task template under prompts/ (t2agent/task_text ...)")
     modality: Modality = Field("overall", description="the verdict finding's modality")
+    sees_image: bool = Field(
+        True, description="show the image in this subtask's step calls; a check of the text alone works from the text and its searches"
+    )
 
     @property
     def answers(self) -> tuple[str, str]:
@@ -85,7 +88,9 @@ class T2AgentConfig(StrategyConfig):
     max_tokens: int | None = Field(None, gt=0, description="caps every call's answer (None: the backend's)")
     prior_prompt: str = Field("t2agent/priors", description="the prior template under prompts/")
     describe_images: bool = Field(True, description="text-only backends see forensic and OCR findings in place of the image")
-    scores_see_image: bool = Field(False, description="attach the image to S_T and S_C calls (vision backends)")
+    scores_see_image: bool = Field(
+        False, description="show the image to S_T and S_C calls; otherwise they judge the post's text and the trajectory's observations"
+    )
     cache_tools: bool = Field(True, description="run each (tool, argument) once per post; repeats are served from the first")
     reuse_scores: bool = Field(
         True, description="score an identical prompt once per post (scores are asked at temperature 0)"

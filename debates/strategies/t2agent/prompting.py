@@ -19,8 +19,15 @@ from m3d_agents.media.images import PreparedSample
 from m3d_agents.media.post_content import image_context, user_content
 
 
-def post_block(prepared: PreparedSample, vision: bool) -> str:
-    return prompts.render("t2agent/post", text=prepared.sample.text, image_context=image_context(prepared, vision))
+def post_block(prepared: PreparedSample, vision: bool, show_image: bool = True) -> str:
+    """The post's text, and what stands for its image: the image itself (vision), the describers'
+    findings (text-only backends), or, for calls that judge from the text and the observations,
+    only that there is one."""
+    if show_image or not prepared.images:
+        context = image_context(prepared, vision)
+    else:
+        context = prompts.render("t2agent/image_elsewhere", count=len(prepared.images))
+    return prompts.render("t2agent/post", text=prepared.sample.text, image_context=context)
 
 
 def task_text(subtask: SubtaskConfig) -> str:
@@ -82,12 +89,13 @@ def step_messages(
     else:
         example = next((s.form for s in specs.values()), f"{FINISH}[{subtask.real_answer}]")
         instruction = prompts.render("t2agent/step_next", k=k, example=example)
+    see = vision and subtask.sees_image
     text = prompts.render(
-        "t2agent/step", post=post_block(prepared, vision), task=task_text(subtask), menu=action_menu(specs, subtask.answers),
-        memory=memory_block(memory), trajectory=trajectory, instruction=instruction,
+        "t2agent/step", post=post_block(prepared, see, subtask.sees_image), task=task_text(subtask),
+        menu=action_menu(specs, subtask.answers), memory=memory_block(memory), trajectory=trajectory, instruction=instruction,
     )
     return [SystemMessage(content=prompts.load("t2agent/step_system")),
-            UserMessage(content=user_content(text, prepared, vision), source="user")]
+            UserMessage(content=user_content(text, prepared, see), source="user")]
 
 
 def trajectory_score_messages(
@@ -95,7 +103,8 @@ def trajectory_score_messages(
 ) -> list[LLMMessage]:
     """S_T (eq. 1): the whole path from the subtask down to ``node``."""
     see = vision and config.scores_see_image
-    text = prompts.render("t2agent/trajectory_score", post=post_block(prepared, see), task=task_text(subtask),
+    text = prompts.render("t2agent/trajectory_score", post=post_block(prepared, see, config.scores_see_image),
+                          task=task_text(subtask),
                           trajectory=render_trajectory(node.steps()))
     return [UserMessage(content=user_content(text, prepared, see), source="user")]
 
@@ -108,6 +117,7 @@ def confidence_messages(
     trajectory = render_trajectory(leaf.steps()[:-1]) or "(the agent answered without any tool step)"
     if leaf.thought:
         trajectory += f"\nFinal thought: {leaf.thought}"
-    text = prompts.render("t2agent/confidence_score", post=post_block(prepared, see), task=task_text(subtask),
+    text = prompts.render("t2agent/confidence_score", post=post_block(prepared, see, config.scores_see_image),
+                          task=task_text(subtask),
                           trajectory=trajectory, answer=leaf.finish or "")
     return [UserMessage(content=user_content(text, prepared, see), source="user")]

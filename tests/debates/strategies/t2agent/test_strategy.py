@@ -258,3 +258,25 @@ async def test_an_unreadable_score_is_retried_then_recorded_as_missing() -> None
 def test_the_context_builds_a_fresh_strategy_per_run() -> None:
     ctx = RunContext(pool=BackendPool())
     assert ctx.searchers == {} and ctx.ledger.records == []
+
+
+async def test_on_a_vision_backend_only_the_image_checks_and_the_priors_see_the_image() -> None:
+    client = ScriptedClient(scenario_script(confidence=lambda prompt: 6), vision=True)
+    pool = BackendPool()
+    pool.add(scripted_backend(client, name="scripted"))
+    await run_sample(tree_config(iterations=3), POST, pool, backend="scripted", searchers={"wikipedia": DictSearcher()})
+
+    def images(call: Any) -> int:
+        content = call.messages[-1].content
+        return sum(1 for part in content if not isinstance(part, str)) if isinstance(content, list) else 0
+
+    by_kind: dict[str, list[int]] = {}
+    for call in client.calls:
+        prompt = call.prompt
+        kind = ("prior" if "The likelihoods are" in prompt else "score" if "score is <" in prompt
+                else "text step" if "Finish[TEXT REFUTE]" in prompt else "other step")
+        by_kind.setdefault(kind, []).append(images(call))
+    assert by_kind["prior"] == [1] and set(by_kind["other step"]) == {1}
+    assert set(by_kind["text step"]) == {0} and set(by_kind["score"]) == {0}
+    text_step = next(c.prompt for c in client.calls if "Finish[TEXT REFUTE]" in c.prompt)
+    assert "not shown here" in text_step
