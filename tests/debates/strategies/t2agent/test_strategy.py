@@ -280,3 +280,24 @@ async def test_on_a_vision_backend_only_the_image_checks_and_the_priors_see_the_
     assert set(by_kind["text step"]) == {0} and set(by_kind["score"]) == {0}
     text_step = next(c.prompt for c in client.calls if "Finish[TEXT REFUTE]" in c.prompt)
     assert "not shown here" in text_step
+
+
+async def test_every_scripted_run_stays_within_the_call_bound() -> None:
+    import random
+
+    def step(call: StepCall) -> str:
+        rng = random.Random(f"{call.check}|{call.k}|{call.seed}")
+        answers = {"text": ("TEXT REFUTE", "TEXT SUPPORT"), "image": ("IMAGE REFUTE", "IMAGE SUPPORT"),
+                   "cross_modal": ("MISMATCH", "MATCH")}[call.check]
+        if not call.must_finish and rng.random() < 0.6:
+            return f"Thought {call.k}: Look.\nAction {call.k}: {rng.choice(['Wikipedia', 'Google', 'Detect', 'VQA'])}[x{call.seed}]"
+        return f"Thought {call.k}: Done {call.seed}.\nAction {call.k}: Finish[{rng.choice(answers)}]"
+
+    config = tree_config()
+    for post in range(8):
+        script = scenario_script(step=step, trajectory=lambda p: random.Random(p).randint(1, 10),
+                                 confidence=lambda p: random.Random(p + "c").randint(1, 10))
+        sample = POST.model_copy(update={"id": f"post-{post}", "text": f"{POST.text} ({post})"})
+        verdict, _, _ = await run_tree(script, config, sample=sample)
+        assert verdict.accounting.model_calls <= config.search.bound(), "a text-only backend makes no tool calls"
+        assert verdict.diagnostics["iterations"] <= config.search.iterations
