@@ -159,3 +159,23 @@ async def test_a_cascade_in_another_order_stops_at_its_first_distortion() -> Non
     verdict = await run_debate(config, POST, pool, backend="scripted")
     assert [t.speaker for t in verdict.transcript] == ["cross_modal_agent"]
     assert verdict.label == "cross_modal_consistency_distortion"
+
+
+def test_m3d_debate_streams_every_expansion_of_the_search(tmp_path: Path) -> None:
+    def respond(body: dict[str, Any], n: int) -> tuple[int, dict[str, Any], float]:
+        return 200, completion_body(stub_tree_answer(body) or "unexpected"), 0.0
+
+    with StubOpenAIServer(respond) as server:
+        settings = tmp_path / "m3d.yaml"
+        settings.write_text(f"backend: stub\nbackends:\n  stub: {{kind: vllm, model: test-model, base_url: '{server.base_url}', cache: false}}\n")
+        result = CliRunner().invoke(app, [
+            "debate", "--config", "t2agent", "--config-file", str(settings), "--taxonomy", "m3d",
+            "--text", "The mayor opened the new bridge on Monday.", "--image", str(EXAMPLE_IMAGE),
+        ], env={"COLUMNS": "200", "TERM": "dumb"})
+    assert result.exit_code == 0, result.output
+    titles = [line for line in result.output.splitlines() if " · " in line]
+    assert "prior · prior · round 0" in titles[0]
+    for subtask, answer in (("text", "TEXT SUPPORT"), ("image", "IMAGE SUPPORT"), ("cross_modal", "MATCH")):
+        assert sum(f"{subtask} · answer · " in t and answer in t for t in titles) == 2, "both children of the expansion"
+        assert any(f"{subtask} · iteration · " in t for t in titles)
+    assert "original" in result.output
