@@ -88,20 +88,14 @@ async def run_post(
 
 
 def run_cli(coro):
-    """Run a command and turn the errors users can fix into one clear line each."""
+    """Run a command and turn the errors users can fix into one clear line each.
+
+    Both transports raise the project's own error types (the SDK's are translated where they are
+    raised, in ``m3d_agents.backends.transports.sdk``), so nothing here knows which one ran.
+    """
     try:
         return asyncio.run(coro)
     except InputError as exc:
         fail(str(exc))
     except BackendError as exc:
         fail(str(exc))
-    except Exception as exc:  # noqa: BLE001 - the last line of defence for a CLI
-        from openai import APIConnectionError, APIStatusError, APITimeoutError
-
-        if isinstance(exc, (APIConnectionError, APITimeoutError)):
-            fail(f"the model endpoint did not answer: {exc}")
-        if isinstance(exc, APIStatusError):
-            fail(f"the model endpoint refused the request ({exc.status_code}): {exc.message}")
-        raise
-
-
