@@ -19,16 +19,14 @@ from m3d_agents.labels import Taxonomy
 from m3d_agents.parsing import parse_model_setting_aside_confidence
 
 
-ARGUMENT_CHARS = 4000
-"""Room for a detailed argument (LLM-Consensus asks for explanations "in detail"); the bound keeps a
-runaway answer from filling the context."""
-
-
 @lru_cache(maxsize=None)
 def turn_schema(labels: tuple[str, ...], with_queries: bool, max_queries: int = 2) -> type[BaseModel]:
     """The JSON turn; ``queries`` (when asked for) holds at most ``max_queries`` items, the same
     limit the prompt states and the reader applies (``max_queries_per_turn``)."""
-    fields: dict[str, object] = {"argument": (str, Field(..., max_length=ARGUMENT_CHARS))}
+    # No length bound on the argument: LLM-Consensus asks for explanations "in detail", the backend's
+    # max_tokens already bounds an answer, and llama.cpp turns a maxLength into one nested rule per
+    # character, which its grammar parser rejects beyond about a thousand (the server then fails).
+    fields: dict[str, object] = {"argument": (str, Field(...))}
     if with_queries:
         fields["queries"] = (list[str], Field(default_factory=list, max_length=max_queries))
     fields["answer"] = (Literal[labels], ...)

@@ -27,3 +27,11 @@ def test_the_instruction_names_the_same_limit() -> None:
     binary = get_taxonomy("binary")
     assert "at most 4 search queries" in instruction(binary, True, 4)
     assert "queries" not in instruction(binary, False, 4)
+
+
+def test_the_argument_has_no_length_bound_that_a_grammar_would_have_to_unroll() -> None:
+    """LLM-Consensus wants detailed explanations; llama.cpp's grammar parser fails on a maxLength in
+    the thousands (the embedded server then stops answering), and max_tokens bounds an answer anyway."""
+    for with_queries in (False, True):
+        argument = turn_schema(("real", "fake"), with_queries, 2).model_json_schema()["properties"]["argument"]
+        assert "maxLength" not in argument
