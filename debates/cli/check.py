@@ -26,13 +26,15 @@ def check(
     language: Optional[str] = typer.Option(None, "--language"),
     source_url: Optional[str] = typer.Option(None, "--source-url"),
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON."),
+    video: Optional[Path] = typer.Option(None, "--video", help="The video of the post (mp4, webm, ...); see --config factguard."),
+    transcript: Optional[str] = typer.Option(None, "--transcript", help="What is said in the video, as text."),
 ) -> None:
     """Check one post and print the verdict."""
 
     async def main() -> Verdict:
         settings = load_backend_settings(config_file)
         loaded = load_config(config)
-        sample = build_sample(text, image, taxonomy, claim_date, language, source_url)
+        sample = build_sample(text, image, taxonomy, claim_date, language, source_url, video, transcript)
         return await run_post(loaded, sample, settings, backend)
 
     print_verdict(run_cli(main()), as_json)

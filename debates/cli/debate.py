@@ -49,6 +49,8 @@ def debate(
     sample_id: Optional[str] = typer.Option(None, "--sample-id", help="With --replay-mr2: which claim."),
     summarise: bool = typer.Option(False, "--summarise", help="With --replay-mr2: summarise pages with the backend first."),
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON (turns are not streamed)."),
+    video: Optional[Path] = typer.Option(None, "--video", help="The video of the post (mp4, webm, ...); see --config factguard."),
+    transcript: Optional[str] = typer.Option(None, "--transcript", help="What is said in the video, as text."),
 ) -> None:
     """Run a configuration on one post; the turns stream live, then the verdict is printed."""
 
@@ -70,7 +72,7 @@ def debate(
             elif text is None:
                 raise InputError("text", "give the post with --text, or a recorded claim with --replay-mr2 and --sample-id")
             else:
-                sample = build_sample(text, image, taxonomy, claim_date, language, source_url)
+                sample = build_sample(text, image, taxonomy, claim_date, language, source_url, video, transcript)
             return await run_sample(
                 loaded, sample, pool, backend=backend, **options,
                 human_seats={seat: console_input for seat in human_seat},
