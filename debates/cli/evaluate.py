@@ -43,6 +43,9 @@ def evaluate(
     prices: Optional[Path] = typer.Option(None, "--prices", help="YAML of model prices per 1M tokens, added to the built-in table."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="Run failed samples of an earlier attempt again."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
+    record_trajectories: bool = typer.Option(
+        False, "--record-trajectories", help="Also write every model call to trajectories.jsonl (for m3d export-sft)."
+    ),
 ) -> None:
     """Run a configuration over a data set; rerun the same command to resume an interrupted run."""
     from m3d_agents.datasets import load_dataset, parse_option_pairs, parse_spec
@@ -79,8 +82,14 @@ def evaluate(
         def show(tally: Tally) -> None:
             bar.update(task, completed=tally.done, stats=tally.line())
 
+        recorder = None
+        if record_trajectories:
+            from debates.training.trajectories import TrajectoryRecorder
+
+            recorder = TrajectoryRecorder(run_dir)
         runner = BatchRunner(config, samples, pool, run_dir, manifest, concurrency=concurrency, backend=override,
-                             prices=load_price_table(prices), retry_errors=retry_errors, on_progress=show)
+                             prices=load_price_table(prices), retry_errors=retry_errors, on_progress=show,
+                             recorder=recorder)
         try:
             with bar:
                 return await runner.run()
