@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.train
 pytest.importorskip("trl")
 
 from debates.strategy import load_config  # noqa: E402
