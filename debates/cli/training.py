@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from debates.cli.common import console, fail, run_cli
+from debates.cli.common import console, fail
 
 train_app = typer.Typer(no_args_is_help=True, help="Train a model with the FactGuard rewards (needs the 'train' extra).")
 
@@ -90,13 +90,14 @@ def grpo_command(
     from debates.training.grpo import GRPOSettings, train_grpo
     from debates.training.local_model import prepare_local_model
     from m3d_agents.datasets import load_dataset, parse_option_pairs
+    from m3d_agents.errors import InputError
 
-    async def load() -> object:
-        return load_dataset(dataset, parse_option_pairs(dataset_option))
-
-    loaded = run_cli(load())
-    samples = loaded.samples[:limit] if limit else loaded.samples  # type: ignore[attr-defined]
-    chosen = load_config(config)
+    try:
+        loaded = load_dataset(dataset, parse_option_pairs(dataset_option))
+        chosen = load_config(config)
+    except InputError as exc:
+        fail(str(exc))
+    samples = loaded.samples[:limit] if limit else loaded.samples
     if not isinstance(chosen, FactGuardConfig):
         fail(f"--config {config}: GRPO trains the factguard strategy, not {chosen.strategy}")
     settings = GRPOSettings(num_generations=num_generations, max_completion_length=max_completion_length, max_steps=max_steps)

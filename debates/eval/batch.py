@@ -200,8 +200,8 @@ class BatchRunner:
         started = time.perf_counter()
         ledger = self.recorder.ledger() if self.recorder is not None else None
         try:
-            verdict = await run_sample(self.config, sample, self.pool, backend=self.backend, seed=seed,
-                                       **({"ledger": ledger} if ledger is not None else {}))
+            options: dict[str, Any] = {"ledger": ledger} if ledger is not None else {}
+            verdict = await run_sample(self.config, sample, self.pool, backend=self.backend, seed=seed, **options)
             if self.recorder is not None and ledger is not None:
                 self.recorder.write(sample, verdict, ledger)
         except Exception as exc:  # noqa: BLE001 - a failed sample is recorded and the run goes on

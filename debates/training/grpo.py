@@ -60,6 +60,7 @@ def grpo_args(settings: GRPOSettings, output_dir: Path, reward: RewardConfig | N
         per_device_train_batch_size=settings.num_generations, gradient_accumulation_steps=1,
         temperature=settings.temperature, logging_steps=1, save_strategy="no", report_to=[], seed=settings.seed,
         use_cpu=not torch.cuda.is_available(), bf16=False, disable_tqdm=True,
+        gradient_checkpointing=torch.cuda.is_available(),
     )
     values.update(overrides)
     return GRPOConfig(**values)
@@ -148,7 +149,7 @@ def train_grpo(
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     settings = settings or GRPOSettings()
-    functions = [*reward_functions(reward), *extra_rewards]
+    functions: list[Any] = [*reward_functions(reward), *extra_rewards]
     args = grpo_args(settings, output_dir, reward, **overrides)
     if extra_rewards:
         args.reward_weights = [*reward_weights(reward), *([1.0] * len(extra_rewards))]

@@ -51,11 +51,16 @@ class HFChatClient(ChatCompletionClient):
         ids = self.prompt_ids(messages)
         inputs = torch.tensor([ids], device=self.model.device)
         temperature = float(extra_create_args.get("temperature", self.temperature))
-        with torch.no_grad():
-            output = self.model.generate(
-                inputs, attention_mask=torch.ones_like(inputs), max_new_tokens=self.max_new_tokens,
-                do_sample=temperature > 0, temperature=max(temperature, 1e-5), pad_token_id=self.tokenizer.pad_token_id,
-            )
+        training = self.model.training
+        self.model.eval()  # generation uses the KV cache, which gradient checkpointing turns off in training mode
+        try:
+            with torch.no_grad():
+                output = self.model.generate(
+                    inputs, attention_mask=torch.ones_like(inputs), max_new_tokens=self.max_new_tokens, use_cache=True,
+                    do_sample=temperature > 0, temperature=max(temperature, 1e-5), pad_token_id=self.tokenizer.pad_token_id,
+                )
+        finally:
+            self.model.train(training)
         new = output[0, len(ids):].tolist()
         text = self.tokenizer.decode(new, skip_special_tokens=True)
         usage = RequestUsage(prompt_tokens=len(ids), completion_tokens=len(new))
@@ -63,7 +68,7 @@ class HFChatClient(ChatCompletionClient):
                                    completion_tokens=self._usage.completion_tokens + len(new))
         return CreateResult(finish_reason="stop", content=text, usage=usage, cached=False)
 
-    async def create_stream(  # type: ignore[override]
+    async def create_stream(
         self, messages: Sequence[LLMMessage], **kwargs: Any
     ) -> AsyncGenerator[Union[str, CreateResult], None]:
         yield await self.create(messages, **kwargs)
@@ -84,8 +89,8 @@ class HFChatClient(ChatCompletionClient):
         return max(0, int(getattr(self.model.config, "max_position_embeddings", 32768)) - self.count_tokens(messages))
 
     @property
-    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
-        return ModelCapabilities(vision=False, function_calling=False, json_output=False)  # type: ignore[typeddict-item]
+    def capabilities(self) -> ModelCapabilities:
+        return ModelCapabilities(vision=False, function_calling=False, json_output=False)
 
     @property
     def model_info(self) -> ModelInfo:

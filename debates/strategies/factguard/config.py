@@ -19,7 +19,7 @@ class FactGuardConfig(StrategyConfig):
     max_turns: int = Field(2, ge=1, le=8, description="model turns per sample; the last one must answer (ours: 2, App. C)")
     max_calls_per_turn: int = Field(3, ge=1, le=10, description="tool calls one turn may hold (ours)")
     budgets: dict[str, int | None] = Field(
-        default_factory=lambda: {"clip_scout": 1, "fact_probe": 3},
+        default_factory=lambda: dict[str, "int | None"]({"clip_scout": 1, "fact_probe": 3}),
         description="calls per sample; clip_scout 1 is the paper's, fact_probe 3 is ours (null: unlimited)",
     )
     overview_frames: int = Field(8, ge=1, le=32, description="frames of the whole video shown first (ours: 8)")

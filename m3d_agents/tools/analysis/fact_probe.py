@@ -88,7 +88,7 @@ def select(results: Sequence[Evidence], top_k: int, social: Sequence[str] = SOCI
             reason = "leak"
         elif is_social(evidence.domain):
             reason = "social"
-        elif not (evidence.text or evidence.summary).strip():
+        elif not (evidence.text or evidence.summary or "").strip():
             reason = "empty"
         if reason is not None:
             dropped[reason] = dropped.get(reason, 0) + 1
