@@ -25,7 +25,6 @@ class InputLimits(BaseModel):
     max_video_bytes: int = Field(200 * 1024 * 1024, gt=0)
     max_video_seconds: float = Field(600.0, gt=0, description="longer videos are refused, not cut")
     max_video_pixels: int = Field(3840 * 2160, gt=0, description="pixels of one frame")
-    overview_frames: int = Field(8, ge=1, le=32, description="frames of the whole video a model sees first")
 
 
 class SampleMetadata(BaseModel):

@@ -48,7 +48,12 @@ class GRPOSettings(BaseModel):
 
 
 def grpo_args(settings: GRPOSettings, output_dir: Path, reward: RewardConfig | None = None, **overrides: Any) -> Any:
-    """TRL's ``GRPOConfig`` for the paper's settings; one prompt's group per optimisation step on one process."""
+    """TRL's ``GRPOConfig`` for the paper's settings on one process.
+
+    The paper runs a per-device batch of 1 on 8 GPUs, so one optimisation step sees one group of 8;
+    one process reproduces that with a batch of 1 accumulated over the group, which also keeps the
+    logits of a long prompt over a large vocabulary to one sequence at a time.
+    """
     import torch
     from trl import GRPOConfig
 
@@ -57,7 +62,7 @@ def grpo_args(settings: GRPOSettings, output_dir: Path, reward: RewardConfig | N
         learning_rate=settings.learning_rate, num_train_epochs=settings.num_train_epochs,
         max_completion_length=settings.max_completion_length, loss_type="grpo", scale_rewards="group",
         reward_weights=reward_weights(reward), epsilon=settings.epsilon, max_steps=settings.max_steps,
-        per_device_train_batch_size=settings.num_generations, gradient_accumulation_steps=1,
+        per_device_train_batch_size=1, gradient_accumulation_steps=settings.num_generations,
         temperature=settings.temperature, logging_steps=1, save_strategy="no", report_to=[], seed=settings.seed,
         use_cpu=not torch.cuda.is_available(), bf16=False, disable_tqdm=True,
         gradient_checkpointing=torch.cuda.is_available(),
