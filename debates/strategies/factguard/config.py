@@ -30,6 +30,7 @@ class FactGuardConfig(StrategyConfig):
     describe_frames: bool = Field(True, description="text-only backends: read on-screen text in the frames with OCR")
     retries: int = Field(2, ge=0, le=5, description="asks again this many times when a turn cannot be read")
     temperature: float | None = Field(None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(768, ge=16, description="tokens per turn; 768 is the paper's response length in training")
     artifacts_dir: Path | None = Field(None, description="where frame grids are saved; default: the cache folder")
 
     @field_validator("tools")

@@ -85,6 +85,8 @@ class FactGuard:
         create: dict[str, Any] = {"seed": ctx.seed}
         if config.temperature is not None:
             create["temperature"] = config.temperature
+        if config.max_tokens is not None:
+            create["max_tokens"] = config.max_tokens
         verifier = VerifierSeat(
             config, state, backend.view(ctx.ledger, agent=VERIFIER, role="verifier"), ctx.ledger, system,
             (first("factguard/question_open"), first("factguard/question_last")),
