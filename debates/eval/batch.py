@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -51,6 +51,7 @@ class RunManifest(BaseModel):
     taxonomy: str
     created: str = ""
     load_report: LoadReport | None = None
+    retrieval: str | None = Field(None, description="where the evidence came from: live, record, replay or off")
 
     def identity(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("config", "dataset", "dataset_options", "backend", "seed")}
@@ -158,8 +159,11 @@ class BatchRunner:
         prices: PriceTable | None = None,
         retry_errors: bool = False,
         on_progress: Callable[[Tally], None] | None = None,
+        context_options: Mapping[str, Any] | None = None,
         recorder: SampleRecorder | None = None,
     ) -> None:
+        """``context_options`` are further :class:`~debates.strategy.RunContext` fields given to every
+        sample (the run's evidence sources from :func:`retrieval.runpath.open_retrieval`)."""
         if concurrency < 1:
             raise InputError("concurrency", "must be at least 1")
         self.config = config
@@ -172,6 +176,7 @@ class BatchRunner:
         self.prices = prices or PriceTable()
         self.retry_errors = retry_errors
         self.on_progress = on_progress
+        self.context_options = dict(context_options or {})
         self.recorder = recorder
         self.tally = Tally()
         self.results = ResultsFile(out_dir / RESULTS)
@@ -200,7 +205,7 @@ class BatchRunner:
         started = time.perf_counter()
         ledger = self.recorder.ledger() if self.recorder is not None else None
         try:
-            options: dict[str, Any] = {"ledger": ledger} if ledger is not None else {}
+            options: dict[str, Any] = {**self.context_options, **({"ledger": ledger} if ledger is not None else {})}
             verdict = await run_sample(self.config, sample, self.pool, backend=self.backend, seed=seed, **options)
             if self.recorder is not None and ledger is not None:
                 self.recorder.write(sample, verdict, ledger)

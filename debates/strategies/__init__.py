@@ -5,9 +5,10 @@
 | ``debate`` (every group-chat protocol) | :mod:`debates.strategies.debate` |
 | ``check`` | :mod:`debates.strategies.check` |
 | ``self-consistency`` | :mod:`debates.strategies.self_consistency` |
+| ``t2agent`` (tree search over forgery sources) | :mod:`debates.strategies.t2agent` |
 | ``factguard`` (video posts) | :mod:`debates.strategies.factguard` |
 """
 
-from debates.strategies import check, debate, factguard, self_consistency
+from debates.strategies import check, debate, factguard, self_consistency, t2agent
 
-__all__ = ["check", "debate", "factguard", "self_consistency"]
+__all__ = ["check", "debate", "factguard", "self_consistency", "t2agent"]

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Protocol, Sequence
 
 from autogen_core.tools import FunctionTool
 from pydantic import BaseModel, Field, field_validator
@@ -22,11 +22,22 @@ from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.media.images import PreparedImage, PreparedSample
+from m3d_agents.sample import Sample
 
 if TYPE_CHECKING:
     from PIL import Image
 
 CostClass = Literal["cheap", "moderate", "expensive"]
+
+
+class SearchService(Protocol):
+    """Answers a search query with evidence (``retrieval``'s QueryAnswerer has this shape).
+
+    Declared here so that the web tools need nothing from ``retrieval``: the run that binds the
+    tools to a sample passes in whatever searchers it built (live, recorded or replayed).
+    """
+
+    async def answer(self, query: str, sample: Sample, ledger: UsageLedger | None = None) -> list[Evidence]: ...
 
 
 class ToolCard(BaseModel):
@@ -39,7 +50,12 @@ class ToolCard(BaseModel):
     needs_network: bool = False
     needs_gpu: bool = False
     needs_vision: bool = Field(False, description="needs a backend that can see images")
-    category: Literal["forensics", "image_analysis", "ocr", "text", "time", "video", "retrieval"] = "forensics"
+    category: Literal["forensics", "image_analysis", "ocr", "text", "time", "web", "video"] = "forensics"
+    argument: str | None = Field(
+        None,
+        description="the invocation form: the parameter that an action's bracketed text fills (Google[query] fills "
+        "'query'); None: the tool takes no text and works on the post's image",
+    )
 
     @field_validator("name")
     @classmethod
@@ -66,9 +82,10 @@ class ToolContext:
     backend: Backend | None = None
     agent: str = "tools"
     evidence: list[Evidence] = field(default_factory=list)
-    search: Any = None
-    """Web search for tools that search (a ``retrieval.interfaces.QueryAnswerer``: ``await answer(query, sample,
-    ledger=...)``); injected so that tools never import retrieval. None: search is not available."""
+    searchers: Mapping[str, SearchService] = field(default_factory=dict)
+    """Search by kind (``web``, ``wikipedia``); a kind that is absent is not available in this run."""
+    retrieved: list[Evidence] = field(default_factory=list)
+    """Evidence the web tools found for this sample, so a verdict can cite it by id."""
     budgets: dict[str, int | None] = field(default_factory=dict)
     """Calls allowed per tool for this sample; a tool absent or None is unlimited."""
     calls: Counter[str] = field(default_factory=Counter)
@@ -150,6 +167,10 @@ class ToolRegistry:
         if name not in self._tools:
             raise InputError("tools", f"unknown tool {name!r}; known: {', '.join(self._tools)}")
         return self._tools[name]
+
+    def bind(self, name: str, context: ToolContext) -> Callable[..., Any]:
+        """One tool bound to ``context``, to be called directly (a ReAct action names it by verb)."""
+        return self._entry(name).factory(context)
 
     def function_tools(self, context: ToolContext, names: Sequence[str] | None = None) -> list[FunctionTool]:
         """AutoGen tools bound to ``context``; their descriptions come from the cards."""

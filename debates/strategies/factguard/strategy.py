@@ -59,7 +59,7 @@ class FactGuard:
         frames = shown_frames(prepared, config.overview_frames)
         described = video_context(prepared, frames, backend.vision, config.describe_frames)
         context = ToolContext(
-            prepared=prepared, ledger=ctx.ledger, backend=backend, agent=DESK, search=ctx.searchers.get("web"),
+            prepared=prepared, ledger=ctx.ledger, backend=backend, agent=DESK, searchers=dict(ctx.searchers),
             budgets={t: config.budgets.get(t) for t in config.tools},
             artifacts_dir=config.artifacts_dir or default_cache_root() / "artifacts",
             settings={"grid_max_side": config.grid_max_side, "fact_probe_top_k": config.fact_probe_top_k},
@@ -120,7 +120,7 @@ class FactGuard:
         }
         if hint:
             diagnostics["teacher_hint"] = hint
-        evidence_ids = [e.id for e in context.evidence]
+        evidence_ids = [e.id for e in [*context.evidence, *context.retrieved]]
         rationale = turns[-1].turn.think or "" if turns and turns[-1].turn is not None else ""
         return ctx.verdict(
             sample, config, backend=backend_name, label=answer, label_taxonomy="binary", abstain_reason=state.stop_reason,

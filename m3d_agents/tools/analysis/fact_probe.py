@@ -1,6 +1,6 @@
 """FactProbe: one focused web search for a real-world fact (an event, a date, a place), as a short report.
 
-The search itself is injected (``ToolContext.search``, a query answerer built by retrieval from
+The search itself is injected (``ToolContext.searchers["web"]``, a query answerer built by retrieval from
 ``--retrieval live|record|replay|off``), so this module never touches the network. What it adds is
 the paper's processing: organic results only (the providers keep only those), user-generated and
 social-media sources dropped, the top few kept, and a deterministic numbered report of titles,
@@ -9,7 +9,7 @@ snippets and links with evidence ids, cut to a fixed size. Pages are not read in
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,7 +36,7 @@ class FactProbeArgs(BaseModel):
 
 
 CARD = ToolCard(
-    name=NAME, category="retrieval", cost="moderate", needs_network=True,
+    name=NAME, category="web", cost="moderate", needs_network=True, argument="query",
     purpose="Searches the web for one real-world fact the claim depends on: an event, a date, a place, who said what.",
     when_to_use="when the post states a fact that the video alone cannot confirm; write one focused query.",
     inputs="query, one short factual search query.",
@@ -101,15 +101,15 @@ async def fact_probe(context: ToolContext, query: str) -> str:
     """Run FactProbe for the sample of ``context``; every outcome is text for the model, never an exception."""
     if not context.spend(NAME):
         return f"{NAME} budget used ({context.budgets.get(NAME)} per sample)"
-    if context.search is None:
+    searcher = context.searchers.get("web")
+    if searcher is None:
         context.stats[f"{NAME}.unavailable"] += 1
-        return f"{NAME}: unavailable: no web search is configured for this run"
-    searcher: Any = context.search
-    results: list[Evidence] = await searcher.answer(query, context.prepared.sample, ledger=context.ledger)
+        return f"{NAME}: unavailable: no web search is configured for this run (see --retrieval)"
+    results = await searcher.answer(" ".join(query.split()), context.prepared.sample, ledger=context.ledger)
     top_k = int(context.settings.get("fact_probe_top_k", DEFAULT_TOP_K))
     kept, dropped = select(results, top_k)
     for reason, count in dropped.items():
         context.stats[f"{NAME}.dropped_{reason}"] += count
     context.stats[f"{NAME}.results"] += len(kept)
-    context.evidence.extend(kept)
+    context.retrieved.extend(e for e in kept if e.id not in {r.id for r in context.retrieved})
     return build_report(query, kept, int(context.settings.get("fact_probe_report_chars", REPORT_CHARS)))

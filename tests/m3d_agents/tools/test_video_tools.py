@@ -48,7 +48,7 @@ def test_m3d_tools_lists_both_tools_with_their_cards() -> None:
     result = CliRunner().invoke(app, ["tools"], env={"COLUMNS": "400", "TERM": "dumb"})
     assert result.exit_code == 0
     flat = " ".join(result.output.split())
-    assert "clip_scout (video" in flat and "fact_probe (retrieval" in flat
+    assert "clip_scout (video" in flat and "fact_probe (web" in flat
     assert "2x2" in flat and "social media left out" in flat
 
 
@@ -100,7 +100,7 @@ async def test_fact_probe_keeps_the_top_results_and_drops_social_and_fact_check_
         *[hit(f"news{i}.example.org", f"Report {i}") for i in range(6)],
     ]
     searcher = DictAnswerer({"city flood May": results})
-    video_context.search = searcher
+    video_context.searchers = {"web": searcher}
     video_context.settings["fact_probe_top_k"] = 5
     report = await fact_probe(video_context, "city flood May")
     assert searcher.asked == ["city flood May"]
@@ -108,7 +108,7 @@ async def test_fact_probe_keeps_the_top_results_and_drops_social_and_fact_check_
     assert "TikTok" not in report and "snopes" not in report and "youtube" not in report
     lines = report.splitlines()[1:]
     assert len(lines) == 5 and lines[0].startswith("[1] Floods hit the city — Heavy rain flooded streets on 12 May.")
-    assert "https://www.reuters.com/page" in lines[0] and video_context.evidence[0].id in lines[0]
+    assert "https://www.reuters.com/page" in lines[0] and video_context.retrieved[0].id in lines[0]
     assert len(report) <= REPORT_CHARS
 
 
@@ -119,8 +119,8 @@ def test_the_report_stays_within_its_size_in_whole_lines() -> None:
 
 
 async def test_fact_probe_budget_and_no_search(video_context: ToolContext) -> None:
-    assert await fact_probe(video_context, "q") == "fact_probe: unavailable: no web search is configured for this run"
-    video_context.search = DictAnswerer({})
+    assert await fact_probe(video_context, "q") == "fact_probe: unavailable: no web search is configured for this run (see --retrieval)"
+    video_context.searchers = {"web": DictAnswerer({})}
     await fact_probe(video_context, "q")
     await fact_probe(video_context, "q")
     assert await fact_probe(video_context, "q") == "fact_probe budget used (3 per sample)"
@@ -156,8 +156,8 @@ async def test_a_second_run_replays_from_the_store_without_a_provider(tmp_path: 
     sample = Sample(text="a flood", metadata=SampleMetadata())
     provider = Provider()
     recorded = SearchAnswerer([provider], store=EvidenceStore(tmp_path / "store.sqlite", "record"))
-    first = ToolContext(prepared=prepare_sample(sample), search=recorded)
+    first = ToolContext(prepared=prepare_sample(sample), searchers={"web": recorded})
     replayed = SearchAnswerer([Unset()], store=EvidenceStore(tmp_path / "store.sqlite", "replay"))
-    second = ToolContext(prepared=prepare_sample(sample), search=replayed)
+    second = ToolContext(prepared=prepare_sample(sample), searchers={"web": replayed})
     assert await fact_probe(first, "city flood") == await fact_probe(second, "city flood")
     assert provider.calls == 1
