@@ -101,6 +101,6 @@ def grpo_command(
     if not isinstance(chosen, FactGuardConfig):
         fail(f"--config {config}: GRPO trains the factguard strategy, not {chosen.strategy}")
     settings = GRPOSettings(num_generations=num_generations, max_completion_length=max_completion_length, max_steps=max_steps)
-    trainer = train_grpo(model or prepare_local_model(), samples, chosen, out, settings)  # type: ignore[arg-type]
+    trainer = train_grpo(model or prepare_local_model(), samples, chosen, out, settings)
     trainer.save_model(str(out))
     console.print(f"{out}: {trainer.state.global_step} steps")
