@@ -22,7 +22,7 @@ from m3d_agents.backends.config import BackendSettings
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.redaction import RedactingFormatter, redact, redact_data
-from m3d_agents.sample import Sample, SampleMetadata
+from m3d_agents.sample import Sample, SampleMetadata, VideoRef
 from m3d_agents.verdict import TranscriptTurn, Verdict
 
 console = Console()
@@ -158,14 +158,18 @@ def guarded(command: F) -> F:
 
 
 def build_sample(
-    text: str, images: list[Path], taxonomy: str, claim_date: str | None, language: str | None, source_url: str | None
+    text: str, images: list[Path], taxonomy: str, claim_date: str | None, language: str | None, source_url: str | None,
+    video: Path | None = None, transcript: str | None = None,
 ) -> Sample:
     from pydantic import ValidationError
 
+    if transcript is not None and video is None:
+        raise InputError("transcript", "a transcript belongs to a video; give the video with --video")
     try:
         return Sample(
             text=text,
             images=images,
+            video=VideoRef(path=video, transcript=transcript) if video is not None else None,
             taxonomy=taxonomy,
             metadata=SampleMetadata.model_validate(
                 {"claim_date": claim_date, "language": language, "source_url": source_url}

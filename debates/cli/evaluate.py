@@ -55,6 +55,9 @@ def evaluate(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
     retrieval: Optional[str] = retrieval_option(),
     evidence_store: Optional[Path] = evidence_store_option(),
+    record_trajectories: bool = typer.Option(
+        False, "--record-trajectories", help="Also write every model call to trajectories.jsonl (for m3d export-sft)."
+    ),
 ) -> None:
     """Run a configuration over a data set; rerun the same command to resume an interrupted run."""
     from m3d_agents.datasets import load_dataset, parse_option_pairs, parse_spec
@@ -101,9 +104,14 @@ def evaluate(
         def show(tally: Tally) -> None:
             bar.update(task, completed=tally.done, stats=tally.line())
 
+        recorder = None
+        if record_trajectories:
+            from debates.training.trajectories import TrajectoryRecorder
+
+            recorder = TrajectoryRecorder(run_dir)
         runner = BatchRunner(config, samples, pool, run_dir, manifest, concurrency=concurrency, backend=override,
                              prices=price_table, retry_errors=retry_errors, on_progress=show,
-                             context_options=sources.context_options())
+                             context_options=sources.context_options(), recorder=recorder)
         try:
             with bar:
                 return await runner.run()

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -32,6 +32,7 @@ from debates.eval.prices import PriceTable
 from debates.eval.records import EvalRow, ResultsFile, RowError, read_rows, row_from_verdict
 from debates.strategy import run_sample
 from m3d_agents.backends.factory import BackendPool
+from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.redaction import redact
@@ -56,6 +57,14 @@ class RunManifest(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("config", "dataset", "dataset_options", "backend", "seed")}
+
+
+class SampleRecorder(Protocol):
+    """Keeps more of each sample than its result row (trajectories for training): a ledger per sample, then the verdict."""
+
+    def ledger(self) -> UsageLedger: ...
+
+    def write(self, sample: Sample, verdict: Any, ledger: UsageLedger) -> None: ...
 
 
 def sample_seed(run_seed: int, sample_id: str) -> int:
@@ -185,6 +194,7 @@ class BatchRunner:
         retry_errors: bool = False,
         on_progress: Callable[[Tally], None] | None = None,
         context_options: Mapping[str, Any] | None = None,
+        recorder: SampleRecorder | None = None,
     ) -> None:
         """``context_options`` are further :class:`~debates.strategy.RunContext` fields given to every
         sample (the run's evidence sources from :func:`retrieval.runpath.open_retrieval`)."""
@@ -201,6 +211,7 @@ class BatchRunner:
         self.retry_errors = retry_errors
         self.on_progress = on_progress
         self.context_options = dict(context_options or {})
+        self.recorder = recorder
         self.tally = Tally()
         self.results = ResultsFile(out_dir / RESULTS)
 
@@ -226,8 +237,12 @@ class BatchRunner:
         seed = sample_seed(self.manifest.seed, sample.id)
         backend_name = self.backend or self.manifest.backend
         started = time.perf_counter()
+        ledger = self.recorder.ledger() if self.recorder is not None else None
         try:
-            verdict = await run_sample(self.config, sample, self.pool, backend=self.backend, seed=seed, **self.context_options)
+            options: dict[str, Any] = {**self.context_options, **({"ledger": ledger} if ledger is not None else {})}
+            verdict = await run_sample(self.config, sample, self.pool, backend=self.backend, seed=seed, **options)
+            if self.recorder is not None and ledger is not None:
+                self.recorder.write(sample, verdict, ledger)
         except Exception as exc:  # noqa: BLE001 - a failed sample is recorded and the run goes on
             return error_row(sample, exc, index=index, seed=seed, latency_s=time.perf_counter() - started,
                              config=self.config, backend=backend_name)

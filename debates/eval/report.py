@@ -85,6 +85,19 @@ def markdown(summary: RunSummary) -> str:
         for label, counts in zip(gold_rows, m.classification.confusion):
             lines.append(f"| {label} | " + " | ".join(str(c) for c in counts) + " |")
         lines.append("")
+    if m.fake_class is not None:
+        f = m.fake_class
+        lines += ["## Fake class (FactGuard's Table 1 layout, %)", "", "| Acc | Prec | Rec | F1 |", "|---|---|---|---|",
+                  f"| {100 * f.accuracy:.1f} | {100 * f.precision:.1f} | {100 * f.recall:.1f} | {100 * f.f1:.1f} |", ""]
+    if m.tools is not None:
+        t = m.tools
+        lines += ["## Tool use", "", "| figure | value |", "|---|---|",
+                  f"| samples using any tool | {t.share_using_tools:.3f} of {t.samples} |",
+                  *[f"| mean {name} calls per sample | {value:.2f} |" for name, value in t.mean_calls.items()],
+                  *[f"| {name} calls refused (budget) | {count} |" for name, count in t.refusals.items()],
+                  f"| mean model turns | {t.mean_turns:.2f} |",
+                  f"| tokens per sample | {t.tokens_per_sample:.0f} |",
+                  f"| latency per sample (s) | {t.latency_per_sample_s:.2f} |", ""]
     if m.error_types:
         lines += ["## Failed samples", "", *[f"- {name}: {count}" for name, count in m.error_types.items()], ""]
     if man.load_report is not None and man.load_report.skipped:
