@@ -61,7 +61,7 @@ class EvalRow(BaseModel):
 
 
 class ResultsFile:
-    """Append-only JSONL of :class:`EvalRow`, one fsync per row."""
+    """Append-only JSONL of :class:`EvalRow` (or any other row model), one fsync per row."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -78,7 +78,7 @@ class ResultsFile:
             finally:
                 os.close(directory)
 
-    def append(self, row: EvalRow) -> None:
+    def append(self, row: BaseModel) -> None:
         if self._fd is None:
             raise RuntimeError("the results file is not open")
         data = (row.model_dump_json() + "\n").encode()
