@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from debates.cli import backends, check, compare, debate, evaluate, evidence, report, tools
+from debates.cli import backends, check, compare, debate, evaluate, evidence, report, serve, tools
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Multimodal misinformation detection by debating agents.")
 app.command("check")(check.check)
@@ -19,6 +19,7 @@ app.command("select-tools")(tools.select_tools)
 app.command("tools")(tools.list_tools)
 app.command("backends")(backends.backends)
 app.command("report")(report.report)
+app.command("serve")(serve.serve)
 
 
 def main() -> None:
