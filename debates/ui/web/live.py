@@ -358,39 +358,42 @@ class LiveSession:
         await self.outbox.put({"type": "turn", "html": html})
 
     async def _run(self) -> None:
-        debate, settings, pages = self.debate, self.state.settings, self.state.pages
-        pool = settings.pool_factory()
+        debate, pages = self.debate, self.state.pages
         forensics = asyncio.create_task(asyncio.to_thread(analyse_images, debate.prepared.images))
-        options: dict[str, Any] = dict(settings.run_options(debate.post.sample)) if settings.run_options else {}
-        seats: dict[str, Callable[..., Awaitable[str]]] = {debate.seat: self.person} if debate.seat and self.person else {}
         await self.outbox.put({"type": "status", "text": "The debate has started."})
         try:
-            verdict = await run_sample(debate.config, debate.post.sample, pool, backend=debate.backend,
-                                       limits=settings.limits, on_turn=self._on_turn, human_seats=seats, **options)
+            verdict = await self._debate()
         except (InputError, BackendError) as exc:
-            forensics.cancel()
-            debate.end("failed")
-            log.info("debate %s failed: %s", debate.id, pages.redact(exc))
-            await self.outbox.put({"type": "failed", "text": f"The debate failed: {pages.redact(exc)}"})
-            return
+            failure = str(exc)
         except asyncio.CancelledError:
             forensics.cancel()
             raise
         except Exception as exc:  # noqa: BLE001 - a failed debate is reported on its page, never a traceback
-            forensics.cancel()
-            debate.end("failed")
-            log.warning("debate %s failed: %s: %s", debate.id, type(exc).__name__, pages.redact(exc))
-            await self.outbox.put({"type": "failed", "text": f"The debate failed: {type(exc).__name__}: {pages.redact(exc)}"})
+            failure = f"{type(exc).__name__}: {exc}"
+        else:
+            try:
+                debate.forensics = await forensics
+            except Exception as exc:  # noqa: BLE001 - the verdict stands without heat maps
+                log.warning("forensic heat maps failed for debate %s: %s", debate.id, pages.redact(exc))
+            debate.verdict = verdict
+            debate.end("finished")
+            html = pages.fragment("_verdict.html", verdict=verdict, forensics=debate.forensics, debate_id=debate.id,
+                                  person=debate.seat)
+            await self.outbox.put({"type": "verdict", "html": html})
             return
+        forensics.cancel()
+        debate.end("failed")
+        log.warning("debate %s failed: %s", debate.id, pages.redact(failure))
+        await self.outbox.put({"type": "failed", "text": f"The debate failed: {pages.redact(failure)}"})
+
+    async def _debate(self) -> Verdict:
+        """The debate itself, through the one entry point every run path uses, on a pool of its own."""
+        debate, settings = self.debate, self.state.settings
+        seats: dict[str, Callable[..., Awaitable[str]]] = {debate.seat: self.person} if debate.seat and self.person else {}
+        pool = settings.pool_factory()
+        try:
+            options: dict[str, Any] = dict(settings.run_options(debate.post.sample)) if settings.run_options else {}
+            return await run_sample(debate.config, debate.post.sample, pool, backend=debate.backend,
+                                    limits=settings.limits, on_turn=self._on_turn, human_seats=seats, **options)
         finally:
             await pool.close()
-        try:
-            debate.forensics = await forensics
-        except Exception as exc:  # noqa: BLE001 - the verdict stands without heat maps
-            log.warning("forensic heat maps failed for debate %s: %s", debate.id, pages.redact(exc))
-        debate.verdict = verdict
-        debate.end("finished")
-        html = pages.fragment("_verdict.html", verdict=verdict, forensics=debate.forensics, debate_id=debate.id,
-                              person=debate.seat)
-        await self.outbox.put({"type": "verdict", "html": html})
-

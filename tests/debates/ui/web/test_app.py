@@ -185,3 +185,31 @@ def test_the_study_summary_compares_before_and_after() -> None:
     assert (summary.accuracy_before, summary.accuracy_after) == (0.5, 1.0)
     assert (summary.confidence_before, summary.confidence_after) == (4.0, 8.0)
     assert (summary.changed, summary.agreed_with_system_before, summary.agreed_with_system_after) == (1, 0, 1)
+
+
+def test_a_failed_live_debate_says_so_on_its_page_without_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+
+    def failing(*_args: object) -> str:
+        raise BackendError(f"the endpoint answered 401 to Authorization: Bearer {SECRET}")
+
+    factory, _ = scripted_pool_factory(failing)
+    with running_server(settings_for(tmp_path, factory)) as served, httpx.Client(base_url=served.base) as browser:
+        token = csrf_of(browser.get("/live").text)
+        started = browser.post("/live", data={"csrf": token, "config": "check", "backend": "scripted", "text": "A post"})
+        debate_id = started.headers["location"].rsplit("/", 1)[1]
+        cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
+
+        async def messages() -> list[dict[str, str]]:
+            seen: list[dict[str, str]] = []
+            address = served.base.replace("http", "ws") + f"/live/{debate_id}/ws?csrf={token}"
+            async with websockets.connect(address, origin=served.base, additional_headers={"cookie": cookie}) as socket:  # type: ignore[arg-type]
+                while not seen or seen[-1]["type"] not in ("failed", "verdict"):
+                    seen.append(json.loads(await asyncio.wait_for(socket.recv(), 10)))
+            return seen
+
+        seen = asyncio.run(messages())
+    assert seen[0] == {"type": "status", "text": "The debate has started."}
+    assert seen[-1]["type"] == "failed" and "401" in seen[-1]["text"] and "Bearer [redacted]" in seen[-1]["text"]
+    assert SECRET not in json.dumps(seen)
+    assert served.live_debates.debates[debate_id].phase == "failed"
