@@ -48,7 +48,7 @@ def serve(
         help=f"Where a generated token is written when bound beyond loopback and {TOKEN_VARIABLE} is unset."),
 ) -> None:
     """Serve the web page: live debates (take a seat), review of run folders, and the before/after user study."""
-    from debates.ui.web.server import build_server, configure_logging
+    from debates.ui.web.server import build_server, server_logging
     from debates.ui.web.settings import RunOptions, WebSettings
     from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
     from m3d_agents.backends.factory import BackendPool
@@ -92,10 +92,10 @@ def serve(
         return settings
 
     settings = run_cli(prepare())
-    configure_logging((settings.token,) if settings.token else ())
-    try:
-        build_server(settings, port).run()
-    except OSError as exc:
-        fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
-    except KeyboardInterrupt:
-        err_console.print("stopped")
+    with server_logging((settings.token,) if settings.token else ()):
+        try:
+            build_server(settings, port).run()
+        except OSError as exc:
+            fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
+        except KeyboardInterrupt:
+            err_console.print("stopped")

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from debates.ui.web.server import build_server, configure_logging, loopback_socket
+from debates.ui.web.server import build_server, loopback_socket, server_logging
 from debates.ui.web.settings import WebSettings
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.evidence import Evidence
@@ -82,23 +82,23 @@ class StaticEvidence:
 @contextmanager
 def running_server(settings: WebSettings) -> Iterator[Served]:
     """The application served on a free loopback port in a thread."""
-    configure_logging()
     sock = loopback_socket()
     port = sock.getsockname()[1]
     server = build_server(settings, port)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the web server did not start")
-        time.sleep(0.02)
-    try:
-        yield Served(f"http://127.0.0.1:{port}", server.config.app)
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
+    with server_logging((settings.token,) if settings.token else ()):
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the web server did not start")
+            time.sleep(0.02)
+        try:
+            yield Served(f"http://127.0.0.1:{port}", server.config.app)
+        finally:
+            server.should_exit = True
+            thread.join(15)
+            sock.close()
 
 
 @contextmanager

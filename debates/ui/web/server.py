@@ -10,6 +10,8 @@ import asyncio
 import logging
 import socket
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 import uvicorn
 
@@ -63,15 +65,24 @@ class StderrHandler(logging.StreamHandler):
         super().emit(record)
 
 
-def configure_logging(secrets: tuple[str, ...] = (), level: int = logging.INFO) -> None:
-    """The server's log: the page's own lines, and AutoGen's and uvicorn's, each on one redacted line."""
+@contextmanager
+def server_logging(secrets: tuple[str, ...] = (), level: int = logging.INFO) -> Iterator[None]:
+    """While the server runs: the page's own lines, and AutoGen's and uvicorn's, each on one redacted
+    line on stderr; afterwards the loggers are as they were (a test process goes on using them)."""
     handler = StderrHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
     handler.addFilter(OneLine(secrets))
+    saved = []
     for name in LOGGERS:
         logger = logging.getLogger(name)
-        if any(isinstance(f, OneLine) for h in logger.handlers for f in h.filters):
-            continue
+        saved.append((logger, logger.level, logger.propagate))
         logger.addHandler(handler)
         logger.setLevel(level if name == "m3d.web" else logging.WARNING)
         logger.propagate = False
+    try:
+        yield
+    finally:
+        for logger, old_level, old_propagate in saved:
+            logger.removeHandler(handler)
+            logger.setLevel(old_level)
+            logger.propagate = old_propagate
