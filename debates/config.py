@@ -62,6 +62,10 @@ class TurnPolicyConfig(BaseModel):
         "change which rationale is shown, never the decision",
     )
     reward: RewardConfig = Field(default_factory=RewardConfig)
+    tools: dict[str, str] = Field(
+        default_factory=dict, description="react: action verb -> registered tool (Wikipedia: wikipedia_search)"
+    )
+    max_steps: int = Field(4, ge=1, le=12, description="react: the step at which a Finish is demanded")
 
 
 class SeatConfig(BaseModel):

@@ -14,6 +14,7 @@ Modality = Literal["text", "image", "cross_modal", "video", "overall"]
 
 class Finding(BaseModel):
     modality: Modality
+    subtask: str | None = Field(None, description="the check that found it, where it is finer than a modality (a tree search's subtask)")
     label: str | None = None
     distortion: bool | None = None
     summary: str = ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -22,7 +22,7 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     err_console.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code)
 
@@ -88,20 +88,14 @@ async def run_post(
 
 
 def run_cli(coro):
-    """Run a command and turn the errors users can fix into one clear line each."""
+    """Run a command and turn the errors users can fix into one clear line each.
+
+    Both transports raise the project's own error types (the SDK's are translated where they are
+    raised, in ``m3d_agents.backends.transports.sdk``), so nothing here knows which one ran.
+    """
     try:
         return asyncio.run(coro)
     except InputError as exc:
         fail(str(exc))
     except BackendError as exc:
         fail(str(exc))
-    except Exception as exc:  # noqa: BLE001 - the last line of defence for a CLI
-        from openai import APIConnectionError, APIStatusError, APITimeoutError
-
-        if isinstance(exc, (APIConnectionError, APITimeoutError)):
-            fail(f"the model endpoint did not answer: {exc}")
-        if isinstance(exc, APIStatusError):
-            fail(f"the model endpoint refused the request ({exc.status_code}): {exc.message}")
-        raise
-
-

@@ -1,6 +1,10 @@
 """``cascade`` (AgentM3D): the text agent, then the image agent, then the cross-modal agent; the
 first distortion ends the chat, and its modality names the M3D label (eq. 9).
 
+The seats speak in the order the configuration lists them, text → image → cross-modal by default;
+the T2Agent paper's Table 6 runs MMD-Agent in other orders (``mmd-agent-match-text-image``,
+``mmd-agent-image-match-text``).
+
 Each modality agent answers with one ``Finish[...]`` action. Only the two actions of its own
 modality count: a text agent that answers ``Finish[MATCH]`` has not done its job, so that answer is
 unreadable (and retried), not silently reinterpreted. Agents see nobody else's message: each judges
@@ -89,7 +93,7 @@ def cascade_label(actions: dict[str, str | None]) -> str | None:
 
 
 MODALITY_ROLES: tuple[str, ...] = tuple(CHECKS)
-"""The cascade's seats, in the order they speak."""
+"""The cascade's roles, in their default order."""
 
 
 @protocol("cascade")
@@ -101,8 +105,8 @@ class Cascade(DebaterProtocol):
     def validate(self, config: DebateConfig) -> None:
         super().validate(config)
         roles = [s.role for s in config.seats]
-        if roles != [r for r in MODALITY_ROLES if r in roles]:
-            raise ValueError(f"cascade seats must be ordered {' -> '.join(MODALITY_ROLES)}, each once; got {roles}")
+        if len(set(roles)) != len(roles):
+            raise ValueError(f"each cascade role ({', '.join(MODALITY_ROLES)}) may have one seat at most; got {roles}")
         if config.taxonomy not in (None, "m3d"):
             raise ValueError("a cascade answers in the m3d taxonomy")
 

@@ -31,6 +31,7 @@ from m3d_agents.evidence import Evidence
 from m3d_agents.labels import collapse_label, get_taxonomy
 from m3d_agents.media.images import PreparedSample, prepare_sample
 from m3d_agents.sample import InputLimits, Sample
+from m3d_agents.tools.cards import ToolContext
 from m3d_agents.tools.describers import enable_image_describers
 from m3d_agents.verdict import Verdict
 from retrieval.interfaces import EvidenceSource, QueryAnswerer
@@ -79,6 +80,8 @@ def build_seats(
                 chosen.vision,
                 selector=state.selector,
                 structured=chosen.structured_args if config.structured_turns else None,
+                tools=ToolContext(prepared, ledger=ctx.ledger, backend=chosen, agent=seat.name, evidence=list(evidence),
+                                  searchers=dict(ctx.searchers)),
             )
         )
     return seats

@@ -113,7 +113,9 @@ async def test_a_binary_sample_gets_the_collapsed_label_and_keeps_the_m3d_answer
 def test_config_validation_of_cascade_seats() -> None:
     base = load_config("mmd-agent").model_dump()
     base["seats"] = list(reversed(base["seats"]))
-    with pytest.raises(ValueError, match="must be ordered"):
+    assert [s.role for s in DebateConfig.model_validate(base).seats] == ["cross_modal", "image", "text"]
+    base["seats"][0]["role"] = "text"
+    with pytest.raises(ValueError, match="one seat at most"):
         DebateConfig.model_validate(base)
     mixed = load_config("async").model_dump()
     mixed["seats"][0]["role"] = "text"
