@@ -63,8 +63,20 @@ def markdown(summary: RunSummary) -> str:
         f"| accuracy | {_fmt(m.classification.accuracy if m.classification else None)} |",
         f"| macro-F1 | {_fmt(m.classification.macro_f1 if m.classification else None)} |",
         f"| weighted F1 | {_fmt(m.classification.weighted_f1 if m.classification else None)} |",
+        f"| weighted precision / recall | {_fmt(m.classification.weighted_precision if m.classification else None)}"
+        f" / {_fmt(m.classification.weighted_recall if m.classification else None)} |",
         f"| binary accuracy (misinformation or not) | {_fmt(m.binary.accuracy if m.binary else None)} |",
         f"| binary macro-F1 | {_fmt(m.binary.macro_f1 if m.binary else None)} |",
+        *(
+            [f"| true vs not true accuracy / macro-F1 (AgentFact's binary view) | {_fmt(m.true_vs_not_true.accuracy)}"
+             f" / {_fmt(m.true_vs_not_true.macro_f1)} |"]
+            if m.true_vs_not_true else []
+        ),
+        *([f"| citation validity (valid / all cited ids; a proxy, not a human rating) | {_fmt(m.citation_validity)}"
+           f" ({m.cited_ids} cited ids) |"]
+          if m.cited_ids else []),
+        *([f"| leakage filter drops by rule | {', '.join(f'{rule} {n}' for rule, n in m.leakage.items())} |"]
+          if m.leakage else []),
         f"| abstention rate / coverage | {_fmt(m.abstention_rate)} / {_fmt(m.coverage)} |",
         f"| selective accuracy (answered only) | {_fmt(m.selective_accuracy)} |",
         f"| ECE (10 bins) | {_fmt(m.ece)} |",
