@@ -5,6 +5,12 @@ It implements :class:`retrieval.interfaces.EvidenceSource`. ``gather`` returns e
 looked at: the kept ones, and the dropped ones with ``kept=False`` and the reason, so a run can
 show what was filtered and why. :meth:`EvidencePipeline.collect` also gives the per-rule leakage
 counts and the failures (a page that could not be fetched, a provider that refused).
+
+It is also a :class:`retrieval.interfaces.QueryAnswerer`: :meth:`EvidencePipeline.answer` runs one
+search query through the web providers, then the same pages, reliability and leakage steps, and a
+summary focused on the query; pages that do not help answer it are dropped, and at most
+``per_query_items`` are kept (AgentFact's per-query retrieval). Every provider call and summary
+goes through the store, so a query answered once is answered again offline.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ class EvidencePipeline:
         self.summariser = summariser
         self.last_result: GatherResult | None = None
         self.last_ledger: UsageLedger | None = None
+        self.last_answer: GatherResult | None = None
 
     async def gather(self, sample: Sample, ledger: UsageLedger | None = None) -> list[Evidence]:
         return (await self.collect(sample, ledger)).evidence
@@ -120,6 +127,47 @@ class EvidencePipeline:
         finished = await asyncio.gather(*(self._finish(e, sample, result.image_context, ledger) for e in filtered))
         result.evidence = [*context_items, *finished]
         self.last_result, self.last_ledger = result, ledger
+        return result
+
+    async def answer(self, query: str, sample: Sample, ledger: UsageLedger | None = None) -> list[Evidence]:
+        return (await self.answer_result(query, sample, ledger)).evidence
+
+    async def answer_result(self, query: str, sample: Sample, ledger: UsageLedger | None = None) -> GatherResult:
+        """Every item one query turned up, kept or dropped with its reason, plus the leakage counts.
+
+        Pages are summarised for the query in rank order until ``per_query_items`` helpful ones are
+        kept, so a query costs at most a few summaries beyond the ones it keeps.
+        """
+        ledger = ledger if ledger is not None else UsageLedger()
+        result = GatherResult(sample_id=sample.id)
+        if not query.strip():
+            return result
+        hits: list[tuple[SearchHit, HitOrigin]] = []
+        for provider in self.web:
+            found = await self._guarded(
+                result, provider.name,
+                lambda p=provider: self._stored(  # type: ignore[misc]
+                    p.name, query, lambda: p.search(query, self.config.query_results), list[SearchHit]
+                ),
+            )
+            hits += [(hit, "web_page") for hit in found or []]
+        pages = await asyncio.gather(*(self._page(hit, origin, result) for hit, origin in _dedupe(hits)))
+        candidates = _mark_duplicates([page for page in pages if page is not None])
+        for candidate in candidates:
+            rating, _note = await self.rater.rate(candidate.evidence.domain, ledger)
+            candidate.evidence = candidate.evidence.model_copy(update={"reliability": rating})
+        filtered, result.leakage = self.leakage.apply(candidates, sample.metadata.claim_date)
+        limit, kept = self.config.per_query_items, 0
+        for evidence in filtered:
+            if evidence.kept and kept >= limit:
+                evidence = evidence.model_copy(
+                    update={"kept": False, "reason": f"{evidence.reason}; not read: {limit} items were already kept for the query"}
+                )
+            elif evidence.kept:
+                evidence = await self._finish(evidence, sample, "", ledger, focus=query)
+                kept += int(evidence.kept)
+            result.evidence.append(evidence)
+        self.last_answer = result
         return result
 
     def _image_query(self, image: PreparedImage) -> ImageQuery:
@@ -180,7 +228,9 @@ class EvidencePipeline:
         )
         return Candidate(evidence=evidence, claim_review=bool(extracted and extracted.claim_review))
 
-    async def _finish(self, evidence: Evidence, sample: Sample, image_context: str, ledger: UsageLedger) -> Evidence:
+    async def _finish(
+        self, evidence: Evidence, sample: Sample, image_context: str, ledger: UsageLedger, focus: str | None = None
+    ) -> Evidence:
         if not evidence.kept:
             return evidence
         if self.config.summary.non_english == "exclude" and evidence.language not in (None, "en"):
@@ -192,7 +242,7 @@ class EvidencePipeline:
                 note = f"not in English ({evidence.language}); not translated: no summariser configured"
                 return evidence.model_copy(update={"reason": f"{evidence.reason}; {note}"})
             return evidence
-        return await self.summariser.summarise(evidence, sample.text, image_context, ledger)
+        return await self.summariser.summarise(evidence, sample.text, image_context, ledger, focus=focus)
 
     async def close(self) -> None:
         if self.fetcher is not None:
