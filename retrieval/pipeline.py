@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from pathlib import Path
 from typing import Awaitable, Callable, Literal, Sequence, TypeVar
 
@@ -249,6 +250,15 @@ class EvidencePipeline:
             await self.fetcher.close()
         if self.store is not None:
             self.store.close()
+
+
+_FOUND_BY = re.compile(r"^found by \S+ \((full|partial|similar|page|web) match")
+
+
+def match_kind(evidence: Evidence) -> str | None:
+    """How a page's image matched the post's (``full``, ``partial``, ...), as the pipeline recorded it."""
+    found = _FOUND_BY.match(evidence.reason)
+    return found.group(1) if found else None
 
 
 def describe_reverse_result(found: ReverseImageResult) -> str:

@@ -5,8 +5,9 @@
 | ``debate`` (every group-chat protocol) | :mod:`debates.strategies.debate` |
 | ``check`` | :mod:`debates.strategies.check` |
 | ``self-consistency`` | :mod:`debates.strategies.self_consistency` |
+| ``agentfact`` | :mod:`debates.strategies.agentfact` |
 """
 
-from debates.strategies import check, debate, self_consistency
+from debates.strategies import agentfact, check, debate, self_consistency
 
-__all__ = ["check", "debate", "self_consistency"]
+__all__ = ["agentfact", "check", "debate", "self_consistency"]

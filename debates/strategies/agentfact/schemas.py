@@ -1,0 +1,152 @@
+"""What each AgentFact agent answers, as JSON schemas small enough for a 270M model to follow.
+
+Evidence ids are enums built per call from the ids that call showed (:func:`judgement_schema`,
+:func:`explainer_schema`), so a backend that enforces schemas cannot cite an id it was not shown,
+and a backend that does not gets the answer rejected and asked again. Scores are enums too
+(1..5, 0..100 in steps of ten): grammar-constrained servers enforce enums but not numeric bounds.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+Verdict3 = Literal["true", "false", "unproven"]
+Score5 = Literal[1, 2, 3, 4, 5]
+Rate = Literal[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
+Technique = Literal[
+    "divide_and_conquer", "origin_tracing", "chain_of_evidence", "cross_verification", "primary_source",
+    "temporal_consistency", "reverse_image_search", "source_credibility", "logical_consistency",
+]
+StepNote = Literal["uses evidence", "evidence not required", "relevant evidence not found"]
+
+_STRICT = ConfigDict(extra="forbid")
+
+
+class PlanStep(BaseModel):
+    model_config = _STRICT
+
+    step: str = Field(..., max_length=160)
+    method: Technique
+    details: str = Field(..., max_length=300)
+
+
+class SentenceToCheck(BaseModel):
+    model_config = _STRICT
+
+    sentence: str = Field(..., max_length=300, description="taken from the post, made self-contained")
+    explanation: str = Field(..., max_length=200)
+
+
+class BackgroundNeed(BaseModel):
+    model_config = _STRICT
+
+    information_needed: str = Field(..., max_length=200)
+
+
+@lru_cache(maxsize=None)
+def plan_schema(max_steps: int, max_items: int) -> type[BaseModel]:
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        "Plan",
+        __config__=_STRICT,
+        reasoning_steps=(list[PlanStep], Field(..., max_length=max_steps)),
+        validation_list=(list[SentenceToCheck], Field(..., max_length=max_items)),
+        search_list=(list[BackgroundNeed], Field(..., max_length=max_items)),
+    )
+
+
+@lru_cache(maxsize=None)
+def query_schema(max_queries: int) -> type[BaseModel]:
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        "Queries",
+        __config__=_STRICT,
+        queries=(list[str], Field(..., max_length=max_queries)),
+    )
+
+
+class Miscaption(BaseModel):
+    model_config = _STRICT
+
+    comparison: str = Field(..., max_length=400, description="what the claim says against what the page shows")
+    miscaption_rate: Rate
+    reason: str = Field(..., max_length=300)
+
+
+def _ids(ids: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
+    """A list type whose items can only be the given ids; an empty list when none were shown."""
+    if not ids:
+        return list[str], {"max_length": 0}
+    return list[Literal[ids]], {}  # type: ignore[valid-type]
+
+
+@lru_cache(maxsize=256)
+def judgement_schema(text_ids: tuple[str, ...], image_ids: tuple[str, ...], max_steps: int) -> type[BaseModel]:
+    """The reasoner's answer (screener and reasoner share it): one entry per plan step, then a label."""
+    text_type, text_bounds = _ids(text_ids)
+    image_type, image_bounds = _ids(image_ids)
+    step = create_model(  # type: ignore[call-overload]
+        "StepResult",
+        __config__=_STRICT,
+        step=(str, Field(..., max_length=160)),
+        analysis=(str, Field(..., max_length=500)),
+        evidence_ids=(text_type, Field(..., **text_bounds)),
+        image_ids=(image_type, Field(..., **image_bounds)),
+        note=(StepNote, ...),
+    )
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        "Judgement",
+        __config__=_STRICT,
+        claim_understanding=(str, Field(..., max_length=300)),
+        steps=(list[step], Field(..., min_length=1, max_length=max_steps)),  # type: ignore[valid-type]
+        direct_evidence_ids=(text_type, Field(..., **text_bounds)),
+        label=(Verdict3, ...),
+        sufficiency=(Score5, ...),
+    )
+
+
+@lru_cache(maxsize=256)
+def explainer_schema(ids: tuple[str, ...], max_points: int) -> type[BaseModel]:
+    """The explainer's answer: reasons first, then key points citing the ids shown, then the labels."""
+    id_type, bounds = _ids(ids)
+    point = create_model(  # type: ignore[call-overload]
+        "KeyPointAnswer", __config__=_STRICT,
+        point=(str, Field(..., max_length=300)),
+        evidence_ids=(id_type, Field(..., **bounds)),
+    )
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        "Explanation",
+        __config__=_STRICT,
+        claim_understanding=(str, Field(..., max_length=300)),
+        reasoning_logic=(str, Field(..., max_length=800)),
+        key_points=(list[point], Field(..., min_length=1, max_length=max_points)),  # type: ignore[valid-type]
+        label_3class=(Verdict3, ...),
+        label_2class=(Literal["true", "false"], ...),
+        confidence_level=(Score5, ...),
+    )
+
+
+@lru_cache(maxsize=None)
+def loose_judgement() -> type[BaseModel]:
+    """A judgement with any strings as ids: read once the retries are spent, so that the valid ids
+    survive and unknown ones are counted and removed instead of losing the whole answer."""
+    step = create_model(
+        "LooseStepResult", step=(str, ""), analysis=(str, ""), evidence_ids=(list[str], []), image_ids=(list[str], []),
+        note=(str, ""),
+    )
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        "LooseJudgement", claim_understanding=(str, ""), steps=(list[step], ...),  # type: ignore[valid-type]
+        direct_evidence_ids=(list[str], []), label=(Verdict3, ...), sufficiency=(Score5, ...),
+    )
+
+
+@lru_cache(maxsize=None)
+def loose_explanation() -> type[BaseModel]:
+    """An explanation with any strings as ids, read the same way as :func:`loose_judgement`."""
+    point = create_model("LooseKeyPoint", point=(str, ...), evidence_ids=(list[str], []))
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        "LooseExplanation", claim_understanding=(str, ""), reasoning_logic=(str, ""),
+        key_points=(list[point], Field(..., min_length=1)),  # type: ignore[valid-type]
+        label_3class=(Verdict3, ...), label_2class=(Literal["true", "false"], ...), confidence_level=(Score5, ...),
+    )
