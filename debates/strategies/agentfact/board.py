@@ -15,8 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
+from debates.strategies.agentfact.schemas import Plan
 from debates.strategies.agentfact.settings import AgentFactConfig, Role
 from m3d_agents.evidence import Evidence
 from retrieval.leakage import RULES, rule_of
@@ -82,7 +81,7 @@ class Board:
     config: AgentFactConfig
     claim: str
     has_images: bool = False
-    plans: list[BaseModel] = field(default_factory=list)
+    plans: list[Plan] = field(default_factory=list)
     queue: list[QueueItem] = field(default_factory=list)
     queries_run: list[str] = field(default_factory=list)
     er: dict[str, Evidence] = field(default_factory=dict)
@@ -173,9 +172,11 @@ class Board:
 
     # --- plans and the queue -------------------------------------------------------------------
 
-    def apply_plan(self, plan: BaseModel, sentences: list[str], needs: list[str]) -> None:
+    def apply_plan(self, plan: Plan) -> None:
         """The queue becomes the plan's sentences (searched verbatim), then its needs, minus what already ran."""
         self.plans.append(plan)
+        sentences = [item.sentence for item in plan.validation_list]
+        needs = [item.information_needed for item in plan.search_list]
         number = len(self.plans)
         ran = set(self.queries_run)
         fresh = [QueueItem(s, "sentence", number) for s in sentences if normalised(s) and normalised(s) not in ran]

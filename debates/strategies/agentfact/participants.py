@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from autogen_agentchat.agents import BaseChatAgent
 from autogen_agentchat.base import Response
@@ -32,9 +32,11 @@ from pydantic import BaseModel
 
 import prompts
 from debates.strategies.agentfact import views
-from debates.strategies.agentfact.board import Board, Judgement
+from debates.strategies.agentfact.board import Board, Judgement, Relationship
 from debates.strategies.agentfact.schemas import (
     Miscaption,
+    Plan,
+    SentenceToCheck,
     explainer_schema,
     judgement_schema,
     loose_explanation,
@@ -57,6 +59,7 @@ from retrieval.leakage import Candidate, LeakageFilter
 from retrieval.pipeline import match_kind
 from retrieval.reliability import ReliabilityRater
 
+M = TypeVar("M", bound=BaseModel)
 NO_VISION = "unavailable: backend has no vision"
 NO_MATCH_IMAGE = "unavailable: the matching image is not downloaded in this run"
 
@@ -80,7 +83,7 @@ class Workflow:
 
 
 def read_ids(
-    answer: Answer[BaseModel], loose: type[BaseModel], allowed: Sequence[str]
+    answer: Answer[Any], loose: type[BaseModel], allowed: Sequence[str]
 ) -> tuple[dict[str, Any] | None, int, str | None]:
     """The answer as data, the number of unknown ids removed, and why it is unreadable when it is."""
     if answer.value is not None:
@@ -134,7 +137,7 @@ class Participant(BaseChatAgent):
     async def on_reset(self, cancellation_token: CancellationToken) -> None:
         pass
 
-    async def ask_model(self, task: str, schema: type[BaseModel], call: str | None = None) -> Answer[BaseModel]:
+    async def ask_model(self, task: str, schema: type[M], call: str | None = None) -> Answer[M]:
         """One structured question to this seat's backend, metered under the seat and ``call``."""
         flow = self.flow
         backend = flow.backends[self.role]
@@ -162,26 +165,22 @@ class Strategist(Participant):
         flow, board, config = self.flow, self.flow.board, self.flow.config
         schema = plan_schema(config.plan_steps, config.plan_items)
         answer = await self.ask_model(views.strategist_task(board, flow.post), schema)
-        plan = answer.value
         note = ""
-        if plan is None:
-            plan = schema.model_validate({"reasoning_steps": [], "validation_list": [], "search_list": []})
-            board.apply_plan(plan, [flow.sample.text], [])
+        if answer.value is None:
+            board.apply_plan(Plan(validation_list=[SentenceToCheck(sentence=flow.sample.text, explanation="the post as a whole")]))
             board.errors.append(f"strategist: unreadable plan after {answer.attempts} attempts ({answer.error}); the post is searched as it is")
             note = "\n(the plan could not be read; the post itself is searched)"
         else:
-            board.apply_plan(
-                plan, [s.sentence for s in getattr(plan, "validation_list")], [n.information_needed for n in getattr(plan, "search_list")]
-            )
+            board.apply_plan(Plan.model_validate(answer.value.model_dump()))
         return render_plan(board, len(board.plans)) + note, None, answer.error
 
 
 def render_plan(board: Board, number: int) -> str:
     plan = board.plans[number - 1]
     lines = [f"Plan {number}" + (" (a replan)" if number > 1 else "")]
-    lines += [f"{i}. {s.step} [{s.method}]: {s.details}" for i, s in enumerate(getattr(plan, "reasoning_steps"), start=1)]
-    lines += [f"check: {s.sentence}" for s in getattr(plan, "validation_list")]
-    lines += [f"search: {n.information_needed}" for n in getattr(plan, "search_list")]
+    lines += [f"{i}. {s.step} [{s.method}]: {s.details}" for i, s in enumerate(plan.reasoning_steps, start=1)]
+    lines += [f"check: {s.sentence}" for s in plan.validation_list]
+    lines += [f"search: {n.information_needed}" for n in plan.search_list]
     if len(lines) == 1:
         lines.append("(nothing to check or search)")
     return "\n".join(lines)
@@ -227,7 +226,7 @@ class Retriever(Participant):
             board.errors.append(f"retriever: unreadable queries after {answer.attempts} attempts ({answer.error}); needs searched as written")
             board.write_queries(needs, [n.text for n in needs])
         else:
-            board.write_queries(needs, [str(q) for q in getattr(answer.value, "queries")])
+            board.write_queries(needs, [str(q) for q in answer.value.model_dump()["queries"]])
         return answer.error
 
 
@@ -267,13 +266,13 @@ class VisualAnalyst(Participant):
                 board.post_findings.append(f"[reverse image search] {item.text.strip()}")
         vision = flow.backends[self.role].vision
         for page in [e for e in found if e.kept and e.url][: config.reverse_pages]:
-            relationship = "same_source" if match_kind(page) in ("full", "partial") else "unknown"
+            relationship: Relationship = "same_source" if match_kind(page) in ("full", "partial") else "unknown"
             finding = board.add_image_finding(page, relationship, NO_MATCH_IMAGE if vision else NO_VISION)
             if config.miscaption:
                 answer = await self.ask_model(views.miscaption_task(flow.post, page, config.evidence_chars), Miscaption, "miscaption")
                 if answer.value is not None:
-                    finding.miscaption_rate = int(getattr(answer.value, "miscaption_rate"))
-                    finding.miscaption_reason = str(getattr(answer.value, "reason")).strip()
+                    finding.miscaption_rate = int(answer.value.miscaption_rate)
+                    finding.miscaption_reason = answer.value.reason.strip()
                 else:
                     finding.miscaption_reason = f"unreadable after {answer.attempts} attempts"
                     error = answer.error

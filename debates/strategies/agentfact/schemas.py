@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 Verdict3 = Literal["true", "false", "unproven"]
+Verdict2 = Literal["true", "false"]
 Score5 = Literal[1, 2, 3, 4, 5]
 Rate = Literal[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
 Technique = Literal[
@@ -46,9 +47,17 @@ class BackgroundNeed(BaseModel):
     information_needed: str = Field(..., max_length=200)
 
 
+class Plan(BaseModel):
+    """A plan as the board keeps it; :func:`plan_schema` bounds the lists when asking for one."""
+
+    reasoning_steps: list[PlanStep] = Field(default_factory=list)
+    validation_list: list[SentenceToCheck] = Field(default_factory=list)
+    search_list: list[BackgroundNeed] = Field(default_factory=list)
+
+
 @lru_cache(maxsize=None)
 def plan_schema(max_steps: int, max_items: int) -> type[BaseModel]:
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         "Plan",
         __config__=_STRICT,
         reasoning_steps=(list[PlanStep], Field(..., max_length=max_steps)),
@@ -59,7 +68,7 @@ def plan_schema(max_steps: int, max_items: int) -> type[BaseModel]:
 
 @lru_cache(maxsize=None)
 def query_schema(max_queries: int) -> type[BaseModel]:
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         "Queries",
         __config__=_STRICT,
         queries=(list[str], Field(..., max_length=max_queries)),
@@ -86,7 +95,7 @@ def judgement_schema(text_ids: tuple[str, ...], image_ids: tuple[str, ...], max_
     """The reasoner's answer (screener and reasoner share it): one entry per plan step, then a label."""
     text_type, text_bounds = _ids(text_ids)
     image_type, image_bounds = _ids(image_ids)
-    step = create_model(  # type: ignore[call-overload]
+    step = create_model(
         "StepResult",
         __config__=_STRICT,
         step=(str, Field(..., max_length=160)),
@@ -95,11 +104,11 @@ def judgement_schema(text_ids: tuple[str, ...], image_ids: tuple[str, ...], max_
         image_ids=(image_type, Field(..., **image_bounds)),
         note=(StepNote, ...),
     )
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         "Judgement",
         __config__=_STRICT,
         claim_understanding=(str, Field(..., max_length=300)),
-        steps=(list[step], Field(..., min_length=1, max_length=max_steps)),  # type: ignore[valid-type]
+        steps=(list[step], Field(..., min_length=1, max_length=max_steps)),
         direct_evidence_ids=(text_type, Field(..., **text_bounds)),
         label=(Verdict3, ...),
         sufficiency=(Score5, ...),
@@ -110,19 +119,19 @@ def judgement_schema(text_ids: tuple[str, ...], image_ids: tuple[str, ...], max_
 def explainer_schema(ids: tuple[str, ...], max_points: int) -> type[BaseModel]:
     """The explainer's answer: reasons first, then key points citing the ids shown, then the labels."""
     id_type, bounds = _ids(ids)
-    point = create_model(  # type: ignore[call-overload]
+    point = create_model(
         "KeyPointAnswer", __config__=_STRICT,
         point=(str, Field(..., max_length=300)),
         evidence_ids=(id_type, Field(..., **bounds)),
     )
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         "Explanation",
         __config__=_STRICT,
         claim_understanding=(str, Field(..., max_length=300)),
         reasoning_logic=(str, Field(..., max_length=800)),
-        key_points=(list[point], Field(..., min_length=1, max_length=max_points)),  # type: ignore[valid-type]
+        key_points=(list[point], Field(..., min_length=1, max_length=max_points)),
         label_3class=(Verdict3, ...),
-        label_2class=(Literal["true", "false"], ...),
+        label_2class=(Verdict2, ...),
         confidence_level=(Score5, ...),
     )
 
@@ -135,8 +144,8 @@ def loose_judgement() -> type[BaseModel]:
         "LooseStepResult", step=(str, ""), analysis=(str, ""), evidence_ids=(list[str], []), image_ids=(list[str], []),
         note=(str, ""),
     )
-    return create_model(  # type: ignore[call-overload, no-any-return]
-        "LooseJudgement", claim_understanding=(str, ""), steps=(list[step], ...),  # type: ignore[valid-type]
+    return create_model(
+        "LooseJudgement", claim_understanding=(str, ""), steps=(list[step], ...),
         direct_evidence_ids=(list[str], []), label=(Verdict3, ...), sufficiency=(Score5, ...),
     )
 
@@ -145,8 +154,8 @@ def loose_judgement() -> type[BaseModel]:
 def loose_explanation() -> type[BaseModel]:
     """An explanation with any strings as ids, read the same way as :func:`loose_judgement`."""
     point = create_model("LooseKeyPoint", point=(str, ...), evidence_ids=(list[str], []))
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         "LooseExplanation", claim_understanding=(str, ""), reasoning_logic=(str, ""),
-        key_points=(list[point], Field(..., min_length=1)),  # type: ignore[valid-type]
-        label_3class=(Verdict3, ...), label_2class=(Literal["true", "false"], ...), confidence_level=(Score5, ...),
+        key_points=(list[point], Field(..., min_length=1)),
+        label_3class=(Verdict3, ...), label_2class=(Verdict2, ...), confidence_level=(Score5, ...),
     )

@@ -43,7 +43,7 @@ def images_block(board: Board) -> str:
 def plan_steps(board: Board) -> str:
     if not board.plans:
         return "(no plan: check the post as a whole)"
-    steps = getattr(board.plans[-1], "reasoning_steps", [])
+    steps = board.plans[-1].reasoning_steps
     if not steps:
         return "(the plan has no steps: check the post as a whole)"
     return "\n".join(f"{i}. {s.step} [{s.method}]: {s.details}" for i, s in enumerate(steps, start=1))

@@ -15,7 +15,7 @@ import pytest
 
 from debates.strategies.agentfact.board import SCREENED_OUT, Board, Judgement
 from debates.strategies.agentfact.policy import advance
-from debates.strategies.agentfact.schemas import plan_schema
+from debates.strategies.agentfact.schemas import BackgroundNeed, Plan, SentenceToCheck
 from debates.strategies.agentfact.settings import AgentFactConfig
 from debates.strategies.agentfact.views import strategist_task
 from debates.strategy import parse_config
@@ -46,6 +46,13 @@ class Script:
     queries_per_plan: int | None = None
 
 
+def plan(number: int, sentences: int, needs: int) -> Plan:
+    return Plan(
+        validation_list=[SentenceToCheck(sentence=f"plan {number} sentence {i}", explanation="") for i in range(sentences)],
+        search_list=[BackgroundNeed(information_needed=f"plan {number} need {i}") for i in range(needs)],
+    )
+
+
 class Simulation:
     def __init__(self, cfg: AgentFactConfig, script: Script, has_images: bool = True, gold: int = 0) -> None:
         evidence = [Evidence(id=f"E{i}", kind="corpus", text=f"gold item {i}") for i in range(1, gold + 1)]
@@ -67,12 +74,7 @@ class Simulation:
     def strategist(self) -> None:
         self.strategist_prompts.append(strategist_task(self.board, "the post"))
         sentences, needs = self.script.plans.pop(0) if self.script.plans else (0, 0)
-        number = len(self.board.plans) + 1
-        schema = plan_schema(4, 3)
-        self.board.apply_plan(
-            schema.model_validate({"reasoning_steps": [], "validation_list": [], "search_list": []}),
-            [f"plan {number} sentence {i}" for i in range(sentences)], [f"plan {number} need {i}" for i in range(needs)],
-        )
+        self.board.apply_plan(plan(len(self.board.plans) + 1, sentences, needs))
 
     def visual_analyst(self) -> None:
         self.board.add_image_finding(Evidence(kind="reverse_image", url="https://news.example/a", text="page"), "same_source", "n/a")
@@ -263,11 +265,11 @@ def test_a_page_seen_before_is_not_added_again() -> None:
 
 def test_queries_already_run_are_not_queued_again() -> None:
     board = Board.start(config(), "claim", has_images=False)
-    schema = plan_schema(4, 3)
-    empty = schema.model_validate({"reasoning_steps": [], "validation_list": [], "search_list": []})
-    board.apply_plan(empty, ["The bridge fell."], ["opening date"])
+    board.apply_plan(Plan(validation_list=[SentenceToCheck(sentence="The bridge fell.", explanation="")],
+                          search_list=[BackgroundNeed(information_needed="opening date")]))
     board.pop_query()
-    board.apply_plan(empty, ["the bridge  fell"], ["opening date"])
+    board.apply_plan(Plan(validation_list=[SentenceToCheck(sentence="the bridge  fell", explanation="")],
+                          search_list=[BackgroundNeed(information_needed="opening date")]))
     assert [(q.text, q.kind) for q in board.queue] == [("opening date", "need")]
     board.write_queries(board.pending_needs(), ["The bridge fell", "bridge opening date 2023"])
     assert [(q.text, q.kind) for q in board.queue] == [("bridge opening date 2023", "query")]
