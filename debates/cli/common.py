@@ -1,4 +1,5 @@
-"""What every ``m3d`` command shares: the consoles, one-line errors, building a sample, printing a verdict."""
+"""What every ``m3d`` command shares: the consoles, one-line errors, building a sample (typed, or replayed
+from a recorded MR2 trace), printing a verdict."""
 
 from __future__ import annotations
 
@@ -11,9 +12,7 @@ import typer
 from rich.console import Console
 from rich.panel import Panel
 
-from debates.strategy import StrategyConfig, run_sample
-from m3d_agents.backends.config import BackendSettings
-from m3d_agents.backends.factory import BackendPool
+from m3d_agents.backends.factory import Backend
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.sample import Sample, SampleMetadata
 from m3d_agents.verdict import TranscriptTurn, Verdict
@@ -47,6 +46,24 @@ def build_sample(
         raise InputError(field, first["msg"]) from exc
 
 
+def replayed_sample(root: Path, sample_id: str | None, summariser: Backend | None) -> tuple[Sample, dict[str, Any]]:
+    """A claim from an MR2 trace, with an evidence source and query answers that never go online.
+
+    Debaters' queries (``query_answerer``) and searching agents' web queries (``searchers["web"]``)
+    are both answered from the pages recorded for the claim.
+    """
+    from retrieval.answerer import GatheredEvidenceAnswerer
+    from retrieval.pipeline import mr2_replay_pipeline
+    from retrieval.providers.mr2_trace import MR2Trace
+
+    if sample_id is None:
+        raise InputError("sample_id", f"--replay-mr2 needs --sample-id; the trace has {', '.join(MR2Trace(root).ids())}")
+    pipeline = mr2_replay_pipeline(root, summariser)
+    sample = MR2Trace(root).sample(sample_id)
+    answerer = GatheredEvidenceAnswerer(pipeline)
+    return sample, {"evidence_source": pipeline, "query_answerer": answerer, "searchers": {"web": answerer}}
+
+
 def print_verdict(verdict: Verdict, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(verdict.model_dump_json(indent=2) + "\n")
@@ -61,6 +78,11 @@ def print_verdict(verdict: Verdict, as_json: bool) -> None:
         )
         if verdict.rationale:
             console.print(verdict.rationale)
+        if verdict.explanation is not None:
+            shown = verdict.explanation.display_ids
+            for point in verdict.explanation.key_points:
+                cited = ", ".join(shown.get(i, i) for i in point.evidence_ids)
+                console.print(f"- {point.text} [{cited}]", markup=False)
     acc = verdict.accounting
     console.print(
         f"[dim]{verdict.config} on {verdict.backend}: {acc.model_calls} model calls, "
@@ -74,17 +96,6 @@ def stream_turn(turn: TranscriptTurn) -> None:
     stance = turn.stance or ("(no answer)" if turn.parse_error else "")
     title = f"{turn.speaker} · {turn.role} · round {turn.round}" + (f" · {stance}" if stance else "")
     console.print(Panel(turn.text.strip(), title=title, title_align="left"))
-
-
-async def run_post(
-    config: StrategyConfig, sample: Sample, settings: BackendSettings, backend: str | None, **options: Any
-) -> Verdict:
-    """Run one configuration on one post with the configured backends, closing them afterwards."""
-    pool = BackendPool(settings)
-    try:
-        return await run_sample(config, sample, pool, backend=backend, **options)
-    finally:
-        await pool.close()
 
 
 def run_cli(coro):

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from pydantic import BaseModel, Field
 
@@ -32,6 +32,7 @@ from debates.eval.records import EvalRow, ResultsFile, RowError, read_rows, row_
 from debates.strategy import run_sample
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
+from m3d_agents.evidence import Evidence
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.sample import Sample
 
@@ -149,6 +150,7 @@ class BatchRunner:
         prices: PriceTable | None = None,
         retry_errors: bool = False,
         on_progress: Callable[[Tally], None] | None = None,
+        gold_evidence: Mapping[str, list[Evidence]] | None = None,
     ) -> None:
         if concurrency < 1:
             raise InputError("concurrency", "must be at least 1")
@@ -162,6 +164,8 @@ class BatchRunner:
         self.prices = prices or PriceTable()
         self.retry_errors = retry_errors
         self.on_progress = on_progress
+        self.gold_evidence = dict(gold_evidence or {})
+        """The data set's own evidence by sample id; only an evidence-bounded strategy setting reads it."""
         self.tally = Tally()
         self.results = ResultsFile(out_dir / RESULTS)
 
@@ -188,7 +192,10 @@ class BatchRunner:
         backend_name = self.backend or self.manifest.backend
         started = time.perf_counter()
         try:
-            verdict = await run_sample(self.config, sample, self.pool, backend=self.backend, seed=seed)
+            verdict = await run_sample(
+                self.config, sample, self.pool, backend=self.backend, seed=seed,
+                gold_evidence=list(self.gold_evidence.get(sample.id, [])),
+            )
         except Exception as exc:  # noqa: BLE001 - a failed sample is recorded and the run goes on
             return error_row(sample, exc, index=index, seed=seed, latency_s=time.perf_counter() - started,
                              config=self.config, backend=backend_name)

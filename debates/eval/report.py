@@ -17,9 +17,11 @@ from debates.eval.batch import MANIFEST, RESULTS, RunManifest
 from debates.eval.metrics import RunMetrics, compute_metrics
 from debates.eval.records import EvalRow, read_rows
 from m3d_agents.errors import InputError
+from m3d_agents.verdict import Verdict
 
 METRICS = "metrics.json"
 REPORT = "report.md"
+REVIEWS = "reviews"
 
 
 class RunSummary(BaseModel):
@@ -170,8 +172,29 @@ def sibling_runs(run_dir: Path) -> list[Path]:
     return sorted(p for p in parent.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
 
 
+def write_reviews(run_dir: Path) -> int:
+    """One review record per explained verdict, ``reviews/<sample id>.json``, in the fields of AgentFact's
+    human review (label, reasons, key points with evidence ids, evidence list, image findings, confidence)."""
+    _, rows = load_run(run_dir)
+    written = 0
+    for row in rows:
+        if not row.verdict or not row.verdict.get("explanation"):
+            continue
+        folder = run_dir / REVIEWS
+        folder.mkdir(exist_ok=True)
+        record = Verdict.model_validate(row.verdict).review_record()
+        (folder / f"{safe_name(row.sample_id)}.json").write_text(record.model_dump_json(indent=2))
+        written += 1
+    return written
+
+
+def safe_name(sample_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in sample_id) or "sample"
+
+
 def write_report(run_dir: Path) -> RunSummary:
     summary = summarise(run_dir)
+    write_reviews(run_dir)
     (run_dir / METRICS).write_text(summary.model_dump_json(indent=2))
     (run_dir / REPORT).write_text(markdown(summary))
     plot_confusion(summary, run_dir / "confusion.png")
