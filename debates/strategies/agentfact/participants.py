@@ -34,13 +34,13 @@ import prompts
 from debates.strategies.agentfact import views
 from debates.strategies.agentfact.board import Board, Judgement, Relationship
 from debates.strategies.agentfact.schemas import (
-    Miscaption,
     Plan,
     SentenceToCheck,
     explainer_schema,
     judgement_schema,
     loose_explanation,
     loose_judgement,
+    miscaption_schema,
     plan_schema,
     query_schema,
 )
@@ -163,7 +163,7 @@ class Participant(BaseChatAgent):
 class Strategist(Participant):
     async def act(self) -> tuple[str, str | None, str | None]:
         flow, board, config = self.flow, self.flow.board, self.flow.config
-        schema = plan_schema(config.plan_steps, config.plan_items)
+        schema = plan_schema(config.plan_steps, config.plan_items, config.text_chars)
         answer = await self.ask_model(views.strategist_task(board, flow.post), schema)
         note = ""
         if answer.value is None:
@@ -221,7 +221,7 @@ class Retriever(Participant):
     async def write_queries(self, needs: list[Any]) -> str | None:
         """One call turns every pending need of the plan into a query; unreadable, the needs are searched as written."""
         board = self.flow.board
-        answer = await self.ask_model(views.queries_task(board, self.flow.post, needs), query_schema(len(needs)), "query_writer")
+        answer = await self.ask_model(views.queries_task(board, self.flow.post, needs), query_schema(len(needs), self.flow.config.text_chars), "query_writer")
         if answer.value is None:
             board.errors.append(f"retriever: unreadable queries after {answer.attempts} attempts ({answer.error}); needs searched as written")
             board.write_queries(needs, [n.text for n in needs])
@@ -269,10 +269,12 @@ class VisualAnalyst(Participant):
             relationship: Relationship = "same_source" if match_kind(page) in ("full", "partial") else "unknown"
             finding = board.add_image_finding(page, relationship, NO_MATCH_IMAGE if vision else NO_VISION)
             if config.miscaption:
-                answer = await self.ask_model(views.miscaption_task(flow.post, page, config.evidence_chars), Miscaption, "miscaption")
+                schema = miscaption_schema(config.text_chars)
+                answer = await self.ask_model(views.miscaption_task(flow.post, page, config.evidence_chars), schema, "miscaption")
                 if answer.value is not None:
-                    finding.miscaption_rate = int(answer.value.miscaption_rate)
-                    finding.miscaption_reason = answer.value.reason.strip()
+                    judged = answer.value.model_dump()
+                    finding.miscaption_rate = int(judged["miscaption_rate"])
+                    finding.miscaption_reason = str(judged["reason"]).strip()
                 else:
                     finding.miscaption_reason = f"unreadable after {answer.attempts} attempts"
                     error = answer.error
@@ -304,7 +306,7 @@ class Judge(Participant):
             items, task = board.useful(), "reason"
         text_ids = tuple(d for d, _ in items)
         image_ids = tuple(board.image_ids())
-        schema = judgement_schema(text_ids, image_ids, config.plan_steps)
+        schema = judgement_schema(text_ids, image_ids, config.plan_steps, config.text_chars)
         answer = await self.ask_model(views.reason_task(board, flow.post, task, items), schema)
         data, dropped, error = read_ids(answer, loose_judgement(), text_ids + image_ids)
         board.count_dropped(self.role, dropped)
@@ -339,7 +341,7 @@ class Explainer(Participant):
     async def act(self) -> tuple[str, str | None, str | None]:
         flow, board = self.flow, self.flow.board
         ids = tuple(d for d, _ in board.useful()) + tuple(board.image_ids())
-        schema = explainer_schema(ids, flow.config.key_points)
+        schema = explainer_schema(ids, flow.config.key_points, flow.config.text_chars)
         answer = await self.ask_model(views.explain_task(board, flow.post), schema)
         data, dropped, error = read_ids(answer, loose_explanation(), ids)
         board.explanation_attempts = answer.attempts

@@ -9,7 +9,7 @@ and a backend that does not gets the answer rejected and asked again. Scores are
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -26,29 +26,29 @@ StepNote = Literal["uses evidence", "evidence not required", "relevant evidence 
 _STRICT = ConfigDict(extra="forbid")
 
 
-class PlanStep(BaseModel):
-    model_config = _STRICT
+def text(limit: int, cap: int | None) -> Any:
+    """A free-text field of at most ``limit`` characters, or ``cap`` when that is smaller: a small model
+    under a grammar tends to write up to the bound, so the bound is what a smoke run can afford."""
+    return (str, Field(..., max_length=min(limit, cap) if cap else limit))
 
-    step: str = Field(..., max_length=160)
+
+class PlanStep(BaseModel):
+    step: str
     method: Technique
-    details: str = Field(..., max_length=300)
+    details: str = ""
 
 
 class SentenceToCheck(BaseModel):
-    model_config = _STRICT
-
-    sentence: str = Field(..., max_length=300, description="taken from the post, made self-contained")
-    explanation: str = Field(..., max_length=200)
+    sentence: str
+    explanation: str = ""
 
 
 class BackgroundNeed(BaseModel):
-    model_config = _STRICT
-
-    information_needed: str = Field(..., max_length=200)
+    information_needed: str
 
 
 class Plan(BaseModel):
-    """A plan as the board keeps it; :func:`plan_schema` bounds the lists when asking for one."""
+    """A plan as the board keeps it; :func:`plan_schema` bounds lists and texts when asking for one."""
 
     reasoning_steps: list[PlanStep] = Field(default_factory=list)
     validation_list: list[SentenceToCheck] = Field(default_factory=list)
@@ -56,31 +56,37 @@ class Plan(BaseModel):
 
 
 @lru_cache(maxsize=None)
-def plan_schema(max_steps: int, max_items: int) -> type[BaseModel]:
+def plan_schema(max_steps: int, max_items: int, cap: int | None = None) -> type[BaseModel]:
+    step = create_model("PlanStepAnswer", __config__=_STRICT, step=text(160, cap), method=(Technique, ...), details=text(300, cap))
+    sentence = create_model(
+        "SentenceAnswer", __config__=_STRICT, sentence=text(300, cap), explanation=text(200, cap),
+    )
+    need = create_model("NeedAnswer", __config__=_STRICT, information_needed=text(200, cap))
     return create_model(
         "Plan",
         __config__=_STRICT,
-        reasoning_steps=(list[PlanStep], Field(..., max_length=max_steps)),
-        validation_list=(list[SentenceToCheck], Field(..., max_length=max_items)),
-        search_list=(list[BackgroundNeed], Field(..., max_length=max_items)),
+        reasoning_steps=(list[step], Field(..., max_length=max_steps)),
+        validation_list=(list[sentence], Field(..., max_length=max_items)),
+        search_list=(list[need], Field(..., max_length=max_items)),
     )
 
 
 @lru_cache(maxsize=None)
-def query_schema(max_queries: int) -> type[BaseModel]:
+def query_schema(max_queries: int, cap: int | None = None) -> type[BaseModel]:
+    query = Field(max_length=min(150, cap) if cap else 150)
     return create_model(
         "Queries",
         __config__=_STRICT,
-        queries=(list[str], Field(..., max_length=max_queries)),
+        queries=(list[Annotated[str, query]], Field(..., max_length=max_queries)),
     )
 
 
-class Miscaption(BaseModel):
-    model_config = _STRICT
-
-    comparison: str = Field(..., max_length=400, description="what the claim says against what the page shows")
-    miscaption_rate: Rate
-    reason: str = Field(..., max_length=300)
+@lru_cache(maxsize=None)
+def miscaption_schema(cap: int | None = None) -> type[BaseModel]:
+    return create_model(
+        "Miscaption", __config__=_STRICT,
+        comparison=text(400, cap), miscaption_rate=(Rate, ...), reason=text(300, cap),
+    )
 
 
 def _ids(ids: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
@@ -91,15 +97,17 @@ def _ids(ids: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
 
 
 @lru_cache(maxsize=256)
-def judgement_schema(text_ids: tuple[str, ...], image_ids: tuple[str, ...], max_steps: int) -> type[BaseModel]:
+def judgement_schema(
+    text_ids: tuple[str, ...], image_ids: tuple[str, ...], max_steps: int, cap: int | None = None
+) -> type[BaseModel]:
     """The reasoner's answer (screener and reasoner share it): one entry per plan step, then a label."""
     text_type, text_bounds = _ids(text_ids)
     image_type, image_bounds = _ids(image_ids)
     step = create_model(
         "StepResult",
         __config__=_STRICT,
-        step=(str, Field(..., max_length=160)),
-        analysis=(str, Field(..., max_length=500)),
+        step=text(160, cap),
+        analysis=text(500, cap),
         evidence_ids=(text_type, Field(..., **text_bounds)),
         image_ids=(image_type, Field(..., **image_bounds)),
         note=(StepNote, ...),
@@ -107,7 +115,7 @@ def judgement_schema(text_ids: tuple[str, ...], image_ids: tuple[str, ...], max_
     return create_model(
         "Judgement",
         __config__=_STRICT,
-        claim_understanding=(str, Field(..., max_length=300)),
+        claim_understanding=text(300, cap),
         steps=(list[step], Field(..., min_length=1, max_length=max_steps)),
         direct_evidence_ids=(text_type, Field(..., **text_bounds)),
         label=(Verdict3, ...),
@@ -116,19 +124,19 @@ def judgement_schema(text_ids: tuple[str, ...], image_ids: tuple[str, ...], max_
 
 
 @lru_cache(maxsize=256)
-def explainer_schema(ids: tuple[str, ...], max_points: int) -> type[BaseModel]:
+def explainer_schema(ids: tuple[str, ...], max_points: int, cap: int | None = None) -> type[BaseModel]:
     """The explainer's answer: reasons first, then key points citing the ids shown, then the labels."""
     id_type, bounds = _ids(ids)
     point = create_model(
         "KeyPointAnswer", __config__=_STRICT,
-        point=(str, Field(..., max_length=300)),
+        point=text(300, cap),
         evidence_ids=(id_type, Field(..., **bounds)),
     )
     return create_model(
         "Explanation",
         __config__=_STRICT,
-        claim_understanding=(str, Field(..., max_length=300)),
-        reasoning_logic=(str, Field(..., max_length=800)),
+        claim_understanding=text(300, cap),
+        reasoning_logic=text(800, cap),
         key_points=(list[point], Field(..., min_length=1, max_length=max_points)),
         label_3class=(Verdict3, ...),
         label_2class=(Verdict2, ...),

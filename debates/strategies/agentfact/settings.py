@@ -56,6 +56,10 @@ class AgentFactConfig(StrategyConfig):
     retries: int = Field(2, ge=0, description="asks again this many times when an answer cannot be read")
     temperature: float | None = Field(None, ge=0.0, le=2.0, description="None: the backend's own")
     max_tokens: int | None = Field(None, gt=0, description="a cap on each answer's length; None: the backend's own")
+    text_chars: int | None = Field(
+        None, ge=20, description="a cap on every free-text field of an answer (reasons, analyses, key points); None: "
+        "the schemas' own bounds (160 to 800 characters)",
+    )
 
     @model_validator(mode="after")
     def _seats_make_a_workflow(self) -> "AgentFactConfig":
