@@ -36,8 +36,9 @@ async def test_agentfact_bounded_runs_on_the_embedded_model() -> None:
     finally:
         await pool.close()
     elapsed = time.perf_counter() - started
-    assert elapsed <= 240, f"took {elapsed:.0f} s"
-    assert 3 <= verdict.accounting.model_calls <= 9
+    turns = "\n".join(f"{t.speaker}: {t.parse_error or 'read'} | {t.text[:300]}" for t in verdict.transcript)
+    assert elapsed <= 240, f"took {elapsed:.0f} s with {verdict.accounting.model_calls} calls:\n{turns}"
+    assert 3 <= verdict.accounting.model_calls <= 9, turns
     assert verdict.backend == "local"
     if verdict.abstained:
         assert verdict.abstain_reason
