@@ -181,6 +181,8 @@ class Board:
         ran = set(self.queries_run)
         fresh = [QueueItem(s, "sentence", number) for s in sentences if normalised(s) and normalised(s) not in ran]
         fresh += [QueueItem(n, "need", number) for n in needs if normalised(n)]
+        if not fresh and not self.queries_run and self.config.search_post_if_plan_empty and self.config.setting == "open_web":
+            fresh = [QueueItem(self.claim, "sentence", number)]
         self.queue = fresh
 
     def pending_needs(self) -> list[QueueItem]:

@@ -47,6 +47,9 @@ class AgentFactConfig(StrategyConfig):
     per_query_items: int = Field(3, ge=1, description="evidence items kept per search query")
     max_useful: int | None = Field(None, ge=1, description="stop once the useful pool exceeds this after a reasoner turn")
     reverse_pages: int = Field(5, ge=0, description="reverse-image pages the visual analyst reads")
+    search_post_if_plan_empty: bool = Field(
+        True, description="a plan with nothing to check or search, before anything was searched, searches the post as written",
+    )
     plan_items: int = Field(3, ge=0, le=3, description="sentences to check, and background needs, per plan")
     plan_steps: int = Field(4, ge=1, le=8, description="reasoning steps per plan")
     key_points: int = Field(3, ge=1, le=5, description="key points per explanation")

@@ -188,12 +188,17 @@ SCENARIOS: list[tuple[str, AgentFactConfig, Script, dict[str, Any], list[str], s
     ),
     (
         "11 a plan with two empty lists cannot loop",
-        config(max_plans=3), Script(plans=[(0, 0), (0, 0), (0, 0)]), {},
+        config(max_plans=3, search_post_if_plan_empty=False), Script(plans=[(0, 0), (0, 0), (0, 0)]), {},
         [BOTH, SP, SP, EX], "plans exhausted", 0,
     ),
     (
+        "11b an empty first plan searches the post itself, once",
+        config(max_plans=3), Script(plans=[(0, 0), (0, 0), (0, 0)], rounds=[0]), {},
+        [BOTH, TR, SP, SP, EX], "plans exhausted", 1,
+    ),
+    (
         "an image-free post never calls the visual analyst",
-        config(max_plans=1), Script(plans=[(0, 0)]), {"has_images": False},
+        config(max_plans=1, search_post_if_plan_empty=False), Script(plans=[(0, 0)]), {"has_images": False},
         [SP, EX], "plans exhausted", 0,
     ),
     (
