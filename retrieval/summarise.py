@@ -60,10 +60,13 @@ class Summariser:
     async def summarise(
         self, evidence: Evidence, claim: str, image_context: str, ledger: UsageLedger, focus: str | None = None
     ) -> Evidence:
-        """The page with its summary; with ``focus`` (a search query) the summary answers that query."""
+        """The page with its summary; with ``condition_on_caption`` off the summariser never sees ``claim``;
+        with ``focus`` (a search query) the summary answers that query."""
         dropped = self.excluded(evidence)
         if dropped is not None:
             return dropped
+        if not self.settings.condition_on_caption:
+            claim = ""
         outcome = await self._outcome(evidence, claim, image_context, ledger, focus)
         notes = [evidence.reason] if evidence.reason else []
         if evidence.language not in (None, "en"):
@@ -101,7 +104,6 @@ class Summariser:
         )
         page = evidence.model_copy(update={"summary": None})
         shared = {
-            "claim": claim,
             "evidence_id": evidence.id,
             "domain": evidence.domain or "an unknown site",
             "title": (evidence.title or "untitled").replace('"', "'"),
@@ -109,10 +111,18 @@ class Summariser:
             "quoted_page": page.quoted(max_chars=self.settings.page_chars),
             "max_chars": self.settings.max_chars,
         }
-        if focus is None:
-            task = prompts.render("retrieval/evidence_summary_task", image_context=image_context or "nothing", **shared)
+        if focus is not None:
+            task = prompts.render("retrieval/query_summary_task", query=focus.replace('"', "'"), claim=claim, **shared)
         else:
-            task = prompts.render("retrieval/query_summary_task", query=focus.replace('"', "'"), **shared)
+            post = prompts.render("retrieval/summary_post", claim=claim) if claim else prompts.load("retrieval/summary_without_post")
+            task = prompts.render(
+                "retrieval/evidence_summary_task",
+                post=post,
+                focus="as they relate to the post" if claim else "about the image and the event it shows",
+                relevance="bears on the post" if claim else "says anything about the image or its event",
+                image_context=image_context or "nothing",
+                **shared,
+            )
         client = self.backend.view(ledger, agent="summariser", role="summary")
 
         def count_retry() -> None:

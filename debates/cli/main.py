@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from debates.cli import backends, check, compare, debate, evaluate, evidence, tools
+from debates.cli import backends, check, compare, debate, evaluate, evidence, tools, training
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Multimodal misinformation detection by debating agents.")
 app.command("check")(check.check)
@@ -18,6 +18,8 @@ app.command("evidence")(evidence.evidence)
 app.command("select-tools")(tools.select_tools)
 app.command("tools")(tools.list_tools)
 app.command("backends")(backends.backends)
+app.command("export-sft")(training.export_sft_command)
+app.add_typer(training.train_app, name="train")
 
 
 def main() -> None:

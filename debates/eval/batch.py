@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -31,6 +31,7 @@ from debates.eval.prices import PriceTable
 from debates.eval.records import EvalRow, ResultsFile, RowError, read_rows, row_from_verdict
 from debates.strategy import run_sample
 from m3d_agents.backends.factory import BackendPool
+from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import get_taxonomy
@@ -51,9 +52,18 @@ class RunManifest(BaseModel):
     taxonomy: str
     created: str = ""
     load_report: LoadReport | None = None
+    retrieval: str | None = Field(None, description="where the evidence came from: live, record, replay or off")
 
     def identity(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("config", "dataset", "dataset_options", "backend", "seed")}
+
+
+class SampleRecorder(Protocol):
+    """Keeps more of each sample than its result row (trajectories for training): a ledger per sample, then the verdict."""
+
+    def ledger(self) -> UsageLedger: ...
+
+    def write(self, sample: Sample, verdict: Any, ledger: UsageLedger) -> None: ...
 
 
 def sample_seed(run_seed: int, sample_id: str) -> int:
@@ -150,8 +160,12 @@ class BatchRunner:
         prices: PriceTable | None = None,
         retry_errors: bool = False,
         on_progress: Callable[[Tally], None] | None = None,
+        context_options: Mapping[str, Any] | None = None,
+        recorder: SampleRecorder | None = None,
         gold_evidence: Mapping[str, list[Evidence]] | None = None,
     ) -> None:
+        """``context_options`` are further :class:`~debates.strategy.RunContext` fields given to every
+        sample (the run's evidence sources from :func:`retrieval.runpath.open_retrieval`)."""
         if concurrency < 1:
             raise InputError("concurrency", "must be at least 1")
         self.config = config
@@ -164,6 +178,8 @@ class BatchRunner:
         self.prices = prices or PriceTable()
         self.retry_errors = retry_errors
         self.on_progress = on_progress
+        self.context_options = dict(context_options or {})
+        self.recorder = recorder
         self.gold_evidence = dict(gold_evidence or {})
         """The data set's own evidence by sample id; only an evidence-bounded strategy setting reads it."""
         self.tally = Tally()
@@ -191,11 +207,15 @@ class BatchRunner:
         seed = sample_seed(self.manifest.seed, sample.id)
         backend_name = self.backend or self.manifest.backend
         started = time.perf_counter()
+        ledger = self.recorder.ledger() if self.recorder is not None else None
         try:
+            options: dict[str, Any] = {**self.context_options, **({"ledger": ledger} if ledger is not None else {})}
             verdict = await run_sample(
                 self.config, sample, self.pool, backend=self.backend, seed=seed,
-                gold_evidence=list(self.gold_evidence.get(sample.id, [])),
+                gold_evidence=list(self.gold_evidence.get(sample.id, [])), **options,
             )
+            if self.recorder is not None and ledger is not None:
+                self.recorder.write(sample, verdict, ledger)
         except Exception as exc:  # noqa: BLE001 - a failed sample is recorded and the run goes on
             return error_row(sample, exc, index=index, seed=seed, latency_s=time.perf_counter() - started,
                              config=self.config, backend=backend_name)

@@ -2,10 +2,14 @@
 
 Conventions, chosen so that a run cannot look better by refusing to answer:
 
-* classification metrics use every scored sample (it has a gold label and did not fail);
-  an abstention is a prediction of no class, so it counts against recall and accuracy;
-* ``selective_accuracy`` is the accuracy over answered samples only, next to ``coverage``;
-* failed samples (errors) are left out of the scores and counted in ``errors``;
+* classification metrics use every attempted sample that has a gold label, failed ones included:
+  an abstention is a prediction of no class (column ``(abstained)``) and a failed sample one of
+  column ``(failed)``, so both count against recall and accuracy; a run with many backend errors
+  cannot report the accuracy of the samples that happened to succeed;
+* ``coverage`` is the share of attempted samples that got an answer (neither abstained nor
+  failed), and ``selective_accuracy`` the accuracy over those answered samples only;
+* errors are also counted in ``errors``, with their types; latency, calls and cost are over the
+  samples that finished;
 * macro averages run over the taxonomy labels that occur in the gold labels or the predictions;
 * ECE uses equal-width confidence bins closed on the right, ``(a, b]`` (the first also holds 0),
   over answered samples that report a confidence;
@@ -30,6 +34,8 @@ from debates.eval.records import EvalRow
 from m3d_agents.labels import get_taxonomy
 
 ABSTAIN = "(abstained)"
+FAILED = "(failed)"
+NO_ANSWER = (ABSTAIN, FAILED)
 
 
 class ClassScores(BaseModel):
@@ -51,6 +57,27 @@ class ClassificationScores(BaseModel):
     confusion_columns: list[str]
 
 
+class FakeClassRow(BaseModel):
+    """Accuracy with the misinformation (fake) class's precision, recall and F1: the layout of FactGuard's Table 1."""
+
+    accuracy: float
+    precision: float
+    recall: float
+    f1: float
+
+
+class ToolStatistics(BaseModel):
+    """How strategies that call tools (FactGuard) used them, from each verdict's diagnostics."""
+
+    samples: int
+    share_using_tools: float
+    mean_calls: dict[str, float]
+    refusals: dict[str, int]
+    mean_turns: float
+    tokens_per_sample: float
+    latency_per_sample_s: float
+
+
 class RunMetrics(BaseModel):
     samples: int
     scored: int
@@ -70,10 +97,41 @@ class RunMetrics(BaseModel):
     cost_usd: float | None
     cost_per_sample_usd: float | None
     error_types: dict[str, int]
+    fake_class: FakeClassRow | None = None
+    tools: ToolStatistics | None = None
     true_vs_not_true: ClassificationScores | None = None
     citation_validity: float | None = None
     cited_ids: int = 0
     leakage: dict[str, int] = Field(default_factory=dict)
+
+
+def fake_class_row(binary: ClassificationScores | None) -> FakeClassRow | None:
+    if binary is None or "misinformation" not in binary.per_class:
+        return None
+    fake = binary.per_class["misinformation"]
+    return FakeClassRow(accuracy=binary.accuracy, precision=fake.precision, recall=fake.recall, f1=fake.f1)
+
+
+def tool_statistics(rows: Sequence[EvalRow]) -> ToolStatistics | None:
+    """Tool use over the finished rows whose verdict reports tool calls; None when no row does."""
+    used = [r for r in rows if r.status != "error" and r.verdict and "tool_calls" in r.verdict.get("diagnostics", {})]
+    if not used:
+        return None
+    names = sorted({name for r in used for name in r.verdict["diagnostics"]["tool_calls"]})  # type: ignore[index]
+    diagnostics = [r.verdict["diagnostics"] for r in used]  # type: ignore[index]
+    refusals: dict[str, int] = {}
+    for d in diagnostics:
+        for name, count in (d.get("tool_refusals") or {}).items():
+            refusals[name] = refusals.get(name, 0) + int(count)
+    return ToolStatistics(
+        samples=len(used),
+        share_using_tools=float(np.mean([bool(d.get("used_tools")) for d in diagnostics])),
+        mean_calls={name: float(np.mean([d["tool_calls"].get(name, 0) for d in diagnostics])) for name in names},
+        refusals=refusals,
+        mean_turns=float(np.mean([d.get("turns", 0) for d in diagnostics])),
+        tokens_per_sample=float(np.mean([r.prompt_tokens + r.completion_tokens for r in used])),
+        latency_per_sample_s=float(np.mean([r.latency_s for r in used])),
+    )
 
 
 def per_class_scores(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -> dict[str, ClassScores]:
@@ -102,7 +160,7 @@ def confusion_matrix(gold: Sequence[str], pred: Sequence[str], rows: Sequence[st
 
 def classification_scores(gold: Sequence[str], pred: Sequence[str], label_order: Sequence[str]) -> ClassificationScores:
     present = set(gold) | set(pred)
-    labels = [label for label in label_order if label in present and label != ABSTAIN]
+    labels = [label for label in label_order if label in present and label not in NO_ANSWER]
     per_class = per_class_scores(gold, pred, labels)
     supports = np.array([per_class[label].support for label in labels], dtype=float)
     f1s = np.array([per_class[label].f1 for label in labels], dtype=float)
@@ -112,7 +170,7 @@ def classification_scores(gold: Sequence[str], pred: Sequence[str], label_order:
     def weighted(values: np.ndarray) -> float:
         return float((values * supports).sum() / supports.sum()) if supports.sum() else 0.0
 
-    columns = list(labels) + ([ABSTAIN] if ABSTAIN in present else [])
+    columns = list(labels) + [column for column in NO_ANSWER if column in present]
     rows = [label for label in label_order if label in set(gold)]
     return ClassificationScores(
         labels=labels,
@@ -152,9 +210,16 @@ def binary_name(value: bool | None) -> str:
     return "misinformation" if value else "not_misinformation"
 
 
-def true_or_not(label: str | None, true_label: str) -> str:
+def predicted(row: EvalRow, label: str | None) -> str:
+    """What a row predicted for the confusion matrix: its label, or which kind of no answer."""
+    if row.status == "error":
+        return FAILED
+    return label if row.status == "ok" and label else ABSTAIN
+
+
+def true_or_not(label: str | None, true_label: str) -> str | None:
     if label is None:
-        return ABSTAIN
+        return None
     return "true" if label == true_label else "not_true"
 
 
@@ -178,26 +243,26 @@ def leakage_counts(rows: Sequence[EvalRow]) -> dict[str, int]:
 
 
 def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
-    label_order = get_taxonomy(taxonomy).labels + [ABSTAIN]
+    label_order = get_taxonomy(taxonomy).labels + list(NO_ANSWER)
     finished = [r for r in rows if r.status != "error"]
     scored = [r for r in rows if r.scored]
-    gold = [r.gold for r in scored]
-    pred = [r.label if r.status == "ok" and r.label else ABSTAIN for r in scored]
-    classification = classification_scores(gold, pred, label_order) if scored else None  # type: ignore[arg-type]
+    gold = [str(r.gold) for r in scored]
+    pred = [predicted(r, r.label) for r in scored]
+    classification = classification_scores(gold, pred, label_order) if scored else None
     binary = None
     if scored:
         binary = classification_scores(
             [binary_name(r.gold_misinformation) for r in scored],
-            [binary_name(r.is_misinformation if r.status == "ok" else None) for r in scored],
-            ["misinformation", "not_misinformation", ABSTAIN],
+            [predicted(r, binary_name(r.is_misinformation)) for r in scored],
+            ["misinformation", "not_misinformation", *NO_ANSWER],
         )
     true_label = get_taxonomy(taxonomy).true_label
     true_view = None
     if scored and true_label is not None:
         true_view = classification_scores(
-            [true_or_not(r.gold, true_label) for r in scored],
-            [true_or_not(r.label if r.status == "ok" else None, true_label) for r in scored],
-            ["true", "not_true", ABSTAIN],
+            [str(true_or_not(r.gold, true_label)) for r in scored],
+            [predicted(r, true_or_not(r.label, true_label)) for r in scored],
+            ["true", "not_true", *NO_ANSWER],
         )
     valid_cited, all_cited = citation_counts(finished)
     answered = [r for r in scored if r.status == "ok"]
@@ -216,7 +281,7 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         errors=len(rows) - n,
         abstained=abstained,
         abstention_rate=abstained / n if n else 0.0,
-        coverage=1 - abstained / n if n else 0.0,
+        coverage=sum(1 for r in rows if r.status == "ok") / len(rows) if rows else 0.0,
         selective_accuracy=float(np.mean([r.correct for r in answered])) if answered else None,
         classification=classification,
         binary=binary,
@@ -230,6 +295,8 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         cost_usd=known_cost,
         cost_per_sample_usd=known_cost / n if known_cost is not None and n else None,
         error_types=error_types,
+        fake_class=fake_class_row(binary),
+        tools=tool_statistics(rows),
         true_vs_not_true=true_view,
         citation_validity=valid_cited / all_cited if all_cited else None,
         cited_ids=all_cited,

@@ -62,7 +62,7 @@ def markdown(summary: RunSummary) -> str:
         "| figure | value |",
         "|---|---|",
         f"| samples (scored / errors) | {m.samples} ({m.scored} / {m.errors}) |",
-        f"| accuracy | {_fmt(m.classification.accuracy if m.classification else None)} |",
+        f"| accuracy (abstained and failed samples count as wrong) | {_fmt(m.classification.accuracy if m.classification else None)} |",
         f"| macro-F1 | {_fmt(m.classification.macro_f1 if m.classification else None)} |",
         f"| weighted F1 | {_fmt(m.classification.weighted_f1 if m.classification else None)} |",
         f"| weighted precision / recall | {_fmt(m.classification.weighted_precision if m.classification else None)}"
@@ -79,7 +79,7 @@ def markdown(summary: RunSummary) -> str:
           if m.cited_ids else []),
         *([f"| leakage filter drops by rule | {', '.join(f'{rule} {n}' for rule, n in m.leakage.items())} |"]
           if m.leakage else []),
-        f"| abstention rate / coverage | {_fmt(m.abstention_rate)} / {_fmt(m.coverage)} |",
+        f"| abstention rate / coverage (answered share of attempted) | {_fmt(m.abstention_rate)} / {_fmt(m.coverage)} |",
         f"| selective accuracy (answered only) | {_fmt(m.selective_accuracy)} |",
         f"| ECE (10 bins) | {_fmt(m.ece)} |",
         f"| latency p50 / p95 (s) | {_fmt(m.latency_p50_s, 2)} / {_fmt(m.latency_p95_s, 2)} |",
@@ -99,6 +99,19 @@ def markdown(summary: RunSummary) -> str:
         for label, counts in zip(gold_rows, m.classification.confusion):
             lines.append(f"| {label} | " + " | ".join(str(c) for c in counts) + " |")
         lines.append("")
+    if m.fake_class is not None:
+        f = m.fake_class
+        lines += ["## Fake class (FactGuard's Table 1 layout, %)", "", "| Acc | Prec | Rec | F1 |", "|---|---|---|---|",
+                  f"| {100 * f.accuracy:.1f} | {100 * f.precision:.1f} | {100 * f.recall:.1f} | {100 * f.f1:.1f} |", ""]
+    if m.tools is not None:
+        t = m.tools
+        lines += ["## Tool use", "", "| figure | value |", "|---|---|",
+                  f"| samples using any tool | {t.share_using_tools:.3f} of {t.samples} |",
+                  *[f"| mean {name} calls per sample | {value:.2f} |" for name, value in t.mean_calls.items()],
+                  *[f"| {name} calls refused (budget) | {count} |" for name, count in t.refusals.items()],
+                  f"| mean model turns | {t.mean_turns:.2f} |",
+                  f"| tokens per sample | {t.tokens_per_sample:.0f} |",
+                  f"| latency per sample (s) | {t.latency_per_sample_s:.2f} |", ""]
     if m.error_types:
         lines += ["## Failed samples", "", *[f"- {name}: {count}" for name, count in m.error_types.items()], ""]
     if man.load_report is not None and man.load_report.skipped:

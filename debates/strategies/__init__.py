@@ -5,9 +5,11 @@
 | ``debate`` (every group-chat protocol) | :mod:`debates.strategies.debate` |
 | ``check`` | :mod:`debates.strategies.check` |
 | ``self-consistency`` | :mod:`debates.strategies.self_consistency` |
-| ``agentfact`` | :mod:`debates.strategies.agentfact` |
+| ``t2agent`` (tree search over forgery sources) | :mod:`debates.strategies.t2agent` |
+| ``factguard`` (video posts) | :mod:`debates.strategies.factguard` |
+| ``agentfact`` (planned, evidence-grounded fact-checking) | :mod:`debates.strategies.agentfact` |
 """
 
-from debates.strategies import agentfact, check, debate, self_consistency
+from debates.strategies import agentfact, check, debate, factguard, self_consistency, t2agent
 
-__all__ = ["agentfact", "check", "debate", "self_consistency"]
+__all__ = ["agentfact", "check", "debate", "factguard", "self_consistency", "t2agent"]

@@ -10,13 +10,17 @@ from __future__ import annotations
 import hashlib
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PIL import Image, ImageFile, UnidentifiedImageError
 
 from m3d_agents.errors import InputError
 from m3d_agents.sample import InputLimits, Sample
+
+if TYPE_CHECKING:
+    from m3d_agents.media.video import VideoInfo
 
 SUPPORTED_FORMATS = {"JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF"}
 
@@ -41,6 +45,12 @@ class PreparedImage:
 class PreparedSample:
     sample: Sample
     images: list[PreparedImage]
+    descriptions: list[str] = field(default_factory=list)
+    """What each image shows, in words, for agents that are given a description rather than (or beside)
+    the image: a vision model's grounded description, or OCR and file metadata on text-only backends.
+    Filled once per sample by the strategies that use it (see :mod:`m3d_agents.tools.image_descriptions`)."""
+    video: "VideoInfo | None" = None
+    """The probed video file, when the sample has one (probed once, here)."""
 
 
 _cache: dict[tuple[str, int], PreparedImage] = {}
@@ -113,6 +123,9 @@ def prepare_sample(sample: Sample, limits: InputLimits | None = None) -> Prepare
     if len(sample.images) > limits.max_images:
         raise InputError("images", f"{len(sample.images)} images, over the limit of {limits.max_images}")
     images = [load_image(p, limits, field=f"images[{i}]") for i, p in enumerate(sample.images)]
-    if sample.video is not None and sample.video.path is not None and not Path(sample.video.path).is_file():
-        raise InputError("video.path", f"file {sample.video.path} does not exist")
-    return PreparedSample(sample=sample, images=images)
+    video = None
+    if sample.video is not None and sample.video.path is not None:
+        from m3d_agents.media.video import probe
+
+        video = probe(sample.video.path, limits)
+    return PreparedSample(sample=sample, images=images, video=video)

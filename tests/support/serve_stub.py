@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from tests.support.openai_stub_server import StubOpenAIServer, completion_body
-from tests.support.schema_answer import instance, schema_of
+from tests.support.schema_stub import fill, schema_of
 
 
 def answer(request: dict[str, Any], _n: int, delay: float) -> tuple[int, dict[str, Any], float]:
@@ -30,7 +30,7 @@ def answer(request: dict[str, Any], _n: int, delay: float) -> tuple[int, dict[st
     digest = hashlib.sha256(text.encode()).digest()
     schema = schema_of(request)
     if "Task: agentfact/" in text and schema is not None:
-        body = instance(schema, lambda values: values[digest[2] % len(values)])
+        body = fill(schema, digest, fill_arrays=True)
         return 200, completion_body(json.dumps(body)), delay
     label = "fake" if digest[0] % 2 else "real"
     confidence = round(0.5 + digest[1] / 510, 3)

@@ -21,7 +21,7 @@ from retrieval.providers.mr2_trace import MR2Trace
 from retrieval.reliability import DomainRatings
 from retrieval.store import EvidenceStore
 from tests.support.paths import shared_data
-from tests.support.schema_answer import schema_responder
+from tests.support.schema_stub import schema_responder
 from tests.support.scripted import ScriptedClient, scripted_backend, text_of
 
 CLAIM = "4806303862493315"
@@ -29,7 +29,7 @@ CLAIM = "4806303862493315"
 
 def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
     """The strategist and the query writer search the post's own words; every other agent gives a valid
-    answer to its schema (the first enum value: the first id shown, the label true, sufficiency 1)."""
+    answer to its schema (enum values chosen by a digest of the prompt)."""
     prompt = text_of(messages)
     post = prompt.split('"""', 2)[1].strip() if '"""' in prompt else ""
     if "Task: agentfact/queries" in prompt:
@@ -37,7 +37,7 @@ def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
     if "Task: agentfact/strategy" in prompt:
         return json.dumps({"reasoning_steps": [{"step": "Trace the photo", "method": "origin_tracing", "details": "pages"}],
                            "validation_list": [{"sentence": post[:120], "explanation": "the claim"}], "search_list": []})
-    return schema_responder()(messages, kwargs)
+    return schema_responder(messages, kwargs)
 
 
 @pytest.fixture
