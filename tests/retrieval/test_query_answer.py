@@ -118,3 +118,22 @@ async def test_a_news_site_is_kept_while_its_fact_check_section_is_dropped() -> 
     evidence = await EvidencePipeline(web=[Reuters()]).answer("bridge", SAMPLE)
     assert [(e.url.split("/")[3], e.kept) for e in evidence] == [("world", True), ("fact-check", False)]
     assert evidence[0].reliability == "reliable"
+
+
+async def test_a_configuration_that_asks_for_pages_gets_the_pipeline_as_its_web_searcher(tmp_path: Path) -> None:
+    from debates.strategy import load_config
+    from m3d_agents.backends.factory import BackendPool
+    from retrieval.runpath import open_retrieval
+
+    EvidenceStore(tmp_path / "evidence.sqlite", "record").close()
+    pool = BackendPool()
+    sources = open_retrieval(load_config("agentfact"), pool, mode="replay", store_path=tmp_path / "evidence.sqlite")
+    try:
+        assert isinstance(sources.searchers["web"], EvidencePipeline)
+        assert [p.name for p in sources.searchers["web"].web] == ["serper", "duckduckgo"]
+        snippets = open_retrieval(load_config("t2agent"), pool, mode="replay", store_path=tmp_path / "evidence.sqlite")
+        assert not isinstance(snippets.searchers["web"], EvidencePipeline)
+        await snippets.close()
+    finally:
+        await sources.close()
+        await pool.close()
