@@ -161,6 +161,11 @@ class Verdict(BaseModel):
     rationale: str = ""
     findings: list[Finding] = Field(default_factory=list)
     evidence_ids: list[str] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(
+        default_factory=list,
+        description="the evidence the strategy was given, kept or filtered out, each with its source, reliability "
+        "and reason, so a run's results file shows a reviewer what the agents saw and what was dropped",
+    )
     abstained: bool = False
     abstain_reason: str | None = None
     transcript: list[TranscriptTurn] = Field(default_factory=list)
@@ -172,9 +177,6 @@ class Verdict(BaseModel):
         None, description="what retrieval did for this sample; None when the run path gathers no evidence at all"
     )
     explanation: Explanation | None = None
-    evidence: list[Evidence] = Field(
-        default_factory=list, description="the evidence items themselves, so citations can be checked without the store"
-    )
 
     @model_validator(mode="after")
     def _consistent(self) -> "Verdict":
@@ -193,8 +195,9 @@ class Verdict(BaseModel):
         return self
 
     def _check_citations(self) -> None:
-        """Every cited id is in ``evidence_ids``, and every id there names an item of ``evidence``."""
-        if not self.evidence and self.explanation is None:
+        """An explanation's cited ids are in ``evidence_ids``, and every id there names an item of ``evidence``,
+        so a reader can check each citation from the verdict alone."""
+        if self.explanation is None:
             return
         known = {e.id for e in self.evidence}
         unknown = [i for i in self.evidence_ids if i not in known]

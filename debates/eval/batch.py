@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +36,7 @@ from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import get_taxonomy
+from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample
 
 RESULTS = "results.jsonl"
@@ -117,10 +119,13 @@ class BatchOutcome:
 
 def prepare_run_dir(out_dir: Path, manifest: RunManifest) -> None:
     """Create the run folder, or check that an existing one holds the same run."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_run_dir(out_dir)
     path = out_dir / MANIFEST
     if path.exists():
-        existing = RunManifest.model_validate(json.loads(path.read_text()))
+        try:
+            existing = RunManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise InputError("out", f"{path} is not the manifest of a run ({type(exc).__name__}); choose another --out folder") from None
         if existing.identity() != manifest.identity():
             diff = {k: (existing.identity()[k], v) for k, v in manifest.identity().items() if existing.identity()[k] != v}
             raise InputError("out", f"{out_dir} holds a different run ({diff}); choose another --out folder")
@@ -131,10 +136,39 @@ def prepare_run_dir(out_dir: Path, manifest: RunManifest) -> None:
     temporary.replace(path)
 
 
+def check_run_dir(out_dir: Path) -> None:
+    """Refuse an ``--out`` that cannot be a run folder, or that another run holds, before any work
+    and without creating it. (The run itself takes the lock again: this only makes the refusal early.)"""
+    probe = out_dir
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe == out_dir and not probe.is_dir():
+        raise InputError("out", f"{out_dir} is a file, not a folder; choose another --out folder")
+    if not probe.is_dir():
+        raise InputError("out", f"cannot create the run folder {out_dir}: {probe} is a file")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InputError("out", f"cannot create the run folder {out_dir}: {probe} is not writable")
+    if probe == out_dir:
+        with RunLock(out_dir):
+            pass
+
+
+def make_run_dir(out_dir: Path) -> None:
+    """Create the run folder; an error naming ``--out`` if it is a file or cannot be created."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InputError("out", f"{out_dir} is a file, not a folder; choose another --out folder") from None
+    except OSError as exc:
+        raise InputError("out", f"cannot create the run folder {out_dir}: {exc.strerror or exc}") from None
+    if not os.access(out_dir, os.W_OK):
+        raise InputError("out", f"the run folder {out_dir} is not writable")
+
+
 def error_row(sample: Sample, exc: BaseException, *, index: int, seed: int, latency_s: float, config: str,
               backend: str) -> EvalRow:
     field_name = getattr(exc, "field", None)
-    message = str(exc) or repr(exc)
+    message = redact(str(exc) or repr(exc))
     taxonomy = get_taxonomy(sample.taxonomy)
     return EvalRow(
         sample_id=sample.id, index=index, seed=seed, status="error", taxonomy=sample.taxonomy, gold=sample.gold_label,
@@ -230,6 +264,7 @@ class BatchRunner:
         )
 
     async def run(self) -> BatchOutcome:
+        make_run_dir(self.out_dir)
         with RunLock(self.out_dir):
             return await self._run()
 

@@ -92,7 +92,12 @@ class UsageLedger:
 
 
 class MeteredClient(ChatCompletionClient):
-    """A view of a shared client that limits concurrency, enforces a timeout and records usage."""
+    """A view of a shared client that limits concurrency, enforces a deadline and records usage.
+
+    ``timeout_s`` is the deadline of one whole call, every retry and backoff of the transport
+    included (:meth:`~m3d_agents.backends.config.BackendConfig.call_deadline_s`): whatever a server
+    does, hang or drip, a call ends by then. The wait for the concurrency gate is not counted.
+    """
 
     def __init__(
         self,
@@ -136,7 +141,10 @@ class MeteredClient(ChatCompletionClient):
                         cancellation_token=cancellation_token,
                     )
             except asyncio.TimeoutError as exc:
-                raise BackendError(f"model call by {self.agent} ({self.role}) timed out after {self.timeout_s}s") from exc
+                raise BackendError(
+                    f"model call by {self.agent} ({self.role}) gave no answer within its deadline of {self.timeout_s:g} s, "
+                    "every attempt included (the backend's deadline_s)"
+                ) from exc
             latency = time.perf_counter() - started
         usage = result.usage
         self.ledger.add(

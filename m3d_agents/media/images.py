@@ -98,6 +98,9 @@ def _decode(data: bytes, path: Path, sha: str, limits: InputLimits, field: str) 
         raise InputError(field, f"{path} is not an image file PIL can identify") from exc
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise InputError(field, f"{path} looks like a decompression bomb: {exc}") from exc
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        # A file cut inside its header (the first 600 bytes of a JPEG) fails while PIL reads the size.
+        raise InputError(field, f"{path} is corrupt or truncated: {exc}") from exc
     if fmt not in SUPPORTED_FORMATS:
         raise InputError(field, f"{path} has unsupported format {fmt}; supported: {', '.join(sorted(SUPPORTED_FORMATS))}")
     if width * height > limits.max_pixels:
@@ -107,7 +110,7 @@ def _decode(data: bytes, path: Path, sha: str, limits: InputLimits, field: str) 
     try:
         image = Image.open(io.BytesIO(data))
         image.load()
-    except (OSError, SyntaxError, ValueError) as exc:
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
         raise InputError(field, f"{path} is corrupt or truncated: {exc}") from exc
     rgb = image.convert("RGB")
     if max(rgb.size) > limits.max_side:
