@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -34,7 +34,7 @@ def evaluate(
     dataset: str = typer.Option(..., "--dataset", help="KIND:PATH, e.g. mediaeval:../shared/data/mediaeval2016-dev"),
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples of the data set."),
-    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once."),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once (with --workers, in all workers together)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run folder; default runs/<config>-<dataset kind>-<backend>."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat (default: the configuration's own)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
@@ -43,6 +43,12 @@ def evaluate(
     prices: Optional[Path] = typer.Option(None, "--prices", help="YAML of model prices per 1M tokens, added to the built-in table."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="Run failed samples of an earlier attempt again."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Run samples on this many Ray worker processes "
+                                          "(a local Ray cluster is started for the run unless --ray-address is given)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Run on this existing Ray cluster (e.g. ray://head:10001 "
+                                              "or auto); workers default to one per CPU of the cluster."),
+    max_tries: int = typer.Option(3, "--max-tries", min=1, help="With Ray: a sample that kills its worker this many times "
+                                  "is recorded as an error."),
 ) -> None:
     """Run a configuration over a data set; rerun the same command to resume an interrupted run."""
     from m3d_agents.datasets import load_dataset, parse_option_pairs, parse_spec
@@ -79,8 +85,15 @@ def evaluate(
         def show(tally: Tally) -> None:
             bar.update(task, completed=tally.done, stats=tally.line())
 
-        runner = BatchRunner(config, samples, pool, run_dir, manifest, concurrency=concurrency, backend=override,
-                             prices=load_price_table(prices), retry_errors=retry_errors, on_progress=show)
+        run_options: dict[str, Any] = dict(concurrency=concurrency, backend=override, prices=load_price_table(prices),
+                                           retry_errors=retry_errors, on_progress=show)
+        if workers is not None or ray_address is not None:
+            from debates.eval.ray_runner import RayBatchRunner
+
+            runner: BatchRunner = RayBatchRunner(config, samples, pool, run_dir, manifest, workers=workers, address=ray_address,
+                                                 max_tries=max_tries, **run_options)
+        else:
+            runner = BatchRunner(config, samples, pool, run_dir, manifest, **run_options)
         try:
             with bar:
                 return await runner.run()
@@ -88,6 +101,11 @@ def evaluate(
             await pool.close()
 
     outcome = run_cli(main())
+    deaths = getattr(outcome, "worker_deaths", 0)
+    if deaths:
+        given_up = getattr(outcome, "given_up", [])
+        err_console.print(f"[yellow]{deaths} Ray worker(s) died; their samples ran again on other workers"
+                          + (f"; {len(given_up)} that kept killing workers are recorded as errors" if given_up else "") + "[/]")
     if outcome.repaired_torn_line:
         err_console.print("[yellow]cut off a torn last line left by an earlier hard stop[/]")
     summary = write_report(outcome.out_dir)

@@ -133,6 +133,25 @@ def error_row(sample: Sample, exc: BaseException, *, index: int, seed: int, late
     )
 
 
+def cancel_on_signals(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
+    """SIGTERM and SIGINT cancel the current task, so a run stops with its finished rows saved;
+    returns what puts the previous handlers back."""
+    current = asyncio.current_task()
+    caught = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, current.cancel)  # type: ignore[union-attr]
+            caught.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+
+    def restore() -> None:
+        for sig in caught:
+            loop.remove_signal_handler(sig)
+
+    return restore
+
+
 class BatchRunner:
     """Runs the pending samples of one run folder; see the module docstring for the guarantees."""
 
@@ -235,13 +254,7 @@ class BatchRunner:
                     self.on_progress(self.tally)
 
         current = asyncio.current_task()
-        stop_signals = []
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, current.cancel)  # type: ignore[union-attr]
-                stop_signals.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
+        restore_signals = cancel_on_signals(loop)
         workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, len(todo)))]
         try:
             await asyncio.gather(*workers)
@@ -253,8 +266,7 @@ class BatchRunner:
             if current is not None:
                 current.uncancel()
         finally:
-            for sig in stop_signals:
-                loop.remove_signal_handler(sig)
+            restore_signals()
             writer.shutdown(wait=True)
             self.results.close()
         outcome.rows = read_rows(self.out_dir / RESULTS)[0]
