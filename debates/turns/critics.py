@@ -60,14 +60,18 @@ async def _ask_critic(
     client: MeteredClient, name: str, template: str, context: TurnContext, retries: int, with_images: bool, **values: str
 ) -> Score:
     prepared = context.prepared
+    candidate = values.pop("candidate")
     task = prompts.render(
-        template, text=prepared.sample.text, image_context=image_context(prepared, context.vision), **values
+        template, text=prepared.sample.text, image_context=image_context(prepared, context.vision),
+        candidate=_CANDIDATE, **values,
     )
+    fixed, varying = split_before_candidate(task)
     answer = await ask(
         client.with_role("critique", agent=name),
         [
             SystemMessage(content=prompts.load("turns/critic_system")),
-            UserMessage(content=user_content(task, prepared, context.vision and with_images), source="user"),
+            UserMessage(content=user_content(fixed, prepared, context.vision and with_images,
+                                             then=varying.replace(_CANDIDATE, candidate)), source="user"),
         ],
         parse_ten_point_score,
         retries=retries,
@@ -76,6 +80,18 @@ async def _ask_critic(
     if answer.value is None:
         return Score(None, answer.error)
     return Score(unit_from_ten_point(answer.value))
+
+
+_CANDIDATE = "\x00candidate\x00"
+
+
+def split_before_candidate(task: str) -> tuple[str, str]:
+    """A critic's task cut at the paragraph that quotes the candidate: every critique of a turn shares
+    what comes before (the post, the tool's report), and the images are placed there, not after the
+    candidate, so a server's prefix cache reuses them. The text itself is unchanged."""
+    cut = task.rfind("\n\n", 0, task.index(_CANDIDATE))
+    cut = cut if cut >= 0 else task.index(_CANDIDATE)
+    return task[:cut], task[cut:]
 
 
 class TextCritic:
