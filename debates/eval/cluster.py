@@ -66,7 +66,7 @@ class SampleWorker:
         self.runner = BatchRunner(spec.config, [], self.pool, spec.out_dir, spec.manifest, **spec.options)
 
     async def hello(self) -> dict[str, Any]:
-        return {"holder": self.holder, "pid": os.getpid(), "node": socket.gethostname()}
+        return {"holder": self.holder, "pid": os.getpid(), "node": socket.gethostname(), "cpu_s": time.process_time()}
 
     async def run(self, index: int, sample: Sample) -> str:
         """One sample's row as a JSON line (a failed sample gives an error row, as in a local run)."""

@@ -23,6 +23,7 @@ same value asks the same of the model server whatever the number of workers.
 from __future__ import annotations
 
 import asyncio
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -32,6 +33,10 @@ from debates.eval.cluster import RaySession, WorkerSpec, absolute_paths
 from debates.eval.dispatch import Dispatcher, Item, Slot
 from debates.eval.records import EvalRow, read_rows
 from m3d_agents.errors import BackendError, InputError
+
+
+START_GRACE_S = 30.0
+"""How long the first workers up wait for the others before samples go out."""
 
 
 class WorkerDied(RuntimeError):
@@ -46,8 +51,10 @@ class RayOutcome(BatchOutcome):
     """Samples that were in flight on a worker when it died, and ran again."""
     given_up: list[str] = field(default_factory=list)
     """Samples recorded as errors because they kept killing their workers."""
+    dispatch_wall_s: float = 0.0
+    """From the first sample sent to the last row written: the run without the workers' start."""
     cpu_s: dict[str, float] = field(default_factory=dict)
-    """CPU seconds of the workers and of the permit broker, for the benchmark."""
+    """CPU seconds over that time of the driver, the workers and the permit broker (for the benchmark)."""
 
 
 async def _result(ref: Any) -> Any:
@@ -168,15 +175,29 @@ class RayBatchRunner(BatchRunner):
         try:
             for slot in slots:
                 start(slot)
+            first_ready: float | None = None
+            dispatching = False
             while not dispatcher.done:
-                for slot in slots:
+                if not dispatching:
+                    # The first workers wait (a little) for the others, so that samples are spread in
+                    # order over all of them rather than piling onto whichever started first.
+                    up = [slot for slot in slots if slot.ready]
+                    if up and first_ready is None:
+                        first_ready = time.monotonic()
+                    initial = [slot for slot in slots if slot.ready or failed_starts.get(slot.name, 0) == 0]
+                    dispatching = bool(up) and (len(up) == len(initial) or time.monotonic() - (first_ready or 0) > START_GRACE_S)
+                    if dispatching:
+                        dispatch_started, driver_cpu = time.perf_counter(), time.process_time()
+                        broker_cpu = await _cpu_of(broker)
+                for slot in slots if dispatching else []:
                     for index, sample in dispatcher.assign(slot):
                         handle = handles[slot.name]
                         calls[asyncio.ensure_future(_result(handle.run.remote(index, sample)))] = (slot, handle, (index, sample))
                 if not calls and not starting:
                     raise BackendError(f"no Ray worker could start, so {len(dispatcher.pending)} samples did not run: "
                                        f"{last_start_error}")
-                finished, _ = await asyncio.wait([*calls, *starting], return_when=asyncio.FIRST_COMPLETED)
+                finished, _ = await asyncio.wait([*calls, *starting], return_when=asyncio.FIRST_COMPLETED,
+                                                 timeout=None if dispatching or first_ready is None else 1.0)
                 for future in finished:
                     if future in starting:
                         slot, handle = starting.pop(future)
@@ -210,7 +231,15 @@ class RayBatchRunner(BatchRunner):
                     dispatcher.finished(slot, sample.id)
                     await record(row)
             outcome.retried = sorted(dispatcher.retried)
-            outcome.cpu_s = await _cpu_seconds(broker, [handles[slot.name] for slot in slots if slot.ready])
+            if dispatching:
+                outcome.dispatch_wall_s = time.perf_counter() - dispatch_started
+                driver_cpu = time.process_time() - driver_cpu
+                live = [slot for slot in slots if slot.ready]
+                ends = await asyncio.gather(_cpu_of(broker), *(_cpu_of(handles[slot.name]) for slot in live))
+                outcome.cpu_s = {
+                    "driver": driver_cpu, "broker": ends[0] - broker_cpu,
+                    "workers": sum(end - self.live_workers[slot.name]["cpu_s"] for slot, end in zip(live, ends[1:])),
+                }
         finally:
             for future in [*calls, *starting]:
                 future.cancel()
@@ -233,12 +262,12 @@ def _describe(exc: BaseException, timeout_s: float) -> str:
     return f"{type(exc).__name__}: {text[-1] if text else ''}"
 
 
-async def _cpu_seconds(broker: Any, workers: list[Any]) -> dict[str, float]:
+async def _cpu_of(actor: Any) -> float:
+    """An actor's CPU seconds so far (NaN when it does not answer: a figure, never a reason to fail)."""
     try:
-        values = await asyncio.wait_for(asyncio.gather(*(_result(h.cpu_seconds.remote()) for h in [broker, *workers])), 30)
-    except Exception:  # noqa: BLE001 - a figure for the benchmark, never a reason to fail a finished run
-        return {}
-    return {"broker": float(values[0]), "workers": float(sum(values[1:]))}
+        return float(await asyncio.wait_for(_result(actor.cpu_seconds.remote()), 30))
+    except Exception:  # noqa: BLE001
+        return float("nan")
 
 
 async def _stop(session: RaySession, workers: list[Any], broker: Any) -> None:
