@@ -19,6 +19,7 @@ import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -29,7 +30,7 @@ from m3d_agents.datasets.base import LoadReport
 from debates.eval.lock import RunLock
 from debates.eval.prices import PriceTable
 from debates.eval.records import EvalRow, ResultsFile, RowError, read_rows, row_from_verdict
-from debates.strategy import run_sample
+from debates.strategy import StrategyConfig, load_config, run_sample
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
@@ -184,6 +185,11 @@ class BatchRunner:
         self.tally = Tally()
         self.results = ResultsFile(out_dir / RESULTS)
 
+    @cached_property
+    def strategy_config(self) -> StrategyConfig:
+        """The configuration, loaded once for the run rather than once per sample."""
+        return load_config(self.config)
+
     def pending(self) -> tuple[list[tuple[int, Sample]], list[EvalRow], bool]:
         prepare_run_dir(self.out_dir, self.manifest)
         rows, torn = read_rows(self.out_dir / RESULTS, repair=True)
@@ -207,7 +213,7 @@ class BatchRunner:
         backend_name = self.backend or self.manifest.backend
         started = time.perf_counter()
         try:
-            verdict = await run_sample(self.config, sample, self.pool, backend=self.backend, seed=seed)
+            verdict = await run_sample(self.strategy_config, sample, self.pool, backend=self.backend, seed=seed)
         except Exception as exc:  # noqa: BLE001 - a failed sample is recorded and the run goes on
             return error_row(sample, exc, index=index, seed=seed, latency_s=time.perf_counter() - started,
                              config=self.config, backend=backend_name)
