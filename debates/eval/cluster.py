@@ -104,7 +104,10 @@ class RaySession:
 
     def open(self) -> int:
         """Connect (starting a local cluster when there is no address); returns the number of workers."""
-        import ray
+        try:
+            import ray
+        except ImportError:
+            raise InputError("workers", "runs on Ray need the ray package: pip install 'm3d-agents[ray]'") from None
 
         _quiet_ray()
         if ray.is_initialized():

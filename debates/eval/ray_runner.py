@@ -23,6 +23,7 @@ same value asks the same of the model server whatever the number of workers.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -109,6 +110,9 @@ class RayBatchRunner(BatchRunner):
                              repaired_torn_line=torn)
         self._progress()
         if todo:
+            for module in self.worker_imports:
+                importlib.import_module(module)
+            self.strategy_config  # noqa: B018 - a configuration that cannot load fails here, before any worker starts
             session = RaySession(self.address, self.workers)
             restore_signals = None
             try:

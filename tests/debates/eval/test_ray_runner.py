@@ -231,3 +231,11 @@ def test_a_killed_driver_resumes_to_every_row_once(tmp_path: Path, monkeypatch: 
         assert len(server.arrivals) - requests_before == 30 - len(before)
     rows = one_row_each(results)
     assert len(rows) == 30 and all(r["status"] == "ok" for r in rows.values())
+
+
+async def test_a_configuration_that_cannot_load_fails_before_any_worker_starts(tmp_path: Path) -> None:
+    bad = runner(RayBatchRunner, "no-such-configuration", posts(2), stub_pool("http://127.0.0.1:9/v1", 8), tmp_path / "run",
+                 workers=2)
+    with pytest.raises(InputError, match="no configuration 'no-such-configuration'"):
+        await bad.run()
+    assert not (tmp_path / "run" / "results.jsonl").exists()
