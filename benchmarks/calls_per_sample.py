@@ -1,12 +1,15 @@
-"""Model calls per sample of ``mmd-agent-bon`` (uniform best-of-N) and ``agentm3d`` (planner + early stop).
+"""Model calls per sample of ``mmd-agent-bon`` (uniform best-of-N), ``agentm3d`` (planner, critics,
+Alg. 1 over all N) and ``agentm3d-lazy`` (planner, critics, lazy early stop, unanimous skip).
 
-Runs both configurations on 50 posts of ../shared/data/mediaeval2016-dev with a scripted backend (the test double of tests/scripted.py),
-so the figures count calls, not model quality. The scripted answers follow a fixed seeded
+Runs the configurations on 50 posts of ../shared/data/mediaeval2016-dev with a scripted backend (the test double of
+tests/support/scripted.py), so the figures count calls, not model quality. The backend is text only, so the image
+description comes from OCR and metadata and costs no call. The scripted answers follow a fixed seeded
 distribution, drawn per post and per candidate from a string seed:
-- the planner asks for best-of-N on a share of posts (``--level1-rate``, default 0.3);
+- the planner asks for best-of-N on a share of posts (``--level1-rate``, default 0.3); the last line
+  repeats agentm3d at the escalation rate the paper reports, 73%;
 - each modality check finds a distortion with probability 0.25, and a candidate answer agrees
   with that with probability 0.8;
-- the judge's reward is uniform on [0, 1] and a critic's score uniform on 1..10.
+- the judge's reward and a critic's bare score are uniform on [0, 1].
 
     python benchmarks/calls_per_sample.py [--samples 50] [--n 5] [--level1-rate 0.3]
 """
@@ -37,6 +40,8 @@ from m3d_agents.sample import Sample  # noqa: E402
 from tests.support.scripted import ScriptedClient, scripted_backend, text_of  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "mediaeval2016-dev"
+PAPER_ESCALATION = 0.73
+"""The share of posts AgentM3D's planner escalates, as the paper reports it (69.1% and 77.2% on its two data sets)."""
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
 
 
@@ -79,7 +84,7 @@ class SeededScript:
             hard = random.Random(f"plan|{post}").random() < self.level1_rate
             return "[BON level-1]" if hard else "[BON level-0]"
         if "You are a critic" in system:
-            return f"The score is {random.Random(f'critique|{text_of(messages)}').randint(1, 10)}"
+            return f"{random.Random(f'critique|{text_of(messages)}').random():.3f}"
         if "internal logic, not for its truth" in last:
             return '{"consistent": true, "issues": [], "rationale": "The claim is internally consistent."}'
         for marker, (distorted, clear) in ACTIONS.items():
@@ -147,20 +152,20 @@ async def main() -> None:
     print(f"{len(samples)} MediaEval 2016 dev posts, N = {args.n}, scripted planner level-1 rate {args.level1_rate}")
     uniform = await run_config("mmd-agent-bon", samples, args.n, args.level1_rate)
     agentm3d = await run_config("agentm3d", samples, args.n, args.level1_rate)
+    lazy = await run_config("agentm3d-lazy", samples, args.n, args.level1_rate)
     print(describe("mmd-agent-bon", uniform, len(samples)))
     print(describe("agentm3d", agentm3d, len(samples)))
+    print(describe("agentm3d-lazy", lazy, len(samples)))
     ratio = mean(agentm3d.calls) / mean(uniform.calls)
     print(f"ratio agentm3d / mmd-agent-bon = {ratio:.3f} (target <= 0.5: {'met' if ratio <= 0.5 else 'NOT met'})")
-    every_turn = await run_config("agentm3d", samples, args.n, args.level1_rate, skip_unanimous=False)
-    print(
-        f"without skip_unanimous (scoring even when all candidates agree): {mean(every_turn.calls):.2f} calls/sample,"
-        f" ratio {mean(every_turn.calls) / mean(uniform.calls):.3f}"
-    )
+    print(f"ratio agentm3d-lazy / mmd-agent-bon = {mean(lazy.calls) / mean(uniform.calls):.3f}")
     print("sensitivity to the planner's level-1 rate (agentm3d calls/sample, ratio):")
     for rate in (0.0, 0.2, 0.25, 0.5, 1.0):
         other = await run_config("agentm3d", samples, args.n, rate)
         print(f"  level-1 rate {rate:.2f}: {mean(other.calls):6.2f}  ratio {mean(other.calls) / mean(uniform.calls):.3f}")
-
+    paper = await run_config("agentm3d", samples, args.n, PAPER_ESCALATION)
+    print(f"ratio agentm3d / mmd-agent-bon at the paper's escalation rate of 73%: "
+          f"{mean(paper.calls) / mean(uniform.calls):.3f} ({mean(paper.calls):.2f} calls/sample, escalated {paper.escalated}/{len(samples)})")
 
 if __name__ == "__main__":
     asyncio.run(main())

@@ -55,13 +55,26 @@ class TurnPolicyConfig(BaseModel):
     temperature: float | None = Field(None, ge=0.0, le=2.0, description="candidates' temperature; None: the seat's")
     critique: bool = Field(True, description="add the critique q of the text and image critics to the reward")
     critique_cross_modal: bool = Field(False, description="also critique cross-modal answers (an ablation)")
-    early_stop: bool = Field(True, description="score lazily and stop at the top-m gap; False scores all N")
+    early_stop: bool = Field(True, description="apply the top-m gap rule; False scores all N and keeps the best")
+    scoring: Literal["all", "lazy"] = Field(
+        "all",
+        description="all: score every candidate, sort, and apply the top-m gap to the sorted scores (AgentM3D's "
+        "Alg. 1 as written: the best candidate always wins); lazy: score in sampling order and stop at the "
+        "first m whose gap exceeds tau, which saves calls but can keep a candidate that is not the best",
+    )
+    critic_format: Literal["score", "prose"] = Field(
+        "score", description="score: the critic answers a bare score in [0, 1] (AgentM3D); prose: a short critique ending in 1-10"
+    )
     skip_unanimous: bool = Field(
         False,
         description="when every candidate reaches the same answer, keep the first unscored: scores could only "
         "change which rationale is shown, never the decision",
     )
     reward: RewardConfig = Field(default_factory=RewardConfig)
+    tools: dict[str, str] = Field(
+        default_factory=dict, description="react: action verb -> registered tool (Wikipedia: wikipedia_search)"
+    )
+    max_steps: int = Field(4, ge=1, le=12, description="react: the step at which a Finish is demanded")
 
 
 class SeatConfig(BaseModel):
@@ -80,7 +93,7 @@ class DebateConfig(StrategyConfig):
     """A group-chat debate: ``strategy: debate`` (the default when a configuration names a protocol)."""
 
     strategy: Literal["debate"] = "debate"
-    protocol: str = Field(description="a registered debate protocol: async, sync, judged, actor_skeptic, disambiguation, cascade, standard")
+    protocol: str = Field(description="a registered debate protocol: async, sync, judged, actor_skeptic, disambiguation, disambiguation_sync, cascade, standard")
     framing: Literal["human", "ai"] = "human"
     backend: str | None = Field(None, description="default backend of every seat; None: the configured default")
     temperature: float = Field(0.7, ge=0.0, le=2.0)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # annotations only: the chat machinery imports this module at
     from debates.chat.state import DebateState
     from debates.chat.visibility import SeatView, Seen
     from debates.config import DebateConfig, SeatConfig
+    from m3d_agents.backends.factory import Backend
     from m3d_agents.backends.metering import UsageLedger
     from m3d_agents.evidence import Evidence
     from m3d_agents.labels import Taxonomy
@@ -90,6 +91,12 @@ class DebateProtocol(Protocol):
         self, state: DebateState, sample: Sample, ledger: UsageLedger, answerer: QueryAnswerer | None
     ) -> list[ChatAgent]:
         """Participants that are not seats of the configuration, such as a retrieval desk."""
+
+    async def prepare(
+        self, config: DebateConfig, prepared: PreparedSample, backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger
+    ) -> PreparedSample:
+        """Work done once per sample before anyone speaks, shared by the seats (the cascade's image
+        description); returns the prepared sample the seats are given."""
 
     def decide(self, state: DebateState) -> Decision: ...
 

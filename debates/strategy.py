@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Mapping, Protocol, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
@@ -33,10 +33,12 @@ from m3d_agents.labels import collapse_label, get_taxonomy
 from m3d_agents.registry import Registry
 from m3d_agents.sample import InputLimits, Sample
 from m3d_agents.verdict import TranscriptTurn, Verdict
+from retrieval.config import RetrievalConfig
 
 if TYPE_CHECKING:
     from m3d_agents.backends.factory import BackendPool
     from retrieval.interfaces import EvidenceSource, QueryAnswerer
+    from retrieval.report import EvidenceLog
 
 TurnCallback = Callable[[TranscriptTurn], "Awaitable[None] | None"]
 """Called with every finished turn of any strategy, as it finishes: what the CLI, notebooks and
@@ -54,6 +56,11 @@ class StrategyConfig(BaseModel):
     name: str
     description: str = ""
     strategy: str
+    retrieval: RetrievalConfig | None = Field(
+        None,
+        description="where the run's evidence comes from (providers, pages, summaries, leakage and language "
+        "policy); None: no evidence unless the run asks for it (--retrieval live)",
+    )
 
 
 @dataclass
@@ -74,12 +81,22 @@ class RunContext:
     searchers: Mapping[str, QueryAnswerer] = field(default_factory=dict)
     """Search by kind (``web``, ``wikipedia``, ``corpus``) for strategies whose agents search as an
     action (tree search, fact-checking, the video agent); a kind that is absent is not available."""
+    evidence_log: EvidenceLog | None = None
+    """Collects what retrieval did for the sample; :func:`run_sample` puts its report on the verdict."""
     human_seats: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """Seat name -> input function (sync or async; see :mod:`debates.chat.human_input`)."""
     on_turn: TurnCallback | None = None
     on_message: MessageCallback | None = None
     ledger: UsageLedger = field(default_factory=UsageLedger)
     started: float = field(default_factory=time.perf_counter)
+
+    async def gather_evidence(self, sample: Sample) -> list[Evidence]:
+        """The evidence a strategy may show its agents: what came with the sample plus what the
+        evidence source gathers, kept items only (dropped ones stay in the evidence report)."""
+        gathered = list(self.evidence)
+        if self.evidence_source is not None:
+            gathered += await self.evidence_source.gather(sample, ledger=self.ledger)
+        return [e for e in gathered if e.kept]
 
     def backend_name(self, *preferred: str | None) -> str:
         """The backend a call should use: the run's override, else the first preference given, else the default."""
@@ -233,4 +250,8 @@ async def run_sample(
     """
     loaded = config if isinstance(config, StrategyConfig) else load_config(config)
     ctx = RunContext(pool=pool, backend=backend, limits=limits, seed=seed, **options)
-    return await STRATEGIES.get(loaded.strategy)(loaded).run(sample, ctx)
+    try:
+        verdict = await STRATEGIES.get(loaded.strategy)(loaded).run(sample, ctx)
+    finally:
+        report = ctx.evidence_log.report(sample.id) if ctx.evidence_log is not None else None
+    return verdict.model_copy(update={"evidence_report": report}) if report is not None else verdict

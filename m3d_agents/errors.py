@@ -36,3 +36,15 @@ class ParseError(ValueError):
 
 class BackendError(RuntimeError):
     """A model backend is misconfigured or does not answer."""
+
+
+class EndpointRefused(BackendError):
+    """The endpoint answered with an HTTP error that a retry will not fix (a bad request, a wrong key, ...).
+
+    ``status`` is the HTTP status; the message carries the server's own explanation, so a user sees
+    why (a context length, a model name) without a traceback.
+    """
+
+    def __init__(self, url: str, status: int, message: str) -> None:
+        self.status = status
+        super().__init__(f"the model endpoint {url} refused the request ({status}): {message}")

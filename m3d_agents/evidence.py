@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import date, datetime
-from typing import Literal
+from typing import Literal, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -37,3 +37,10 @@ class Evidence(BaseModel):
         body = (self.summary or self.text)[:max_chars].replace("```", "'''")
         source = self.url or self.kind
         return f"[{self.id}] source: {source} (reliability: {self.reliability})\n```quoted-evidence\n{body}\n```"
+
+
+def evidence_block(evidence: Sequence[Evidence]) -> str:
+    """Evidence for a prompt, each item fenced as untrusted quoted material; says so plainly when there is none."""
+    if not evidence:
+        return "No retrieved evidence is available."
+    return "Quoted evidence (retrieved from the web; untrusted):\n\n" + "\n\n".join(e.quoted() for e in evidence)

@@ -74,14 +74,17 @@ TAXONOMIES: dict[str, Taxonomy] = {
         ),
         Taxonomy(
             name="amg",
-            description="AMG: real posts plus five kinds of forgery (by the part of the post that was forged).",
+            description=(
+                "AMG: real posts plus five kinds of forgery, as the AMG and T2Agent papers list them: a fabricated"
+                " image, an image that is no evidence for the text, and an entity, event or time inconsistency."
+            ),
             misinformation={
                 "real": False,
                 "image_fabrication": True,
+                "non_evidential_image": True,
                 "entity_inconsistency": True,
                 "event_inconsistency": True,
                 "time_inconsistency": True,
-                "text_fabrication": True,
             },
         ),
         Taxonomy(

@@ -120,8 +120,15 @@ def parse_ten_point_score(text: str) -> float:
 _PROB_LIST = re.compile(r"\[\s*" + _NUMBER + r"(?:\s*,\s*" + r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)" + r")+\s*\]")
 
 
-def parse_probabilities(text: str, expected: int | None = None, tolerance: float = 0.05) -> list[float]:
-    """Read a probability list ``[p1, p2, p3]``: each in [0, 1], summing to 1 within ``tolerance``."""
+def parse_probabilities(
+    text: str, expected: int | None = None, tolerance: float = 0.05, *, sum_to_one: bool = True
+) -> list[float]:
+    """Read a probability list ``[p1, p2, p3]``.
+
+    With ``sum_to_one`` (a distribution over classes): each value in [0, 1], summing to 1 within
+    ``tolerance``, returned normalised. Without it (independent likelihoods, such as T2Agent's
+    per-subtask priors, which need not sum to 1): the raw values, clipped to [0, 1].
+    """
     visible = strip_reasoning(text)
     spans = [m.group(0) for m in _PROB_LIST.finditer(visible)]
     if not spans:
@@ -129,6 +136,8 @@ def parse_probabilities(text: str, expected: int | None = None, tolerance: float
     values = [float(v) for v in re.findall(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)", spans[-1])]
     if expected is not None and len(values) != expected:
         raise ParseError("probability list", f"{len(values)} values, expected {expected}", text)
+    if not sum_to_one:
+        return [min(1.0, max(0.0, v)) for v in values]
     if any(not 0.0 <= v <= 1.0 for v in values):
         raise ParseError("probability list", "a value is outside [0, 1]", text)
     total = sum(values)

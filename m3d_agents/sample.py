@@ -30,6 +30,11 @@ class SampleMetadata(BaseModel):
     claim_date: date | None = None
     source_url: str | None = None
     language: str | None = None
+    images_authentic: bool = Field(
+        False,
+        description="the data set guarantees its images are real and unedited, so only the pairing of image "
+        "and text is in question (out-of-context data sets: NewsCLIPpings, VERITE); prompts say so",
+    )
 
 
 class VideoRef(BaseModel):

@@ -13,6 +13,7 @@ Modality = Literal["text", "image", "cross_modal", "video", "overall"]
 
 class Finding(BaseModel):
     modality: Modality
+    subtask: str | None = Field(None, description="the check that found it, where it is finer than a modality (a tree search's subtask)")
     label: str | None = None
     distortion: bool | None = None
     summary: str = ""
@@ -45,6 +46,62 @@ class Accounting(BaseModel):
     by_agent: dict[str, RoleUsage] = Field(default_factory=dict)
 
 
+RetrievalMode = Literal["live", "record", "replay", "off"]
+"""How a run gets evidence: ``live`` asks the providers every time, ``record`` reuses what the
+evidence store holds and asks for the rest, ``replay`` answers from the store alone with no network,
+``off`` gathers nothing."""
+
+
+class ProviderReport(BaseModel):
+    """What one evidence provider did for one sample (``pages`` stands for the page fetches)."""
+
+    provider: str
+    calls: int = Field(0, description="questions asked of it, answered from the network or the store")
+    items: int = Field(0, description="results it gave (pages, hits, articles)")
+    from_store: int = Field(0, description="answers replayed from the evidence store")
+    failures: list[str] = Field(default_factory=list, description="each failed call, with why")
+    not_run: str | None = Field(None, description="why it was never asked (no key, ...)")
+
+    @property
+    def status(self) -> str:
+        if self.not_run is not None:
+            return "not run"
+        if self.failures and self.calls == len(self.failures):
+            return "failed"
+        return "ran" if self.calls else "not asked"
+
+
+class EvidenceReport(BaseModel):
+    """Where a verdict's evidence came from: which providers ran, what each gave, what failed and why.
+
+    A run with retrieval off says so (``mode`` and ``note``), so an empty evidence list is never silent.
+    """
+
+    mode: RetrievalMode
+    note: str = ""
+    providers: list[ProviderReport] = Field(default_factory=list)
+    kept: int = Field(0, description="evidence items given to the agents")
+    dropped: int = Field(0, description="items looked at and left out (leakage rules, language, duplicates)")
+    dropped_why: dict[str, int] = Field(default_factory=dict)
+    network_fetches: int = Field(0, description="requests that went out to a provider or a web page")
+
+    def lines(self) -> list[str]:
+        """One or two lines for a console: what ran and what it gave, then what failed and why."""
+        if self.mode == "off":
+            return [f"evidence: retrieval off{f' ({self.note})' if self.note else ''}"]
+        ran = [f"{p.provider} {p.items} result{'s' if p.items != 1 else ''}" + (f" ({p.from_store} from the store)" if p.from_store else "")
+               for p in self.providers if p.calls and p.status != "failed"]
+        why = ", ".join(f"{k} {v}" for k, v in sorted(self.dropped_why.items()))
+        first = (f"evidence ({self.mode}): {self.kept} item{'s' if self.kept != 1 else ''} given to the agents, "
+                 f"{self.dropped} dropped{f' ({why})' if why else ''}; {self.network_fetches} network fetches; "
+                 + ("; ".join(ran) if ran else "no provider gave anything"))
+        problems = [f"{p.provider} not run: {p.not_run}" for p in self.providers if p.not_run]
+        problems += [f"{p.provider} failed {len(p.failures)}x: {p.failures[0]}" for p in self.providers if p.failures]
+        if self.note:
+            problems.insert(0, self.note)
+        return [first] + (["evidence problems: " + "; ".join(problems)] if problems else [])
+
+
 class Verdict(BaseModel):
     sample_id: str
     taxonomy: str = "binary"
@@ -61,6 +118,9 @@ class Verdict(BaseModel):
     diagnostics: dict[str, Any] = Field(default_factory=dict)
     config: str = ""
     backend: str = ""
+    evidence_report: EvidenceReport | None = Field(
+        None, description="what retrieval did for this sample; None when the run path gathers no evidence at all"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> "Verdict":

@@ -10,10 +10,12 @@ Two implementations of :class:`retrieval.interfaces.QueryAnswerer`:
 
 from __future__ import annotations
 
+import logging
 import re
-from typing import Sequence
+from typing import Literal, Sequence
 
 from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.errors import BackendError, InputError
 from m3d_agents.evidence import Evidence, EvidenceKind
 from m3d_agents.sample import Sample
 from retrieval.domains import host_of
@@ -22,7 +24,10 @@ from retrieval.pipeline import EvidencePipeline
 from retrieval.providers.base import SearchHit, WebSearch
 from retrieval.providers.local_corpus import CorpusDocument, LocalCorpus
 from retrieval.reliability import ReliabilityRater
-from retrieval.store import EvidenceStore
+from retrieval.report import EvidenceLog
+from retrieval.store import EvidenceStore, StoreMiss
+
+log = logging.getLogger(__name__)
 
 
 def _kind_for(provider: str) -> EvidenceKind:
@@ -34,6 +39,9 @@ def _kind_for(provider: str) -> EvidenceKind:
 
 
 class SearchAnswerer:
+    """Asks each provider in turn; one that fails is logged and skipped, so a query always gets an answer
+    (possibly "nothing found") instead of ending the debate that asked it."""
+
     def __init__(
         self,
         providers: Sequence[WebSearch],
@@ -42,24 +50,51 @@ class SearchAnswerer:
         rater: ReliabilityRater | None = None,
         leakage: LeakageFilter | None = None,
         limit: int = 3,
+        log: EvidenceLog | None = None,
+        replay_misses: Literal["raise", "report"] = "raise",
     ) -> None:
         self.providers = list(providers)
         self.store = store
         self.rater = rater or ReliabilityRater(store=store)
         self.leakage = leakage or LeakageFilter(self.rater.ratings)
         self.limit = limit
+        self.log = log
+        self.replay_misses = replay_misses
+
+    async def _hits(self, provider: WebSearch, query: str, sample: Sample) -> list[SearchHit]:
+        network = not getattr(provider, "offline", False)
+        asked = False
+
+        async def search() -> list[SearchHit]:
+            nonlocal asked
+            asked = True
+            if self.log is not None and network:
+                self.log.network_fetch(sample.id)
+            return await provider.search(query, self.limit)
+
+        try:
+            hits = await (self.store.fetch(provider.name, query, search, list[SearchHit]) if self.store is not None else search())
+        except StoreMiss as exc:
+            if self.replay_misses == "raise":
+                raise
+            problem: Exception = exc
+        except (BackendError, InputError) as exc:
+            problem = exc
+        else:
+            if self.log is not None:
+                self.log.answered(sample.id, provider.name, len(hits), from_store=not asked and self.store is not None)
+            return hits
+        log.warning("provider %s could not answer %r: %s", provider.name, query, problem)
+        if self.log is not None:
+            self.log.failed(sample.id, provider.name, str(problem))
+        return []
 
     async def answer(self, query: str, sample: Sample, ledger: UsageLedger | None = None) -> list[Evidence]:
         if not query.strip():
             return []
         candidates: list[Candidate] = []
         for provider in self.providers:
-            if self.store is not None:
-                hits = await self.store.fetch(
-                    provider.name, query, lambda p=provider: p.search(query, self.limit), list[SearchHit]  # type: ignore[misc]
-                )
-            else:
-                hits = await provider.search(query, self.limit)
+            hits = await self._hits(provider, query, sample)
             for hit in hits[: self.limit]:
                 if not hit.snippet:
                     continue
@@ -72,7 +107,9 @@ class SearchAnswerer:
                 )
                 candidates.append(Candidate(evidence=evidence))
         kept, _report = self.leakage.apply(candidates, sample.metadata.claim_date)
-        return kept
+        if self.log is not None:
+            self.log.evidence(sample.id, kept)
+        return [e for e in kept if e.kept]
 
 
 _PARAGRAPHS = re.compile(r"\n\s*\n|\n")
@@ -124,7 +161,9 @@ class GatheredEvidenceAnswerer:
 
     async def _index(self, sample: Sample, ledger: UsageLedger | None) -> tuple[LocalCorpus, dict[str, Evidence]] | None:
         if sample.id not in self._indexes:
-            evidence = [e for e in await self.source.gather(sample, ledger) if e.kept and e.url and e.text]
+            recent = self.source.recent(sample.id)
+            gathered = recent.evidence if recent is not None else await self.source.gather(sample, ledger)
+            evidence = [e for e in gathered if e.kept and e.url and e.text]
             documents = [
                 CorpusDocument(id=f"{e.id}#{i}", text=passage, title=e.title)
                 for e in evidence

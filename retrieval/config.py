@@ -1,4 +1,9 @@
-"""Retrieval settings, as a debate configuration or a config file carries them."""
+"""Retrieval settings: the ``retrieval:`` block of a configuration (any strategy's).
+
+A configuration without the block gathers no evidence unless the run asks for it
+(``--retrieval live``); the paper configurations carry the block with their papers' settings.
+How a run turns the block into evidence sources is :mod:`retrieval.runpath`.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,12 @@ class SummarySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
+    backend: str | None = Field(None, description="the backend that writes summaries; None: the run's backend")
+    condition_on_caption: bool = Field(
+        True,
+        description="show the summariser the post's text; False summarises each page for what it says about the "
+        "image alone (LLM-Consensus), so a summary cannot echo the caption being checked",
+    )
     max_chars: int = Field(700, ge=100, le=4000, description="upper bound on one summary")
     page_chars: int = Field(6000, ge=500, description="how much of a page the summariser reads")
     non_english: Literal["translate", "exclude"] = Field(
@@ -34,6 +45,18 @@ class LeakageSettings(BaseModel):
     drop_after_claim_date: bool = True
 
 
+class ProviderEndpoints(BaseModel):
+    """Where each provider's API lives. None: the variable ``M3D_<PROVIDER>_ENDPOINT`` if set, else the
+    public service. A proxy can go here; loopback addresses stay refused by the fetch guards."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    google_vision: str | None = None
+    serpapi: str | None = None
+    serper: str | None = None
+    wikipedia: str | None = None
+
+
 class RetrievalConfig(BaseModel):
     """Which providers answer, how pages are fetched, and how evidence is filtered and stored."""
 
@@ -41,7 +64,18 @@ class RetrievalConfig(BaseModel):
 
     reverse_image: list[ReverseProviderName] = Field(default_factory=lambda: list[ReverseProviderName](["google_vision"]))
     web_search: list[WebProviderName] = Field(default_factory=lambda: list[WebProviderName](["duckduckgo"]))
+    first_available: bool = Field(
+        False, description="ask the reverse image providers in order and stop at the first that finds pages "
+        "(one provider's answer, as in LLM-Consensus); False asks every one"
+    )
     caption_search: bool = Field(True, description="also search the web for the post's text")
+    wikipedia: bool = Field(False, description="search Wikipedia for the post's text (AgentM3D's text evidence)")
+    wikipedia_results: int = Field(3, ge=1, le=20, description="Wikipedia articles kept per search")
+    query_results: int = Field(3, ge=1, le=20, description="hits kept per query a debater or a searching agent asks")
+    corpus: str | None = Field(
+        None, description="a local corpus for agents that search one: 'climate_fever' (shipped) or a JSONL file"
+    )
+    endpoints: ProviderEndpoints = Field(default_factory=ProviderEndpoints)
     max_pages: int = Field(5, ge=0, description="pages scraped per sample (LLM-Consensus reads the top few)")
     max_page_chars: int = Field(20_000, gt=0)
     public_image_url: str | None = Field(

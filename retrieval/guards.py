@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -29,15 +29,33 @@ class FetchRefused(InputError):
         super().__init__("url", f"refused {url!r}: {problem}")
 
 
+_loopback_for_tests = False
+
+
+def allow_loopback_in_tests(allowed: bool = True) -> None:
+    """Let guards built from now on in this process reach loopback servers.
+
+    Only tests and benchmarks call this, in their own process, to drive the real run paths
+    (``m3d evaluate`` and the rest) against providers served on 127.0.0.1. No configuration,
+    environment variable or command-line option reaches it.
+    """
+    global _loopback_for_tests
+    _loopback_for_tests = allowed
+
+
+def _loopback_default() -> bool:
+    return _loopback_for_tests
+
+
 @dataclass(frozen=True)
 class FetchGuard:
     """Allows public http(s) addresses only.
 
     ``allow_loopback`` exists for tests that serve saved pages from their own loopback server; no
-    config file or command-line option sets it.
+    config file or command-line option sets it (see :func:`allow_loopback_in_tests`).
     """
 
-    allow_loopback: bool = False
+    allow_loopback: bool = field(default_factory=_loopback_default)
 
     def check_url(self, url: str) -> httpx.URL:
         try:
@@ -91,3 +109,11 @@ class FetchGuard:
         for address in addresses:
             self.check_address(str(url), address)
         return addresses[0]
+
+
+@dataclass(frozen=True)
+class OfflineGuard(FetchGuard):
+    """Refuses every fetch: a replayed run must not touch the network, whatever asks it to."""
+
+    def check_url(self, url: str) -> httpx.URL:
+        raise FetchRefused(url, "the run replays recorded evidence and makes no network requests")

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+from collections import OrderedDict
 from pathlib import Path
-from typing import Awaitable, Callable, Literal, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Literal, Sequence, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -20,7 +22,7 @@ from m3d_agents.backends.config import default_cache_root
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import BackendError, InputError
-from m3d_agents.evidence import Evidence, EvidenceKind
+from m3d_agents.evidence import Evidence, EvidenceKind, Reliability
 from m3d_agents.media.images import PreparedImage, load_image
 from m3d_agents.sample import Sample
 from retrieval.config import RetrievalConfig
@@ -31,11 +33,13 @@ from retrieval.guards import FetchGuard
 from retrieval.leakage import Candidate, LeakageFilter, LeakageReport
 from retrieval.providers.base import ImageQuery, ReverseImageResult, ReverseImageSearch, SearchHit, WebSearch
 from retrieval.reliability import DomainRatings, ReliabilityRater
+from retrieval.report import PAGES, EvidenceLog
 from retrieval.store import EvidenceStore, StoreMiss
 from retrieval.summarise import Summariser
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+RECENT_RESULTS = 64
 HitOrigin = Literal["reverse_image", "web_page"]
 
 
@@ -57,23 +61,40 @@ class EvidencePipeline:
         *,
         reverse: Sequence[ReverseImageSearch] = (),
         web: Sequence[WebSearch] = (),
+        text_search: Sequence[WebSearch] = (),
         fetcher: Fetcher | None = None,
         store: EvidenceStore | None = None,
         rater: ReliabilityRater | None = None,
         leakage: LeakageFilter | None = None,
         summariser: Summariser | None = None,
         config: RetrievalConfig | None = None,
+        log: EvidenceLog | None = None,
+        replay_misses: Literal["raise", "report"] = "raise",
     ) -> None:
+        """``text_search`` providers are asked for the post's text when ``config.wikipedia`` is on
+        (their hits' snippets are the evidence, as Wikipedia's lead sections are). ``log`` receives
+        every provider call for the sample's evidence report. ``replay_misses``: with a replay-only
+        store, a question that was never recorded either raises :class:`StoreMiss` (the default, for
+        callers that must see it) or is reported as that provider's failure and the run goes on."""
         self.reverse = list(reverse)
         self.web = list(web)
+        self.text_search = list(text_search)
         self.fetcher = fetcher
         self.store = store
         self.config = config or RetrievalConfig()
         self.rater = rater or ReliabilityRater(store=store)
         self.leakage = leakage or LeakageFilter(self.rater.ratings, self.config.leakage)
         self.summariser = summariser
+        self.log = log
+        self.replay_misses = replay_misses
         self.last_result: GatherResult | None = None
         self.last_ledger: UsageLedger | None = None
+        self._recent: OrderedDict[str, GatherResult] = OrderedDict()
+
+    def recent(self, sample_id: str) -> GatherResult | None:
+        """The latest result gathered for ``sample_id`` (the last few samples are kept), so that a query
+        answerer searching the gathered pages does not gather, and log, them a second time."""
+        return self._recent.get(sample_id)
 
     async def gather(self, sample: Sample, ledger: UsageLedger | None = None) -> list[Evidence]:
         return (await self.collect(sample, ledger)).evidence
@@ -86,11 +107,10 @@ class EvidencePipeline:
         context_items: list[Evidence] = []
         for image in images:
             for provider in self.reverse:
-                found = await self._guarded(
-                    result, provider.name,
-                    lambda p=provider, i=image: self._stored(  # type: ignore[misc]
-                        p.name, i.sha256, lambda: p.search_image(self._image_query(i)), ReverseImageResult
-                    ),
+                found = await self._ask(
+                    result, provider, image.sha256,
+                    lambda p=provider, i=image: p.search_image(self._image_query(i)),  # type: ignore[misc]
+                    ReverseImageResult, lambda answer: len(answer.pages),
                 )
                 if found is None:
                     continue
@@ -100,27 +120,57 @@ class EvidencePipeline:
                     context_items.append(
                         Evidence(kind="reverse_image", text=context, reason=f"what {found.provider} recognised in the image")
                     )
+                if self.config.first_available and found.pages:
+                    break
         if self.config.caption_search:
             for searcher in self.web:
-                found_hits = await self._guarded(
-                    result, searcher.name,
-                    lambda p=searcher: self._stored(  # type: ignore[misc]
-                        p.name, sample.text, lambda: p.search(sample.text, self.config.max_pages * 2), list[SearchHit]
-                    ),
+                found_hits = await self._ask(
+                    result, searcher, sample.text,
+                    lambda p=searcher: p.search(sample.text, self.config.max_pages * 2),  # type: ignore[misc]
+                    list[SearchHit], len,
                 )
                 hits += [(hit, "web_page") for hit in found_hits or []]
         result.image_context = " ".join(item.text for item in context_items) + _titles(hits)
         chosen = _dedupe(hits)[: self.config.max_pages]
         pages = await asyncio.gather(*(self._page(hit, origin, result) for hit, origin in chosen))
-        candidates = _mark_duplicates([page for page in pages if page is not None])
+        articles = await self._articles(sample, result)
+        candidates = _mark_duplicates([page for page in pages if page is not None] + articles)
         for candidate in candidates:
-            rating, _note = await self.rater.rate(candidate.evidence.domain, ledger)
+            rating = await self._rating(candidate.evidence.domain, ledger)
             candidate.evidence = candidate.evidence.model_copy(update={"reliability": rating})
         filtered, result.leakage = self.leakage.apply(candidates, sample.metadata.claim_date)
         finished = await asyncio.gather(*(self._finish(e, sample, result.image_context, ledger) for e in filtered))
         result.evidence = [*context_items, *finished]
+        if self.log is not None:
+            self.log.evidence(sample.id, result.evidence)
         self.last_result, self.last_ledger = result, ledger
+        self._recent[sample.id] = result
+        while len(self._recent) > RECENT_RESULTS:
+            self._recent.popitem(last=False)
         return result
+
+    async def _articles(self, sample: Sample, result: GatherResult) -> list[Candidate]:
+        """Wikipedia articles (or another text search) for the post's text, their lead sections as evidence."""
+        if not self.config.wikipedia or not self.text_search:
+            return []
+        query = text_query(sample.text)
+        found: list[Candidate] = []
+        for searcher in self.text_search:
+            hits = await self._ask(
+                result, searcher, query,
+                lambda p=searcher: p.search(query, self.config.wikipedia_results),  # type: ignore[misc]
+                list[SearchHit], len,
+            )
+            for hit in (hits or [])[: self.config.wikipedia_results]:
+                if not hit.snippet:
+                    continue
+                found.append(Candidate(evidence=Evidence(
+                    kind="wikipedia" if searcher.name == "wikipedia" else "web_page", url=hit.url,
+                    domain=host_of(hit.url) or None, title=hit.title, text=hit.snippet[: self.config.max_page_chars],
+                    language=self.config.wikipedia_language if searcher.name == "wikipedia" else None,
+                    reason=f"found by {hit.provider} for the post's text {query!r} (rank {hit.rank + 1})",
+                )))
+        return found
 
     def _image_query(self, image: PreparedImage) -> ImageQuery:
         template = self.config.public_image_url
@@ -131,16 +181,59 @@ class EvidencePipeline:
             return await produce()
         return await self.store.fetch(provider, query, produce, kind)
 
+    async def _ask(
+        self,
+        result: GatherResult,
+        provider: ReverseImageSearch | WebSearch,
+        query: str,
+        produce: Callable[[], Awaitable[T]],
+        kind: object,
+        count: Callable[[T], int],
+        store_as: str | None = None,
+    ) -> T | None:
+        """One provider question: through the store (under ``store_as`` or the provider's name), logged,
+        and on failure recorded and skipped."""
+        network = not getattr(provider, "offline", False)
+        asked = False
+
+        async def ask_provider() -> T:
+            nonlocal asked
+            asked = True
+            if self.log is not None and network:
+                self.log.network_fetch(result.sample_id)
+            return await produce()
+
+        answer = await self._guarded(
+            result, provider.name, lambda: self._stored(store_as or provider.name, query, ask_provider, kind)
+        )
+        if answer is not None and self.log is not None:
+            self.log.answered(result.sample_id, provider.name, count(answer), from_store=not asked and self.store is not None)
+        return answer
+
     async def _guarded(self, result: GatherResult, provider: str, work: Callable[[], Awaitable[T]]) -> T | None:
-        """A provider that fails is recorded and skipped; a replay miss is an error the caller must see."""
+        """A provider that fails is recorded and skipped; a replay miss raises unless ``replay_misses`` is ``report``."""
         try:
             return await work()
-        except StoreMiss:
-            raise
+        except StoreMiss as exc:
+            if self.replay_misses == "raise":
+                raise
+            problem: Exception = exc
         except (BackendError, InputError) as exc:
-            log.warning("provider %s failed: %s", provider, exc)
-            result.failures.append(f"{provider}: {exc}")
-            return None
+            problem = exc
+        log.warning("provider %s failed: %s", provider, problem)
+        result.failures.append(f"{provider}: {problem}")
+        if self.log is not None:
+            self.log.failed(result.sample_id, provider, str(problem))
+        return None
+
+    async def _rating(self, domain: str | None, ledger: UsageLedger) -> Reliability:
+        try:
+            rating, _note = await self.rater.rate(domain, ledger)
+        except StoreMiss:
+            if self.replay_misses == "raise":
+                raise
+            return "unknown"
+        return rating
 
     async def _page(self, hit: SearchHit, origin: HitOrigin, result: GatherResult) -> Candidate | None:
         html, retrieved_at, problem = None, None, ""
@@ -148,8 +241,9 @@ class EvidencePipeline:
             html = decode_body(Path(hit.snapshot).read_bytes())
         elif self.fetcher is not None:
             fetcher = self.fetcher
-            page = await self._guarded(
-                result, f"fetch {hit.url}", lambda: self._stored("page", hit.url, lambda: fetcher.get_page(hit.url), FetchedPage)
+            page = await self._ask(
+                result, _PAGE_FETCHER, hit.url, lambda: fetcher.get_page(hit.url), FetchedPage, lambda _page: 1,
+                store_as="page",
             )
             if page is not None:
                 html, retrieved_at = page.text, page.retrieved_at
@@ -187,18 +281,56 @@ class EvidencePipeline:
             return evidence.model_copy(
                 update={"kept": False, "reason": f"not in English ({evidence.language}); non-English pages are excluded by config"}
             )
+        if evidence.kind == "wikipedia":
+            return evidence
         if self.summariser is None:
             if evidence.language not in (None, "en"):
                 note = f"not in English ({evidence.language}); not translated: no summariser configured"
                 return evidence.model_copy(update={"reason": f"{evidence.reason}; {note}"})
             return evidence
-        return await self.summariser.summarise(evidence, sample.text, image_context, ledger)
+        try:
+            return await self.summariser.summarise(evidence, sample.text, image_context, ledger)
+        except StoreMiss:
+            if self.replay_misses == "raise":
+                raise
+            return evidence.model_copy(update={"reason": f"{evidence.reason}; no summary: none in the evidence store (replay)"})
 
     async def close(self) -> None:
         if self.fetcher is not None:
             await self.fetcher.close()
         if self.store is not None:
             self.store.close()
+
+
+class _PageFetches:
+    """Page fetches appear in the evidence report as one provider."""
+
+    name = PAGES
+
+
+_PAGE_FETCHER: Any = _PageFetches()
+
+
+_QUERY_WORD = re.compile(r"[^\W\d_][\w'-]*", re.UNICODE)
+_CJK_TEXT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def text_query(text: str, max_words: int = 6) -> str:
+    """A short search query from a post: search engines such as Wikipedia's match few words well.
+
+    Links, mentions and stop words go; words that start with a capital (names, places) come
+    first, then the longest other words, kept in the order the post uses them. Text in a script
+    without spaces (Chinese, Japanese) is cut to its first 40 characters instead.
+    """
+    cleaned = re.sub(r"https?://\S+|@\w+", " ", text).replace("#", " ")
+    if len(_CJK_TEXT.findall(cleaned)) > len(cleaned) / 4:
+        return " ".join(cleaned.split())[:40]
+    from retrieval.providers.local_corpus import _stopwords
+
+    stop = _stopwords() | {"rt", "via", "amp"}
+    words = [w for w in dict.fromkeys(_QUERY_WORD.findall(cleaned)) if w.lower() not in stop and len(w) > 1]
+    ranked = sorted(range(len(words)), key=lambda i: (not words[i][0].isupper(), -len(words[i]), i))[:max_words]
+    return " ".join(words[i] for i in sorted(ranked)) or " ".join(cleaned.split())[:80]
 
 
 def describe_reverse_result(found: ReverseImageResult) -> str:
@@ -280,7 +412,7 @@ def build_pipeline(
             web.append(SerperSearch(fetcher))
         else:
             web.append(DuckDuckGoSearch())
-    return _assemble(config, backend, store or open_store(config), reverse, web, fetcher)
+    return assemble_pipeline(config, backend, store or open_store(config), reverse, web, fetcher)
 
 
 def mr2_replay_pipeline(
@@ -289,28 +421,40 @@ def mr2_replay_pipeline(
     *,
     config: RetrievalConfig | None = None,
     store: EvidenceStore | None = None,
+    log: EvidenceLog | None = None,
 ) -> EvidencePipeline:
     """A pipeline that answers from an MR2 trace on disk and never touches the network."""
     from retrieval.providers.mr2_trace import MR2Trace
 
     config = config or RetrievalConfig(max_pages=8)
     trace = MR2Trace(root)
-    return _assemble(config, backend, store, [trace.reverse_search()], [trace.caption_search()], None)
+    return assemble_pipeline(config, backend, store, [trace.reverse_search()], [trace.caption_search()], None, log=log)
 
 
-def _assemble(
+def assemble_pipeline(
     config: RetrievalConfig,
     backend: Backend | None,
     store: EvidenceStore | None,
     reverse: Sequence[ReverseImageSearch],
     web: Sequence[WebSearch],
     fetcher: Fetcher | None,
+    *,
+    text_search: Sequence[WebSearch] = (),
+    summary_backend: Backend | None = None,
+    log: EvidenceLog | None = None,
+    replay_misses: Literal["raise", "report"] = "raise",
 ) -> EvidencePipeline:
-    """The parts every pipeline shares: ratings, the rater, the leakage filter and the summariser."""
+    """The parts every pipeline shares: ratings, the rater, the leakage filter and the summariser; run
+    paths that choose their own providers (:mod:`retrieval.runpath`) call it too.
+
+    ``backend`` judges unknown domains; ``summary_backend`` (default: ``backend``) writes summaries.
+    """
     ratings = DomainRatings.load(config.reliability_list)
     rater = ReliabilityRater(ratings, judge=backend if config.judge_unknown_domains else None, store=store)
-    summariser = Summariser(backend, config.summary, store) if backend is not None and config.summary.enabled else None
+    writer = summary_backend or backend
+    summariser = Summariser(writer, config.summary, store) if writer is not None and config.summary.enabled else None
     return EvidencePipeline(
-        reverse=reverse, web=web, fetcher=fetcher, store=store, rater=rater,
-        leakage=LeakageFilter(ratings, config.leakage), summariser=summariser, config=config,
+        reverse=reverse, web=web, text_search=text_search, fetcher=fetcher, store=store, rater=rater,
+        leakage=LeakageFilter(ratings, config.leakage), summariser=summariser, config=config, log=log,
+        replay_misses=replay_misses,
     )

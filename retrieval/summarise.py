@@ -56,9 +56,12 @@ class Summariser:
         return None
 
     async def summarise(self, evidence: Evidence, claim: str, image_context: str, ledger: UsageLedger) -> Evidence:
+        """The page with its summary; with ``condition_on_caption`` off the summariser never sees ``claim``."""
         dropped = self.excluded(evidence)
         if dropped is not None:
             return dropped
+        if not self.settings.condition_on_caption:
+            claim = ""
         outcome = await self._outcome(evidence, claim, image_context, ledger)
         notes = [evidence.reason] if evidence.reason else []
         if evidence.language not in (None, "en"):
@@ -89,9 +92,12 @@ class Summariser:
             else ""
         )
         page = evidence.model_copy(update={"summary": None})
+        post = prompts.render("retrieval/summary_post", claim=claim) if claim else prompts.load("retrieval/summary_without_post")
         task = prompts.render(
             "retrieval/evidence_summary_task",
-            claim=claim,
+            post=post,
+            focus="as they relate to the post" if claim else "about the image and the event it shows",
+            relevance="bears on the post" if claim else "says anything about the image or its event",
             image_context=image_context or "nothing",
             evidence_id=evidence.id,
             domain=evidence.domain or "an unknown site",

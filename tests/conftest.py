@@ -17,3 +17,21 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("M3D_BACKEND", raising=False)
     monkeypatch.delenv("M3D_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def no_internet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests talk to loopback only. Configurations that ask for retrieval run in record mode by
+    default, so the providers that need no key are pointed at the discard port of loopback, which
+    the fetch guards refuse before connecting (a test that serves providers itself sets its own
+    endpoints), and DuckDuckGo, whose library connects by itself, answers with an error."""
+    for variable in ("GOOGLE_VISION_API_KEY", "SERPAPI_API_KEY", "SERPER_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("M3D_WIKIPEDIA_ENDPOINT", "http://127.0.0.1:9/w/api.php")
+
+    def refuse(self: object, query: str, limit: int) -> list[object]:
+        from m3d_agents.errors import BackendError
+
+        raise BackendError("tests never reach DuckDuckGo")
+
+    monkeypatch.setattr("retrieval.providers.duckduckgo.DuckDuckGoSearch._search", refuse)

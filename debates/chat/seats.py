@@ -31,6 +31,7 @@ from m3d_agents.evidence import Evidence
 from m3d_agents.labels import Taxonomy
 from m3d_agents.media.images import PreparedSample
 from m3d_agents.media.post_content import AgentImage
+from m3d_agents.tools.cards import ToolContext
 
 class ModelSeat(BaseChatAgent):
     def __init__(
@@ -47,6 +48,7 @@ class ModelSeat(BaseChatAgent):
         vision: bool,
         selector: SelectorState | None = None,
         structured: Callable[[type[BaseModel]], dict[str, Any]] | None = None,
+        tools: ToolContext | None = None,
     ) -> None:
         super().__init__(seat.name, description=f"{seat.role} in a {config.name} debate")
         self.seat = seat
@@ -65,14 +67,15 @@ class ModelSeat(BaseChatAgent):
         self._schema: type[BaseModel] | None = None
         with_queries = protocol.structured_turn(seat, config)
         if structured is not None and with_queries is not None:
-            schema = turn_schema(tuple(taxonomy.labels), with_queries)
+            schema = turn_schema(tuple(taxonomy.labels), with_queries, config.max_queries_per_turn)
             args = structured(schema)
             if args:
                 self._schema = schema
                 self._create_kwargs.update(args["extra_create_args"])
-                self._structured_hint = instruction(taxonomy, with_queries)
+                self._structured_hint = instruction(taxonomy, with_queries, config.max_queries_per_turn)
         self._vision = vision
         self._selector = selector if selector is not None else SelectorState()
+        self._tools = tools
         self.last_error: str | None = None
 
     @property
@@ -104,7 +107,8 @@ class ModelSeat(BaseChatAgent):
             retries=self._config.retries,
             create_kwargs={"extra_create_args": dict(self._create_kwargs)},
             on_retry=lambda: setattr(self._client.ledger, "parse_retries", self._client.ledger.parse_retries + 1),
-            context=TurnContext(self.seat, self._config, self._prepared, self._selector, self._vision, self.view.own_round),
+            context=TurnContext(self.seat, self._config, self._prepared, self._selector, self._vision, self.view.own_round,
+                                self._tools),
         ))
         # Every call of the turn (candidates, rewards, critiques, the planner) stops when the debate does.
         cancellation_token.link_future(producing)

@@ -149,6 +149,27 @@ class DebateState:
     def completed_rounds(self) -> int:
         return min((self.rounds_of(name) for name in self.deciders), default=0)
 
+    def current_round(self) -> int:
+        """The highest round any decider has spoken in: the round in progress, or the last one."""
+        return max((self.rounds_of(name) for name in self.deciders), default=0)
+
+    def consensus_turn(self) -> TurnRecord | None:
+        """The turn after which every decider's latest answer first agreed, if any did.
+
+        Walking the turns, not the rounds, finds a consensus that an async debate reaches in the
+        middle of a round (a debater changes its answer before the others speak again).
+        """
+        deciders = set(self.deciders)
+        latest: dict[str, str | None] = {}
+        for turn in self.turns:
+            if turn.speaker not in deciders:
+                continue
+            latest[turn.speaker] = turn.reading.label
+            labels = set(latest.values())
+            if len(latest) == len(deciders) and None not in labels and len(labels) == 1:
+                return turn
+        return None
+
     def transcript(self) -> list[TranscriptTurn]:
         return [t.transcript_turn() for t in self.turns]
 
@@ -163,16 +184,11 @@ class DebateState:
         for name in deciders:
             labels = [t.reading.label for t in self.turns if t.speaker == name and t.reading.label is not None]
             changes[name] = sum(1 for a, b in zip(labels, labels[1:]) if a != b)
-        consensus_round = None
-        for r in range(1, self.completed_rounds() + 1):
-            at_r = [next((t.reading.label for t in self.turns if t.speaker == n and t.round == r), None) for n in deciders]
-            if at_r and None not in at_r and len(set(at_r)) == 1:
-                consensus_round = r
-                break
+        agreed = self.consensus_turn()
         return {
             "stop_reason": self.stop_reason,
-            "rounds": self.completed_rounds(),
-            "consensus_round": consensus_round,
+            "rounds": self.current_round(),
+            "consensus_round": agreed.round if agreed is not None else None,
             "answer_changes": changes,
             "first_round_majority": first_majority,
             "overturned_first_round_majority": bool(first_majority and label and label != first_majority),

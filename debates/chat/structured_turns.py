@@ -20,17 +20,22 @@ from m3d_agents.parsing import parse_model_setting_aside_confidence
 
 
 @lru_cache(maxsize=None)
-def turn_schema(labels: tuple[str, ...], with_queries: bool) -> type[BaseModel]:
-    fields: dict[str, object] = {"argument": (str, Field(..., max_length=900))}
+def turn_schema(labels: tuple[str, ...], with_queries: bool, max_queries: int = 2) -> type[BaseModel]:
+    """The JSON turn; ``queries`` (when asked for) holds at most ``max_queries`` items, the same
+    limit the prompt states and the reader applies (``max_queries_per_turn``)."""
+    # No length bound on the argument: LLM-Consensus asks for explanations "in detail", the backend's
+    # max_tokens already bounds an answer, and llama.cpp turns a maxLength into one nested rule per
+    # character, which its grammar parser rejects beyond about a thousand (the server then fails).
+    fields: dict[str, object] = {"argument": (str, Field(...))}
     if with_queries:
-        fields["queries"] = (list[str], Field(default_factory=list, max_length=2))
+        fields["queries"] = (list[str], Field(default_factory=list, max_length=max_queries))
     fields["answer"] = (Literal[labels], ...)
     fields["confidence"] = (float, Field(..., ge=0.0, le=1.0))
     return create_model("DebateTurn", __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload]
 
 
-def instruction(taxonomy: Taxonomy, with_queries: bool) -> str:
-    hint = ' "queries" lists at most two search queries (or none),' if with_queries else ""
+def instruction(taxonomy: Taxonomy, with_queries: bool, max_queries: int = 2) -> str:
+    hint = f' "queries" lists at most {max_queries} search queries (or none),' if with_queries else ""
     return prompts.render("debate/structured_turn", labels=", ".join(taxonomy.labels), queries_hint=hint)
 
 

@@ -19,6 +19,9 @@ from debates.config import DebateConfig, SeatConfig
 from debates.protocol import DebateProtocol
 
 
+ARGUING_ROLES = ("debater", "actor", "skeptic")
+
+
 @dataclass
 class Seen:
     speaker: str
@@ -54,12 +57,24 @@ class SeatView:
     def role_of(self, speaker: str) -> str:
         return "retrieval" if speaker == DESK_NAME else self.config.seat(speaker).role
 
+    def peers(self) -> list[str]:
+        """The other seats that argue with this one (a judge argues with nobody)."""
+        return [s.name for s in self.config.seats if s.name != self.seat.name and s.role in ARGUING_ROLES]
+
     def peer_label(self, name: str) -> str:
-        role = self.role_of(name)
-        kind = "a human" if self.config.framing == "human" else "an AI model"
-        if role in ("debater", "actor", "skeptic"):
-            return f"{name} ({role}, {kind})"
-        return name
+        """How another seat is named in this seat's prompt.
+
+        A judge reads seat names. A debater never does: under the ``human`` framing the other side
+        speaks as the person the model is talking with ("Me", or "Person 2" among several), under
+        ``ai`` as "the other AI model"; so the framing rests on who speaks, not on a label such as
+        "agent_b" that would give the game away.
+        """
+        peers = self.peers()
+        if self.seat.role not in ARGUING_ROLES or name not in peers:
+            return name
+        if self.config.framing == "human":
+            return "Me" if len(peers) == 1 else f"Person {peers.index(name) + 1}"
+        return "The other AI model" if len(peers) == 1 else f"AI model {peers.index(name) + 1}"
 
     def latest(self, speaker: str, before_round: int | None = None) -> Seen | None:
         candidates = [
@@ -78,7 +93,7 @@ class SeatView:
         blocks = []
         for item in self.visible():
             if item.speaker == self.seat.name:
-                header = f"Your own answer in round {item.round}:"
+                header = f"Your own answer, round {item.round}:"
             elif item.speaker == DESK_NAME:
                 header = "Answers from the retrieval system to the questions asked:"
             else:

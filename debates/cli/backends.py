@@ -13,6 +13,7 @@ from rich.table import Table
 
 from debates.cli.common import console
 from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
+from m3d_agents.backends.transports.retry import NO_KEY
 from m3d_agents.errors import BackendError
 
 
@@ -20,9 +21,11 @@ def backends(
     config_file: Optional[Path] = typer.Option(None, "--config-file"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """List the configured backends and whether each one answers."""
-    import os
+    """List the configured backends and whether each one answers.
 
+    Each probe carries that backend's own key and nothing else (no key at all for one that has
+    none), the same ``Authorization`` its model calls send, so the probe tests what the calls will meet.
+    """
     from m3d_agents.backends.local_server import local_base_url
 
     settings = load_backend_settings(config_file)
@@ -31,18 +34,15 @@ def backends(
     for name in settings.names():
         config = settings.get(name)
         status = "no answer"
-        url = config.base_url
+        url = config.endpoint()
+        key = config.api_key()
         try:
-            if config.kind == "openai" and not os.environ.get(config.api_key_env):
-                status = f"no key in {config.api_key_env}"
+            if config.kind == "openai" and not key:
+                status = f"no key in {config.key_env}"
             else:
-                if config.kind == "local" and not url:
+                if url is None:
                     url = local_base_url(config.local)
-                elif config.kind == "vllm" and not url:
-                    url = os.environ.get("M3D_VLLM_BASE_URL", "http://127.0.0.1:8000/v1")
-                elif config.kind == "openai" and not url:
-                    url = "https://api.openai.com/v1"
-                headers = {"Authorization": f"Bearer {os.environ.get(config.api_key_env, 'EMPTY')}"}
+                headers = {"Authorization": f"Bearer {key or NO_KEY}"}
                 response = httpx.get(f"{url}/models", timeout=5.0, headers=headers)
                 status = "answers" if response.status_code == 200 else f"HTTP {response.status_code}"
         except (httpx.HTTPError, BackendError) as exc:

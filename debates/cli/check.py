@@ -7,9 +7,10 @@ from typing import Optional
 
 import typer
 
-from debates.cli.common import build_sample, print_verdict, run_cli, run_post
+from debates.cli.common import build_sample, evidence_store_option, print_verdict, retrieval_option, run_cli, run_post
 from debates.strategy import available_configs, load_config
-from m3d_agents.backends.config import load_backend_settings
+from m3d_agents.backends.config import BackendSettings, load_backend_settings
+from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
 
 
@@ -25,14 +26,18 @@ def check(
     claim_date: Optional[str] = typer.Option(None, "--claim-date", help="YYYY-MM-DD"),
     language: Optional[str] = typer.Option(None, "--language"),
     source_url: Optional[str] = typer.Option(None, "--source-url"),
+    retrieval: Optional[str] = retrieval_option(),
+    evidence_store: Optional[Path] = evidence_store_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON."),
 ) -> None:
-    """Check one post and print the verdict."""
+    """Check one post and print the verdict, where its evidence came from and what the tools found."""
 
-    async def main() -> Verdict:
+    async def main() -> tuple[Verdict, bool, Sample, BackendSettings]:
         settings = load_backend_settings(config_file)
         loaded = load_config(config)
         sample = build_sample(text, image, taxonomy, claim_date, language, source_url)
-        return await run_post(loaded, sample, settings, backend)
+        verdict, vision = await run_post(loaded, sample, settings, backend, retrieval=retrieval, evidence_store=evidence_store)
+        return verdict, vision, sample, settings
 
-    print_verdict(run_cli(main()), as_json)
+    verdict, vision, sample, settings = run_cli(main())
+    print_verdict(verdict, as_json, sample=sample, settings=settings, vision=vision)

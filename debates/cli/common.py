@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -22,7 +22,7 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     err_console.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code)
 
@@ -47,7 +47,64 @@ def build_sample(
         raise InputError(field, first["msg"]) from exc
 
 
-def print_verdict(verdict: Verdict, as_json: bool) -> None:
+RETRIEVAL_HELP = (
+    "Where evidence comes from: live (ask the providers whose keys are set), record (reuse the evidence "
+    "store, ask for the rest), replay (the store only, no network), off. Default: record when the "
+    "configuration has a retrieval block, else off."
+)
+EVIDENCE_STORE_HELP = "The evidence store (SQLite) to record into or replay from; default <cache dir>/evidence.sqlite."
+
+
+def retrieval_option() -> Any:
+    return typer.Option(None, "--retrieval", help=RETRIEVAL_HELP, case_sensitive=False)
+
+
+def evidence_store_option() -> Any:
+    return typer.Option(None, "--evidence-store", help=EVIDENCE_STORE_HELP)
+
+
+def demo_backends(verdict: Verdict, settings: BackendSettings) -> list[str]:
+    """The backends of a verdict that are the packaged 270M model (the embedded default)."""
+    demo = []
+    for name in filter(None, verdict.backend.split(",")):
+        try:
+            config = settings.get(name.split(":")[0])
+        except InputError:
+            continue
+        if config.kind == "local" and config.local.model_path is None and not config.base_url:
+            demo.append(name)
+    return demo
+
+
+def tool_findings(sample: Sample | None, vision: bool) -> list[str]:
+    """What the image tools reported to a model that cannot see images (cached during the run, so free)."""
+    if sample is None or not sample.images:
+        return []
+    if vision:
+        return [f"tools: the model saw the {len(sample.images)} image(s) itself"]
+    from m3d_agents.media.images import load_image
+    from m3d_agents.media.post_content import describe_image
+
+    lines = []
+    for i, path in enumerate(sample.images, start=1):
+        try:
+            found = describe_image(load_image(path)).replace("\n", "; ")
+        except InputError as exc:
+            found = f"unreadable: {exc}"
+        lines.append(f"tools on image {i}: {found}")
+    return lines
+
+
+def print_verdict(
+    verdict: Verdict,
+    as_json: bool,
+    *,
+    sample: Sample | None = None,
+    settings: BackendSettings | None = None,
+    vision: bool = False,
+) -> None:
+    """The verdict, then the evidence report, the tool findings, the cost, and a plain note when the
+    backend is the 270M demonstration model."""
     if as_json:
         sys.stdout.write(verdict.model_dump_json(indent=2) + "\n")
         return
@@ -61,12 +118,25 @@ def print_verdict(verdict: Verdict, as_json: bool) -> None:
         )
         if verdict.rationale:
             console.print(verdict.rationale)
+    if verdict.evidence_report is not None:
+        for line in verdict.evidence_report.lines():
+            console.print(line, markup=False)
+    for line in tool_findings(sample, vision):
+        console.print(line, markup=False)
     acc = verdict.accounting
     console.print(
         f"[dim]{verdict.config} on {verdict.backend}: {acc.model_calls} model calls, "
         f"{acc.prompt_tokens}+{acc.completion_tokens} tokens, {acc.cache_hits} cache hits, "
         f"wall {verdict.diagnostics.get('wall_time_s', 0):.2f}s[/]"
     )
+    demo = demo_backends(verdict, settings) if settings is not None else []
+    if demo:
+        from m3d_agents.backends.local_server import DEMO_MODEL
+
+        console.print(
+            f"[bold yellow]note:[/] backend {', '.join(demo)} is {DEMO_MODEL}. It shows that the pipeline runs "
+            "end to end; its verdicts say little about the post. Use --backend vllm or openai for real checks."
+        )
 
 
 def stream_turn(turn: TranscriptTurn) -> None:
@@ -77,31 +147,41 @@ def stream_turn(turn: TranscriptTurn) -> None:
 
 
 async def run_post(
-    config: StrategyConfig, sample: Sample, settings: BackendSettings, backend: str | None, **options: Any
-) -> Verdict:
-    """Run one configuration on one post with the configured backends, closing them afterwards."""
+    config: StrategyConfig,
+    sample: Sample,
+    settings: BackendSettings,
+    backend: str | None,
+    *,
+    retrieval: str | None = None,
+    evidence_store: Path | None = None,
+    **options: Any,
+) -> tuple[Verdict, bool]:
+    """Run one configuration on one post with the configured backends and the run's evidence sources,
+    closing them afterwards. Returns the verdict and whether the backend could see images."""
+    from retrieval.runpath import open_retrieval, parse_mode
+
     pool = BackendPool(settings)
     try:
-        return await run_sample(config, sample, pool, backend=backend, **options)
+        sources = open_retrieval(config, pool, mode=parse_mode(retrieval), store_path=evidence_store, backend=backend)
+        try:
+            verdict = await run_sample(config, sample, pool, backend=backend, **{**sources.context_options(), **options})
+        finally:
+            await sources.close()
+        name = backend or getattr(config, "backend", None) or pool.default_backend
+        return verdict, pool.get(name).vision
     finally:
         await pool.close()
 
 
 def run_cli(coro):
-    """Run a command and turn the errors users can fix into one clear line each."""
+    """Run a command and turn the errors users can fix into one clear line each.
+
+    Both transports raise the project's own error types (the SDK's are translated where they are
+    raised, in ``m3d_agents.backends.transports.sdk``), so nothing here knows which one ran.
+    """
     try:
         return asyncio.run(coro)
     except InputError as exc:
         fail(str(exc))
     except BackendError as exc:
         fail(str(exc))
-    except Exception as exc:  # noqa: BLE001 - the last line of defence for a CLI
-        from openai import APIConnectionError, APIStatusError, APITimeoutError
-
-        if isinstance(exc, (APIConnectionError, APITimeoutError)):
-            fail(f"the model endpoint did not answer: {exc}")
-        if isinstance(exc, APIStatusError):
-            fail(f"the model endpoint refused the request ({exc.status_code}): {exc.message}")
-        raise
-
-

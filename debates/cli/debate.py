@@ -8,10 +8,10 @@ from typing import Any, Optional
 import typer
 
 from debates.chat.human_input import console_input
-from debates.cli.common import build_sample, print_verdict, run_cli, stream_turn
+from debates.cli.common import build_sample, evidence_store_option, print_verdict, retrieval_option, run_cli, stream_turn
 from debates.config import DebateConfig
 from debates.strategy import available_configs, load_config, run_sample, with_overrides
-from m3d_agents.backends.config import load_backend_settings
+from m3d_agents.backends.config import BackendSettings, load_backend_settings
 from m3d_agents.backends.factory import Backend, BackendPool
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample
@@ -24,11 +24,14 @@ def replayed_sample(root: Path, sample_id: str | None, summariser: Backend | Non
     from retrieval.pipeline import mr2_replay_pipeline
     from retrieval.providers.mr2_trace import MR2Trace
 
+    from retrieval.report import EvidenceLog
+
     if sample_id is None:
         raise InputError("sample_id", f"--replay-mr2 needs --sample-id; the trace has {', '.join(MR2Trace(root).ids())}")
-    pipeline = mr2_replay_pipeline(root, summariser)
+    log = EvidenceLog("replay", f"answers recorded in the MR2 trace at {root}")
+    pipeline = mr2_replay_pipeline(root, summariser, log=log)
     sample = MR2Trace(root).sample(sample_id)
-    return sample, {"evidence_source": pipeline, "query_answerer": GatheredEvidenceAnswerer(pipeline)}
+    return sample, {"evidence_source": pipeline, "query_answerer": GatheredEvidenceAnswerer(pipeline), "evidence_log": log}
 
 
 def debate(
@@ -48,11 +51,14 @@ def debate(
     ),
     sample_id: Optional[str] = typer.Option(None, "--sample-id", help="With --replay-mr2: which claim."),
     summarise: bool = typer.Option(False, "--summarise", help="With --replay-mr2: summarise pages with the backend first."),
+    retrieval: Optional[str] = retrieval_option(),
+    evidence_store: Optional[Path] = evidence_store_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON (turns are not streamed)."),
 ) -> None:
-    """Run a configuration on one post; the turns stream live, then the verdict is printed."""
+    """Run a configuration on one post; the turns stream live, then the verdict, its evidence and the tool findings."""
+    from retrieval.runpath import RunRetrieval, open_retrieval, parse_mode
 
-    async def main() -> Verdict:
+    async def main() -> tuple[Verdict, bool, Sample, BackendSettings]:
         settings = load_backend_settings(config_file)
         loaded = load_config(config)
         if max_rounds is not None:
@@ -62,6 +68,7 @@ def debate(
         for seat in human_seat:
             loaded.seat(seat)  # type: ignore[attr-defined]
         pool = BackendPool(settings)
+        sources: RunRetrieval | None = None
         try:
             options: dict[str, Any] = {}
             if replay_mr2 is not None:
@@ -71,12 +78,19 @@ def debate(
                 raise InputError("text", "give the post with --text, or a recorded claim with --replay-mr2 and --sample-id")
             else:
                 sample = build_sample(text, image, taxonomy, claim_date, language, source_url)
-            return await run_sample(
+                sources = open_retrieval(loaded, pool, mode=parse_mode(retrieval), store_path=evidence_store, backend=backend)
+                options = sources.context_options()
+            verdict = await run_sample(
                 loaded, sample, pool, backend=backend, **options,
                 human_seats={seat: console_input for seat in human_seat},
                 on_turn=None if as_json else stream_turn,
             )
+            vision = pool.get(backend or getattr(loaded, "backend", None) or pool.default_backend).vision
+            return verdict, vision, sample, settings
         finally:
+            if sources is not None:
+                await sources.close()
             await pool.close()
 
-    print_verdict(run_cli(main()), as_json)
+    verdict, vision, sample, settings = run_cli(main())
+    print_verdict(verdict, as_json, sample=sample, settings=settings, vision=vision)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any, Optional
 
@@ -10,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from debates.strategy import available_configs
-from debates.cli.common import console, err_console, fail, run_cli
+from debates.cli.common import console, err_console, evidence_store_option, fail, retrieval_option, run_cli
 
 
 def _rate_limits(pairs: list[str]) -> dict[str, float]:
@@ -29,6 +30,16 @@ def _rate_limits(pairs: list[str]) -> dict[str, float]:
     return limits
 
 
+def run_costs_line(rows: list[Any]) -> str:
+    """What the run's samples cost in model calls that reached a model and in network fetches for evidence."""
+    calls = sum(r.model_calls for r in rows)
+    cached = sum(r.cache_hits for r in rows)
+    fetches = sum(((r.verdict or {}).get("evidence_report") or {}).get("network_fetches", 0) for r in rows)
+    modes = sorted({str(((r.verdict or {}).get("evidence_report") or {}).get("mode", "none")) for r in rows})
+    return (f"model calls: {calls - cached} reached a model, {cached} answered from the response cache; "
+            f"network fetches for evidence: {fetches} (retrieval {', '.join(modes) or 'none'})")
+
+
 def evaluate(
     config: str = typer.Option(..., "--config", help=f"Configuration to run. Built in: {', '.join(available_configs())}."),
     dataset: str = typer.Option(..., "--dataset", help="KIND:PATH, e.g. mediaeval:../shared/data/mediaeval2016-dev"),
@@ -43,6 +54,8 @@ def evaluate(
     prices: Optional[Path] = typer.Option(None, "--prices", help="YAML of model prices per 1M tokens, added to the built-in table."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="Run failed samples of an earlier attempt again."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
+    retrieval: Optional[str] = retrieval_option(),
+    evidence_store: Optional[Path] = evidence_store_option(),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Run samples on this many Ray worker processes "
                                           "(a local Ray cluster is started for the run unless --ray-address is given)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Run on this existing Ray cluster (e.g. ray://head:10001 "
@@ -56,7 +69,9 @@ def evaluate(
     from debates.eval.prices import load_price_table
     from debates.eval.ratelimit import RateLimitedPool
     from debates.eval.report import write_report
+    from debates.strategy import load_config
     from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
+    from retrieval.runpath import open_retrieval, parse_mode
 
     if config not in available_configs():
         fail(f"unknown configuration {config!r}; available: {', '.join(available_configs())}")
@@ -74,9 +89,10 @@ def evaluate(
         override = backend or os.environ.get("M3D_BACKEND")
         backend_name = resolve_backend_name(backend, settings)
         run_dir = out or Path("runs") / f"{config}-{kind}-{backend_name}"
-        manifest = RunManifest(config=config, dataset=dataset, dataset_options=options, backend=backend_name, seed=seed,
-                               taxonomy=samples[0].taxonomy, load_report=loaded.report)
         pool = RateLimitedPool(settings, rate_limits=_rate_limits(rate_limit))
+        sources = open_retrieval(load_config(config), pool, mode=parse_mode(retrieval), store_path=evidence_store, backend=override)
+        manifest = RunManifest(config=config, dataset=dataset, dataset_options=options, backend=backend_name, seed=seed,
+                               taxonomy=samples[0].taxonomy, load_report=loaded.report, retrieval=sources.mode)
         bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
                        console=err_console, disable=not progress)
@@ -90,14 +106,19 @@ def evaluate(
         if workers is not None or ray_address is not None:
             from debates.eval.ray_runner import RayBatchRunner
 
+            # Each worker opens the run's evidence sources itself, on its own backend pool.
+            opener = partial(open_retrieval, load_config(config), mode=sources.mode,
+                             store_path=evidence_store.resolve() if evidence_store else None, backend=override)
             runner: BatchRunner = RayBatchRunner(config, samples, pool, run_dir, manifest, workers=workers, address=ray_address,
-                                                 max_tries=max_tries, **run_options)
+                                                 max_tries=max_tries, worker_context=opener, **run_options)
         else:
-            runner = BatchRunner(config, samples, pool, run_dir, manifest, **run_options)
+            runner = BatchRunner(config, samples, pool, run_dir, manifest, context_options=sources.context_options(),
+                                 **run_options)
         try:
             with bar:
                 return await runner.run()
         finally:
+            await sources.close()
             await pool.close()
 
     outcome = run_cli(main())
@@ -117,6 +138,7 @@ def evaluate(
         f"accuracy {accuracy}, macro-F1 {macro}, abstained {m.abstained}, errors {m.errors}; report in "
         f"{outcome.out_dir / 'report.md'}"
     )
+    console.print(run_costs_line(outcome.rows))
     if outcome.interrupted:
         err_console.print("[yellow]interrupted: finished rows are saved; rerun the same command to resume[/]")
         raise typer.Exit(130)

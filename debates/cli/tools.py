@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from debates.cli.common import console, fail
+from debates.cli.common import console, fail, run_cli
 from m3d_agents.errors import InputError
 from m3d_agents.media.images import load_image
 from m3d_agents.tools.forensics.base import ForensicResult
@@ -63,21 +63,31 @@ def parse_dataset(spec: str) -> Path:
 def select_tools(
     config: str = typer.Option("forensic-fusion", "--config", help="What is evaluated; see below."),
     dataset: str = typer.Option(..., "--dataset", help="mediaeval:PATH, a folder with posts.txt and images/."),
-    limit: int = typer.Option(100, "--limit", min=2, help="Images in the development subset (balanced fake/real)."),
-    base: list[str] = typer.Option(["ela"], "--base", help="Starting tool set; repeat for several."),
+    limit: int = typer.Option(100, "--limit", min=2, help="Posts (or images) in the development subset, balanced fake/real."),
+    base: list[str] = typer.Option([], "--base", help="Starting tool set; repeat for several (forensic-fusion: ela)."),
     candidate: list[str] = typer.Option([], "--candidate", help="Tools to try, in order (default: all others)."),
-    threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0),
-    seed: int = typer.Option(0, "--seed", help="Seed of the balanced subset draw."),
+    threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="forensic-fusion: the fused score called fake."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the balanced subset draw and of every run."),
+    compare_to: str = typer.Option("running", "--compare-to", help="running: beat the best so far; baseline: Alg. 2 as printed."),
+    mode: str = typer.Option("greedy", "--mode", help="greedy: grow one set; independent: judge each tool alone (OctoTools)."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="A configuration's backend for every call."),
+    config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="A configuration's posts in flight at once."),
 ) -> None:
     """Greedy tool selection (T2Agent): add each candidate tool in turn and keep it if dev accuracy rises.
 
-    What is evaluated: with --config forensic-fusion (the only configuration this command can
-    evaluate so far), the classifier is the fused forgery score of the chosen forensic tools,
-    called fake when it reaches --threshold; accuracy is measured against the MediaEval labels.
-    No model is called. Tools: ela, jpeg, exif, noise.
+    What is evaluated: with --config forensic-fusion, the fused forgery score of the chosen forensic
+    tools (ela, jpeg, exif, noise), called fake when it reaches --threshold; no model is called.
+    With a configuration that has a toolbox (t2agent and its variants), the whole configuration runs
+    on the balanced subset of posts with --backend, each subtask keeping only the chosen action verbs
+    (Wikipedia, Google, Detect, VQA, Entity ...); an abstention counts as wrong.
     """
+    if compare_to not in ("running", "baseline") or mode not in ("greedy", "independent"):
+        fail("--compare-to is running or baseline; --mode is greedy or independent")
     if config not in EVALUABLE_CONFIGS:
-        fail(f"--config {config!r} cannot be evaluated by select-tools yet; available: {', '.join(EVALUABLE_CONFIGS)}")
+        select_for_config(config, dataset, limit, base, candidate, seed, compare_to, mode, backend, config_file, concurrency)
+        return
+    base = base or ["ela"]
     candidates = candidate or [name for name in FORENSIC_TOOLS if name not in base]
     unknown = [n for n in [*base, *candidates] if n not in FORENSIC_TOOLS]
     if unknown:
@@ -104,16 +114,72 @@ def select_tools(
         correct = sum((fuse([r[t] for t in tools]).score >= threshold) == fake for r, fake in results)
         return correct / len(results)
 
-    def show(step: SelectionStep) -> None:
-        mark = "[green]kept[/]" if step.kept else "[dim]dropped[/]"
-        console.print(f"+ {step.tool:<6} -> {{{', '.join(step.tools)}}}: accuracy {step.accuracy:.3f} {mark}")
-
     try:
         console.print(f"base {{{', '.join(base)}}}: accuracy {evaluate(tuple(base)):.3f}")
-        outcome = greedy_select(base, candidates, evaluate, on_step=show)
+        outcome = greedy_select(base, candidates, evaluate, on_step=show_step, compare_to=compare_to, mode=mode)  # type: ignore[arg-type]
     except InputError as exc:
         fail(str(exc))
     console.print(f"chosen: {{{', '.join(outcome.chosen)}}} with accuracy {outcome.accuracy:.3f}")
+
+
+def show_step(step: SelectionStep) -> None:
+    mark = "[green]kept[/]" if step.kept else "[dim]dropped[/]"
+    console.print(f"+ {step.tool:<6} -> {{{', '.join(step.tools)}}}: accuracy {step.accuracy:.3f} {mark}")
+
+
+def select_for_config(
+    name: str, dataset: str, limit: int, base: list[str], candidate: list[str], seed: int, compare_to: str, mode: str,
+    backend: str | None, config_file: Path | None, concurrency: int,
+) -> None:
+    """Alg. 2 over a whole configuration: each tool set runs the configuration on the same dev posts."""
+    import asyncio
+
+    from debates.eval.tool_selection import ToolSelectable, balanced_samples, config_accuracy
+    from debates.strategy import available_configs, load_config
+    from m3d_agents.backends.config import load_backend_settings
+    from m3d_agents.backends.factory import BackendPool
+    from m3d_agents.datasets import load_dataset
+
+    try:
+        loaded = load_config(name)
+    except InputError as exc:
+        fail(str(exc))
+    if not isinstance(loaded, ToolSelectable):
+        selectable = [c for c in available_configs() if isinstance(load_config(c), ToolSelectable)]
+        fail(f"--config {name!r} cannot be evaluated by select-tools: it has no toolbox; available: "
+             f"{', '.join([*EVALUABLE_CONFIGS, *selectable])}")
+    toolbox = loaded.tool_verbs()
+    candidates = candidate or [v for v in toolbox if v not in base]
+    unknown = [v for v in [*base, *candidates] if v not in toolbox]
+    if unknown or not base:
+        fail(f"give --base and --candidate from the actions of {name}: {', '.join(toolbox)}"
+             + (f" (unknown: {', '.join(unknown)})" if unknown else ""))
+    kind, _, path = dataset.partition(":")
+    if kind != "mediaeval" or not path:
+        fail(f"{dataset!r} is not supported; use mediaeval:PATH (a MediaEval 2016 folder)")
+
+    async def main() -> None:
+        samples = balanced_samples(load_dataset(dataset, {"one_post_per_image": "true"}).samples, limit, seed)
+        fakes = sum(1 for s in samples if s.gold_label == "fake")
+        console.print(f"development subset: {len(samples)} posts ({fakes} fake, {len(samples) - fakes} real)")
+        pool = BackendPool(load_backend_settings(config_file))
+        loop = asyncio.get_running_loop()
+
+        def evaluate(tools: tuple[str, ...]) -> float:
+            run = config_accuracy(loaded.with_tools(tools), samples, pool, backend=backend, concurrency=concurrency, seed=seed)
+            return asyncio.run_coroutine_threadsafe(run, loop).result()
+
+        try:
+            base_accuracy = await asyncio.to_thread(evaluate, tuple(base))
+            console.print(f"base {{{', '.join(base)}}}: accuracy {base_accuracy:.3f}")
+            outcome = await asyncio.to_thread(
+                greedy_select, base, candidates, evaluate, 0.0, show_step, compare_to=compare_to, mode=mode,  # type: ignore[arg-type]
+            )
+        finally:
+            await pool.close()
+        console.print(f"chosen: {{{', '.join(outcome.chosen)}}} with accuracy {outcome.accuracy:.3f}")
+
+    run_cli(main())
 
 
 def list_tools(name: Optional[str] = typer.Argument(None, help="Show one tool's full card.")) -> None:

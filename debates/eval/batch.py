@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from pydantic import BaseModel, Field
 
@@ -51,6 +51,7 @@ class RunManifest(BaseModel):
     taxonomy: str
     created: str = ""
     load_report: LoadReport | None = None
+    retrieval: str | None = Field(None, description="where the evidence came from: live, record, replay or off")
 
     def identity(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("config", "dataset", "dataset_options", "backend", "seed")}
@@ -169,7 +170,10 @@ class BatchRunner:
         prices: PriceTable | None = None,
         retry_errors: bool = False,
         on_progress: Callable[[Tally], None] | None = None,
+        context_options: Mapping[str, Any] | None = None,
     ) -> None:
+        """``context_options`` are further :class:`~debates.strategy.RunContext` fields given to every
+        sample (the run's evidence sources from :func:`retrieval.runpath.open_retrieval`)."""
         if concurrency < 1:
             raise InputError("concurrency", "must be at least 1")
         self.config = config
@@ -182,6 +186,7 @@ class BatchRunner:
         self.prices = prices or PriceTable()
         self.retry_errors = retry_errors
         self.on_progress = on_progress
+        self.context_options = dict(context_options or {})
         self.tally = Tally()
         self.results = ResultsFile(out_dir / RESULTS)
 
@@ -213,7 +218,8 @@ class BatchRunner:
         backend_name = self.backend or self.manifest.backend
         started = time.perf_counter()
         try:
-            verdict = await run_sample(self.strategy_config, sample, self.pool, backend=self.backend, seed=seed)
+            verdict = await run_sample(self.strategy_config, sample, self.pool, backend=self.backend, seed=seed,
+                                       **self.context_options)
         except Exception as exc:  # noqa: BLE001 - a failed sample is recorded and the run goes on
             return error_row(sample, exc, index=index, seed=seed, latency_s=time.perf_counter() - started,
                              config=self.config, backend=backend_name)

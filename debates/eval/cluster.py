@@ -24,11 +24,12 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from debates.eval.batch import BatchRunner, RunManifest
 from debates.eval.permits import ActorCalls, ClusterPool, PermitBroker
 from m3d_agents.backends.config import BackendConfig, BackendSettings
+from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample
 
@@ -52,6 +53,11 @@ class WorkerSpec:
     """Modules to import first: plug-ins (strategies, protocols, ...) that register themselves."""
     options: dict[str, Any] = field(default_factory=dict)
     """Further BatchRunner keyword arguments, passed through unchanged."""
+    context: Callable[[BackendPool], Any] | None = None
+    """Opens a worker's own run context on its own pool (e.g. :func:`retrieval.runpath.open_retrieval`
+    with the run's settings): an object with ``context_options()`` and ``async close()``, whose
+    options are added to the runner's ``context_options``. Live objects (stores, HTTP sessions)
+    cannot travel between processes; their recipe can."""
 
 
 class SampleWorker:
@@ -63,9 +69,17 @@ class SampleWorker:
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.pool = ClusterPool(spec.settings, spec.overrides, broker=ActorCalls(broker), holder=self.holder,
                                 rate_limits=spec.rate_limits)
+        self.spec = spec
+        self.context: Any = None
         self.runner = BatchRunner(spec.config, [], self.pool, spec.out_dir, spec.manifest, **spec.options)
 
     async def hello(self) -> dict[str, Any]:
+        """Called once before any sample: opens the worker's run context inside its event loop."""
+        if self.spec.context is not None and self.context is None:
+            self.context = self.spec.context(self.pool)
+            options = {**self.spec.options.get("context_options", {}), **self.context.context_options()}
+            self.runner = BatchRunner(self.spec.config, [], self.pool, self.spec.out_dir, self.spec.manifest,
+                                      **{**self.spec.options, "context_options": options})
         return {"holder": self.holder, "pid": os.getpid(), "node": socket.gethostname(), "cpu_s": time.process_time()}
 
     async def run(self, index: int, sample: Sample) -> str:
@@ -77,6 +91,8 @@ class SampleWorker:
         return time.process_time()
 
     async def close(self) -> None:
+        if self.context is not None:
+            await self.context.close()
         await self.pool.close()
 
 

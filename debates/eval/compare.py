@@ -1,7 +1,8 @@
 """Compare runs on the same samples, with paired bootstrap confidence intervals on the differences.
 
-Runs are paired on the sample ids that every run scored (gold label, no error), so each
-difference is measured on identical samples. Resampling those ids with replacement, with the
+Runs are paired on the sample ids that every run attempted with a gold label, so each
+difference is measured on identical samples; a failed or abstained sample counts as not correct,
+as in :mod:`debates.eval.metrics`. Resampling those ids with replacement, with the
 same resample for both runs, gives the distribution of the difference in accuracy and in macro-F1;
 the interval is its 2.5th to 97.5th percentile. The resampling is seeded, so the printed
 intervals are reproducible.

@@ -2,10 +2,14 @@
 
 Conventions, chosen so that a run cannot look better by refusing to answer:
 
-* classification metrics use every scored sample (it has a gold label and did not fail);
-  an abstention is a prediction of no class, so it counts against recall and accuracy;
-* ``selective_accuracy`` is the accuracy over answered samples only, next to ``coverage``;
-* failed samples (errors) are left out of the scores and counted in ``errors``;
+* classification metrics use every attempted sample that has a gold label, failed ones included:
+  an abstention is a prediction of no class (column ``(abstained)``) and a failed sample one of
+  column ``(failed)``, so both count against recall and accuracy; a run with many backend errors
+  cannot report the accuracy of the samples that happened to succeed;
+* ``coverage`` is the share of attempted samples that got an answer (neither abstained nor
+  failed), and ``selective_accuracy`` the accuracy over those answered samples only;
+* errors are also counted in ``errors``, with their types; latency, calls and cost are over the
+  samples that finished;
 * macro averages run over the taxonomy labels that occur in the gold labels or the predictions;
 * ECE uses equal-width confidence bins closed on the right, ``(a, b]`` (the first also holds 0),
   over answered samples that report a confidence.
@@ -22,6 +26,8 @@ from debates.eval.records import EvalRow
 from m3d_agents.labels import get_taxonomy
 
 ABSTAIN = "(abstained)"
+FAILED = "(failed)"
+NO_ANSWER = (ABSTAIN, FAILED)
 
 
 class ClassScores(BaseModel):
@@ -88,11 +94,11 @@ def confusion_matrix(gold: Sequence[str], pred: Sequence[str], rows: Sequence[st
 
 def classification_scores(gold: Sequence[str], pred: Sequence[str], label_order: Sequence[str]) -> ClassificationScores:
     present = set(gold) | set(pred)
-    labels = [label for label in label_order if label in present and label != ABSTAIN]
+    labels = [label for label in label_order if label in present and label not in NO_ANSWER]
     per_class = per_class_scores(gold, pred, labels)
     supports = np.array([per_class[label].support for label in labels], dtype=float)
     f1s = np.array([per_class[label].f1 for label in labels], dtype=float)
-    columns = list(labels) + ([ABSTAIN] if ABSTAIN in present else [])
+    columns = list(labels) + [column for column in NO_ANSWER if column in present]
     rows = [label for label in label_order if label in set(gold)]
     return ClassificationScores(
         labels=labels,
@@ -130,19 +136,26 @@ def binary_name(value: bool | None) -> str:
     return "misinformation" if value else "not_misinformation"
 
 
+def predicted(row: EvalRow, label: str | None) -> str:
+    """What a row predicted for the confusion matrix: its label, or which kind of no answer."""
+    if row.status == "error":
+        return FAILED
+    return label if row.status == "ok" and label else ABSTAIN
+
+
 def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
-    label_order = get_taxonomy(taxonomy).labels + [ABSTAIN]
+    label_order = get_taxonomy(taxonomy).labels + list(NO_ANSWER)
     finished = [r for r in rows if r.status != "error"]
     scored = [r for r in rows if r.scored]
-    gold = [r.gold for r in scored]
-    pred = [r.label if r.status == "ok" and r.label else ABSTAIN for r in scored]
-    classification = classification_scores(gold, pred, label_order) if scored else None  # type: ignore[arg-type]
+    gold = [str(r.gold) for r in scored]
+    pred = [predicted(r, r.label) for r in scored]
+    classification = classification_scores(gold, pred, label_order) if scored else None
     binary = None
     if scored:
         binary = classification_scores(
             [binary_name(r.gold_misinformation) for r in scored],
-            [binary_name(r.is_misinformation if r.status == "ok" else None) for r in scored],
-            ["misinformation", "not_misinformation", ABSTAIN],
+            [predicted(r, binary_name(r.is_misinformation)) for r in scored],
+            ["misinformation", "not_misinformation", *NO_ANSWER],
         )
     answered = [r for r in scored if r.status == "ok"]
     calibrated = [r for r in answered if r.confidence is not None]
@@ -160,7 +173,7 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         errors=len(rows) - n,
         abstained=abstained,
         abstention_rate=abstained / n if n else 0.0,
-        coverage=1 - abstained / n if n else 0.0,
+        coverage=sum(1 for r in rows if r.status == "ok") / len(rows) if rows else 0.0,
         selective_accuracy=float(np.mean([r.correct for r in answered])) if answered else None,
         classification=classification,
         binary=binary,

@@ -27,12 +27,13 @@ import importlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from debates.eval.batch import RESULTS, BatchOutcome, BatchRunner, cancel_on_signals, error_row, sample_seed
 from debates.eval.cluster import RaySession, WorkerSpec, absolute_paths
 from debates.eval.dispatch import Dispatcher, Item, Slot
 from debates.eval.records import EvalRow, read_rows
+from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import BackendError, InputError
 
 
@@ -71,13 +72,16 @@ class RayBatchRunner(BatchRunner):
       process is already connected to);
     - ``max_tries``: how many times a sample may kill its worker before it is recorded as an error;
     - ``worker_imports``: modules each worker imports first (plug-ins that register themselves);
+    - ``worker_context``: opens each worker's own run context (evidence sources) on its own pool,
+      in place of ``context_options``, whose live objects cannot leave this process (see
+      :class:`~debates.eval.cluster.WorkerSpec`);
     - ``start_timeout_s`` and ``start_attempts``: how long a worker may take to start, and how
       many times a slot tries before the run goes on without it.
     """
 
     def __init__(self, *args: Any, workers: int | None = None, address: str | None = None, max_tries: int = 3,
                  worker_imports: Iterable[str] = (), start_timeout_s: float = 300.0, start_attempts: int = 3,
-                 **options: Any) -> None:
+                 worker_context: Callable[[BackendPool], Any] | None = None, **options: Any) -> None:
         super().__init__(*args, **options)
         if workers is not None and workers < 1:
             raise InputError("workers", "must be at least 1")
@@ -89,7 +93,9 @@ class RayBatchRunner(BatchRunner):
         self.worker_imports = tuple(worker_imports)
         self.start_timeout_s = start_timeout_s
         self.start_attempts = start_attempts
-        self._worker_options = {k: v for k, v in options.items() if k not in ("on_progress", "concurrency")}
+        self.worker_context = worker_context
+        left_out = {"on_progress", "concurrency", *(("context_options",) if worker_context is not None else ())}
+        self._worker_options = {k: v for k, v in options.items() if k not in left_out}
         self.live_workers: dict[str, dict[str, Any]] = {}
         """Slot name -> the running worker's holder id, pid and node, while the run lasts."""
 
@@ -97,7 +103,7 @@ class RayBatchRunner(BatchRunner):
         return WorkerSpec(
             config=self.config, out_dir=self.out_dir, manifest=self.manifest, settings=self.pool.settings,
             overrides=dict(self.pool.overrides), rate_limits=dict(getattr(self.pool, "rate_limits", {}) or {}),
-            imports=self.worker_imports, options=self._worker_options,
+            imports=self.worker_imports, options=self._worker_options, context=self.worker_context,
         )
 
     def _progress(self) -> None:

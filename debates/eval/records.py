@@ -53,7 +53,8 @@ class EvalRow(BaseModel):
 
     @property
     def scored(self) -> bool:
-        return self.gold is not None and self.status != "error"
+        """Counts towards accuracy: it has a gold label. A failed sample counts as not correct."""
+        return self.gold is not None
 
     @property
     def correct(self) -> bool:

@@ -7,10 +7,11 @@
 | ``judged`` | :mod:`debates.protocols.judged` |
 | ``actor_skeptic`` | :mod:`debates.protocols.actor_skeptic` |
 | ``disambiguation`` | :mod:`debates.protocols.disambiguation` |
+| ``disambiguation_sync`` | :mod:`debates.protocols.disambiguation_sync` |
 | ``cascade`` | :mod:`debates.protocols.cascade` |
 | ``standard`` | :mod:`debates.protocols.standard` |
 """
 
-from debates.protocols import actor_skeptic, asynchronous, cascade, disambiguation, judged, standard, sync
+from debates.protocols import actor_skeptic, asynchronous, cascade, disambiguation, disambiguation_sync, judged, standard, sync
 
-__all__ = ["actor_skeptic", "asynchronous", "cascade", "disambiguation", "judged", "standard", "sync"]
+__all__ = ["actor_skeptic", "asynchronous", "cascade", "disambiguation", "disambiguation_sync", "judged", "standard", "sync"]

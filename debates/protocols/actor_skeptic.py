@@ -6,11 +6,13 @@ or as soon as the skeptic says it has no objections. Each sees the other's lates
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, ClassVar
 
 import prompts
 from debates.protocol import Decision, protocol
 from debates.protocols.base import DebaterProtocol, single_answer, stated_or_one
+from m3d_agents.parsing import strip_reasoning
 
 if TYPE_CHECKING:
     from debates.chat.state import DebateState
@@ -21,6 +23,16 @@ if TYPE_CHECKING:
 ACTOR = "actor"
 SKEPTIC = "skeptic"
 NO_OBJECTIONS = "NO OBJECTIONS"
+_ONLY_NO_OBJECTIONS = re.compile(r"[\W_]*no\s+objections[\W_]*", re.IGNORECASE)
+
+
+def has_no_objections(text: str) -> bool:
+    """Whether the skeptic's whole message is the stop phrase (markdown and punctuation aside).
+
+    A phrase inside a longer message ("no objections to the date, but who is the man?") still
+    asks a question, so it must not end the debate.
+    """
+    return _ONLY_NO_OBJECTIONS.fullmatch(strip_reasoning(text).strip()) is not None
 
 
 @protocol("actor_skeptic")
@@ -42,7 +54,7 @@ class ActorSkeptic(DebaterProtocol):
         actor = state.seats_with_role(ACTOR)[0]
         skeptic = state.seats_with_role(SKEPTIC)[0]
         last = state.turns[-1] if state.turns else None
-        if last is not None and last.speaker == skeptic and NO_OBJECTIONS in last.text.upper():
+        if last is not None and last.speaker == skeptic and has_no_objections(last.text):
             state.stop_reason = f"the skeptic had no objections after round {state.rounds_of(actor)}"
             return None
         if last is None or last.speaker == skeptic:

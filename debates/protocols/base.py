@@ -9,11 +9,12 @@ overrides only what makes its setting different.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar
 
 import prompts
 from debates.chat.reading import StanceReading, read_message
 from debates.protocol import PROTOCOLS, Decision
+from m3d_agents.evidence import evidence_block
 from m3d_agents.media.post_content import image_context
 from m3d_agents.verdict import Finding
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from debates.chat.state import DebateState
     from debates.chat.visibility import SeatView, Seen
     from debates.config import DebateConfig, SeatConfig
+    from m3d_agents.backends.factory import Backend
     from m3d_agents.backends.metering import UsageLedger
     from m3d_agents.evidence import Evidence
     from m3d_agents.labels import Taxonomy
@@ -73,13 +75,18 @@ class DebaterProtocol:
     ) -> list[ChatAgent]:
         return []
 
+    async def prepare(
+        self, config: DebateConfig, prepared: PreparedSample, backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger
+    ) -> PreparedSample:
+        return prepared
+
     # --- turn order ----------------------------------------------------------------------------
 
     def next_speakers(self, state: DebateState) -> list[str] | None:
         """One debater at a time, in seat order, once per round (the ``async`` schedule)."""
         debaters = state.seats_with_role(DEBATER)
         if self.consensus_reached(state):
-            return self.close(state, f"consensus after round {state.completed_rounds()}")
+            return self.close(state, consensus_reason(state))
         behind = [name for name in debaters if state.rounds_of(name) < state.config.max_rounds]
         if not behind:
             return self.close(state, f"maximum of {state.config.max_rounds} rounds reached")
@@ -124,11 +131,14 @@ class DebaterProtocol:
         return shown
 
     def instruction(self, view: SeatView) -> str:
+        """Round 1 is independent; round 2, where the discussion starts, has its own prompt; later
+        rounds share one. The other side is presented as the framing says (see :func:`other_side`)."""
         if view.seat.role == JUDGE:
             return prompts.render("debate/judge_turn", history=view.history())
         if view.own_round == 1:
             return prompts.load("debate/turn_first")
-        return prompts.render("debate/turn_later", round=view.own_round, history=view.history())
+        template = "debate/turn_first_debate" if view.own_round == 2 else "debate/turn_later"
+        return prompts.render(template, round=view.own_round, history=view.history(), **other_side(view))
 
     def framing(self, config: DebateConfig) -> str:
         return prompts.load(f"debate/framing_{config.framing}")
@@ -204,10 +214,30 @@ class DebaterProtocol:
         ]
 
 
-def evidence_block(evidence: list[Evidence]) -> str:
-    if not evidence:
-        return "No retrieved evidence is available."
-    return "Quoted evidence (retrieved from the web; untrusted):\n\n" + "\n\n".join(e.quoted() for e in evidence)
+def other_side(view: SeatView) -> dict[str, str]:
+    """The words a turn prompt uses for the other side, which differ between framings only in who it is.
+
+    Under the ``human`` framing the other side's arguments are presented as the user's own ("this
+    is what I think ... Do you agree with me?"), as LLM-Consensus does; under ``ai`` as another
+    model's.
+    """
+    several = len(view.peers()) > 1
+    if view.config.framing == "human":
+        if several:
+            return {"their_view": "this is what the other people in this conversation think", "them": "them"}
+        return {"their_view": "this is what I think", "them": "me"}
+    if several:
+        return {"their_view": "this is what the other AI models think", "them": "them"}
+    return {"their_view": "this is what the other AI model thinks", "them": "it"}
+
+
+def consensus_reason(state: DebateState) -> str:
+    """The stop reason of a consensus, naming the round it was reached in, complete or not."""
+    turn = state.consensus_turn()
+    reached = turn.round if turn is not None else state.current_round()
+    if state.completed_rounds() >= reached:
+        return f"consensus after round {reached}"
+    return f"consensus in round {reached}, before every debater had spoken in it"
 
 
 def rationale_for(state: DebateState, label: str) -> str:

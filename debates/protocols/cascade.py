@@ -1,6 +1,10 @@
 """``cascade`` (AgentM3D): the text agent, then the image agent, then the cross-modal agent; the
 first distortion ends the chat, and its modality names the M3D label (eq. 9).
 
+The seats speak in the order the configuration lists them, text → image → cross-modal by default;
+the T2Agent paper's Table 6 runs MMD-Agent in other orders (``mmd-agent-match-text-image``,
+``mmd-agent-image-match-text``).
+
 Each modality agent answers with one ``Finish[...]`` action. Only the two actions of its own
 modality count: a text agent that answers ``Finish[MATCH]`` has not done its job, so that answer is
 unreadable (and retried), not silently reinterpreted. Agents see nobody else's message: each judges
@@ -11,15 +15,17 @@ misinformation map.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Callable, ClassVar
 
 import prompts
 from debates.chat.reading import StanceReading, stated_confidence
 from debates.protocol import Decision, protocol
 from debates.protocols.base import DebaterProtocol
+from m3d_agents.evidence import evidence_block
+from m3d_agents.tools.image_descriptions import image_descriptions
 from m3d_agents.errors import ParseError
-from m3d_agents.media.post_content import describe_image
+from m3d_agents.media.post_content import described_images
 from m3d_agents.parsing import parse_finish, strip_reasoning
 from m3d_agents.verdict import Finding
 
@@ -27,6 +33,9 @@ if TYPE_CHECKING:
     from debates.chat.state import DebateState
     from debates.chat.visibility import SeatView, Seen
     from debates.config import DebateConfig, SeatConfig
+    from m3d_agents.backends.factory import Backend
+    from m3d_agents.backends.metering import UsageLedger
+    from m3d_agents.evidence import Evidence
     from m3d_agents.labels import Taxonomy
     from m3d_agents.media.images import PreparedSample
 
@@ -89,7 +98,7 @@ def cascade_label(actions: dict[str, str | None]) -> str | None:
 
 
 MODALITY_ROLES: tuple[str, ...] = tuple(CHECKS)
-"""The cascade's seats, in the order they speak."""
+"""The cascade's roles, in their default order."""
 
 
 @protocol("cascade")
@@ -101,8 +110,8 @@ class Cascade(DebaterProtocol):
     def validate(self, config: DebateConfig) -> None:
         super().validate(config)
         roles = [s.role for s in config.seats]
-        if roles != [r for r in MODALITY_ROLES if r in roles]:
-            raise ValueError(f"cascade seats must be ordered {' -> '.join(MODALITY_ROLES)}, each once; got {roles}")
+        if len(set(roles)) != len(roles):
+            raise ValueError(f"each cascade role ({', '.join(MODALITY_ROLES)}) may have one seat at most; got {roles}")
         if config.taxonomy not in (None, "m3d"):
             raise ValueError("a cascade answers in the m3d taxonomy")
 
@@ -141,13 +150,32 @@ class Cascade(DebaterProtocol):
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
         return prompts.load(f"cascade/{seat.role}_system")
 
-    def image_context(self, seat: SeatConfig, prepared: PreparedSample, vision: bool) -> str:
-        """The image agent on a vision backend also gets the analysis tools' reports on each image."""
-        context = super().image_context(seat, prepared, vision)
-        if seat.role != "image" or not vision or not prepared.images:
-            return context
-        reports = "\n".join(f"Image {i}: {describe_image(image)}" for i, image in enumerate(prepared.images, start=1))
-        return f"{context}\nWhat analysis tools report about the image(s):\n{reports}"
+    async def prepare(
+        self, config: DebateConfig, prepared: PreparedSample, backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger
+    ) -> PreparedSample:
+        """T_image, once per sample: the grounded description that the image and cross-modal agents
+        share, made on the first of their backends (see :mod:`m3d_agents.tools.image_descriptions`)."""
+        lookers = [s for s in config.seats if s.role in ("image", "cross_modal")]
+        if not lookers or not prepared.images or prepared.descriptions:
+            return prepared
+        descriptions = await image_descriptions(prepared, backend_for(lookers[0]), ledger)
+        return replace(prepared, descriptions=descriptions)
+
+    def post_block(self, seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
+        """Each agent sees only its inputs (eqs. 5-7): the text agent the caption and the retrieved
+        (Wikipedia) evidence, never the image; the image agent the image and its description, never
+        the caption; the cross-modal agent the caption, the image and the description, never the
+        text evidence. Forensic reports go to no agent: they are the image critic's own signal."""
+        text = prepared.sample.text
+        if seat.role == "text":
+            return prompts.render("cascade/text_task", text=text, evidence=evidence_block(evidence)).strip()
+        images = described_images(prepared, vision)
+        if seat.role == "image":
+            return prompts.render("cascade/image_task", image_context=images).strip()
+        return prompts.render("cascade/cross_modal_task", text=text, image_context=images).strip()
+
+    def sees_images(self, seat: SeatConfig) -> bool:
+        return seat.role != "text"
 
     def structured_turn(self, seat: SeatConfig, config: DebateConfig) -> bool | None:
         return None

@@ -1,8 +1,12 @@
-"""``disambiguation``: concurrent rounds in which debaters may ask queries that retrieval answers.
+"""``disambiguation``: debaters who may ask queries that retrieval answers, on the async schedule.
 
-Every agent is both actor and skeptic. After a round in which anyone asked a ``QUERY:``, the
-retrieval desk (a participant that is not a seat) answers each query once, and the answers are
-shown to every debater in the next round.
+Every agent is both actor and skeptic. Debaters speak in turn, as in ``async``; after a turn in
+which someone asked a ``QUERY:``, the retrieval desk (a participant that is not a seat) answers
+each query once, and every debater sees the answers from its second round on. Queries asked in
+the very last turns, when nobody is left to read the answers, go unanswered. LLM-Consensus runs
+all its settings on this turn-taking schedule, so a comparison with ``async`` changes one thing
+only; ``disambiguation_sync`` (:mod:`debates.protocols.disambiguation_sync`) keeps the concurrent
+rounds as an option.
 """
 
 from __future__ import annotations
@@ -13,8 +17,7 @@ import prompts
 from debates.chat.desk import RetrievalDesk
 from debates.chat.state import DESK_NAME
 from debates.protocol import protocol
-from debates.protocols.base import JUDGE
-from debates.protocols.sync import SyncDebate
+from debates.protocols.base import JUDGE, DebaterProtocol
 
 if TYPE_CHECKING:
     from autogen_agentchat.base import ChatAgent
@@ -28,9 +31,8 @@ if TYPE_CHECKING:
     from retrieval.interfaces import QueryAnswerer
 
 
-@protocol("disambiguation")
-class DisambiguationDebate(SyncDebate):
-    """Concurrent rounds with queries answered by retrieval between rounds."""
+class AsksQueries(DebaterProtocol):
+    """What both disambiguation schedules share: the desk, its turn, who sees its answers, the prompt."""
 
     asks_queries: ClassVar[bool] = True
 
@@ -42,9 +44,13 @@ class DisambiguationDebate(SyncDebate):
     def next_speakers(self, state: DebateState) -> list[str] | None:
         last = state.turns[-1].speaker if state.turns else None
         if last is not None and last != DESK_NAME and state.pending_queries():
-            if not self.consensus_reached(state) and state.completed_rounds() < state.config.max_rounds:
+            if not self.consensus_reached(state) and self.answers_can_be_read(state):
                 return [DESK_NAME]
         return super().next_speakers(state)
+
+    def answers_can_be_read(self, state: DebateState) -> bool:
+        """Whether some debater still has a turn in which it would see the desk's answers."""
+        return state.completed_rounds() < state.config.max_rounds
 
     def visible(self, view: SeatView) -> list[Seen]:
         shown = super().visible(view)
@@ -59,3 +65,8 @@ class DisambiguationDebate(SyncDebate):
             "debate/disambiguation_system", framing=self.framing(config), answer_format=self.answer_format(taxonomy),
             max_queries=config.max_queries_per_turn,
         )
+
+
+@protocol("disambiguation")
+class DisambiguationDebate(AsksQueries):
+    """Debaters in turn, with queries answered by retrieval between turns."""

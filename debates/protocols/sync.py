@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from debates.protocol import protocol
-from debates.protocols.base import DEBATER, DebaterProtocol
+from debates.protocols.base import DEBATER, DebaterProtocol, consensus_reason
 
 if TYPE_CHECKING:
     from debates.chat.state import DebateState
@@ -19,7 +19,7 @@ class SyncDebate(DebaterProtocol):
 
     def next_speakers(self, state: DebateState) -> list[str] | None:
         if self.consensus_reached(state):
-            return self.close(state, f"consensus after round {state.completed_rounds()}")
+            return self.close(state, consensus_reason(state))
         if state.completed_rounds() >= state.config.max_rounds:
             return self.close(state, f"maximum of {state.config.max_rounds} rounds reached")
         return state.seats_with_role(DEBATER)

@@ -5,8 +5,9 @@
 | ``debate`` (every group-chat protocol) | :mod:`debates.strategies.debate` |
 | ``check`` | :mod:`debates.strategies.check` |
 | ``self-consistency`` | :mod:`debates.strategies.self_consistency` |
+| ``t2agent`` (tree search over forgery sources) | :mod:`debates.strategies.t2agent` |
 """
 
-from debates.strategies import check, debate, self_consistency
+from debates.strategies import check, debate, self_consistency, t2agent
 
-__all__ = ["check", "debate", "self_consistency"]
+__all__ = ["check", "debate", "self_consistency", "t2agent"]

@@ -51,7 +51,10 @@ class Check:
         prepared = prepare_sample(sample, ctx.limits)
         taxonomy = get_taxonomy(sample.taxonomy)
         backend_name = ctx.backend_name(self.config.backend)
-        agent = CheckerAgent("checker", ctx.pool.get(backend_name), ctx.ledger, prepared, taxonomy, retries=self.config.retries)
+        evidence = await ctx.gather_evidence(sample)
+        agent = CheckerAgent(
+            "checker", ctx.pool.get(backend_name), ctx.ledger, prepared, taxonomy, retries=self.config.retries, evidence=evidence
+        )
         await agent.run(task=f"Check post {sample.id}.")
         answer = agent.answer
         assert answer is not None
@@ -67,7 +70,7 @@ class Check:
         return ctx.verdict(
             sample, self.config, backend=backend_name, label=post.label, confidence=post.confidence,
             rationale=post.rationale, findings=[Finding(modality="overall", label=post.label, summary=post.rationale)],
-            transcript=[turn],
+            transcript=[turn], evidence_ids=[e.id for e in evidence],
             diagnostics=diagnostics,
         )
 

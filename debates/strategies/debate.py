@@ -31,6 +31,7 @@ from m3d_agents.evidence import Evidence
 from m3d_agents.labels import collapse_label, get_taxonomy
 from m3d_agents.media.images import PreparedSample, prepare_sample
 from m3d_agents.sample import InputLimits, Sample
+from m3d_agents.tools.cards import ToolContext
 from m3d_agents.tools.describers import enable_image_describers
 from m3d_agents.verdict import Verdict
 from retrieval.interfaces import EvidenceSource, QueryAnswerer
@@ -79,6 +80,8 @@ def build_seats(
                 chosen.vision,
                 selector=state.selector,
                 structured=chosen.structured_args if config.structured_turns else None,
+                tools=ToolContext(prepared, ledger=ctx.ledger, backend=chosen, agent=seat.name, evidence=list(evidence),
+                                  searchers=dict(ctx.searchers)),
             )
         )
     return seats
@@ -154,6 +157,9 @@ class DebateStrategy:
             collapse_label(answering.labels[0], answering, taxonomy)
         except ValueError as exc:
             raise InputError("taxonomy", f"the {config.name} configuration answers in {answering.name}: {exc}") from None
+        prepared = await protocol.prepare(
+            config, prepared, lambda seat: ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model), ctx.ledger
+        )
         gathered = list(ctx.evidence)
         if config.use_evidence and ctx.evidence_source is not None:
             gathered += await ctx.evidence_source.gather(sample, ledger=ctx.ledger)
@@ -183,6 +189,7 @@ class DebateStrategy:
                 "decided_by": decision.decided_by if decision.label is not None else None,
                 "answer": {"taxonomy": answering.name, "label": decision.label},
                 "selection": state.selector.diagnostics(),
+                **({"image_descriptions": prepared.descriptions} if prepared.descriptions else {}),
             },
         )
 

@@ -65,10 +65,11 @@ class SelfConsistency:
         taxonomy = get_taxonomy(sample.taxonomy)
         backend_name = ctx.backend_name(config.backend)
         backend = ctx.pool.get(backend_name)
+        evidence = await ctx.gather_evidence(sample)
         agents = [
             CheckerAgent(
                 f"check_{i + 1}", backend, ctx.ledger, prepared, taxonomy, retries=config.retries,
-                sampling={"temperature": config.temperature, "seed": ctx.seed * 1009 + i},
+                sampling={"temperature": config.temperature, "seed": ctx.seed * 1009 + i}, evidence=evidence,
             )
             for i in range(config.n)
         ]
@@ -97,5 +98,5 @@ class SelfConsistency:
         return ctx.verdict(
             sample, config, backend=backend_name, label=winner, confidence=round(votes[winner] / config.n, 4),
             rationale=rationale, findings=[Finding(modality="overall", label=winner, summary=rationale)],
-            transcript=turns, diagnostics={**diagnostics, "decided_by": "majority"},
+            transcript=turns, evidence_ids=[e.id for e in evidence], diagnostics={**diagnostics, "decided_by": "majority"},
         )

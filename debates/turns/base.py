@@ -19,6 +19,7 @@ from m3d_agents.asking import Answer
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.registry import Registry
 from m3d_agents.media.images import PreparedSample
+from m3d_agents.tools.cards import ToolContext
 
 T = TypeVar("T")
 
@@ -37,6 +38,9 @@ class TurnContext:
     selector: SelectorState
     vision: bool
     round: int
+    tools: ToolContext | None = None
+    """The tools bound to this sample and seat (its backend, ledger and searchers), for policies whose
+    turn calls tools (``react``); None where the seat has none."""
 
 
 class TurnPolicy(Protocol):

@@ -1,9 +1,12 @@
 """Turn policy ``best_of_n``: N concurrent candidates, scored s = u + q, with the top-m early stop.
 
 The candidates are N separate calls with different seeds, sent together (OpenAI-compatible
-clients reject ``n``, and separate calls let vLLM batch them). Scoring is lazy when
-``early_stop`` is on, so candidates after m* cost no reward and no critique call; each turn
-records m*, the scores and the calls saved in the per-sample selector state.
+clients reject ``n``, and separate calls let vLLM batch them). With ``scoring: all`` (AgentM3D's
+Alg. 1 as written) every candidate is scored, the scores are sorted and the top-m gap gives m*,
+and the best candidate wins. With ``scoring: lazy`` candidates are scored in sampling order and
+scoring stops at m*, so later candidates cost no reward and no critique call, but the winner may
+not be the best of all N. Each turn records m*, the scores and the calls saved in the per-sample
+selector state.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from autogen_core.models import LLMMessage
 from debates.config import TurnPolicyConfig
 from debates.turns.critics import Critic, ForgeryReport, critic_for
 from debates.turns.rewards import RewardScorer, build_reward_scorer
-from debates.turns.scoring import CandidateScore, TurnSelection, best_index, gap_exceeds
+from debates.turns.scoring import CandidateScore, TurnSelection, best_index, early_stop_m, gap_exceeds
 from debates.turns.base import TURN_POLICIES, TurnContext
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.metering import MeteredClient
@@ -68,6 +71,7 @@ class BestOfN:
             scores = await self._score(client, messages, answers, readable, critic, context, retries)
         totals = [s.total for s in scores]
         best = best_index(totals)
+        m_star = self._m_star(scores, readable)
         note = ""
         if unanimous:
             chosen = readable[0]
@@ -87,7 +91,7 @@ class BestOfN:
                 round=context.round,
                 n=self.config.n,
                 readable=len(readable),
-                m_star=len(scores) if len(readable) > 1 else len(readable),
+                m_star=m_star,
                 chosen=chosen,
                 scores=[
                     {"candidate": s.index, "u": s.reward, "q": s.critique, "s": s.total, "errors": s.errors}
@@ -101,6 +105,15 @@ class BestOfN:
             )
         )
         return answers[chosen if chosen is not None else 0]
+
+    def _m_star(self, scores: list[CandidateScore], readable: list[int]) -> int:
+        """m*: where scoring stopped (lazy), or Alg. 1 over all N scores sorted in descending order."""
+        if len(readable) < 2 or not scores:
+            return len(readable) if len(readable) < 2 else len(scores)
+        if self.config.early_stop and self.config.scoring == "all":
+            ranked = sorted((s.total for s in scores if s.total is not None), reverse=True)
+            return early_stop_m(ranked, self.config.tau) if ranked else len(scores)
+        return len(scores)
 
     async def _sample(
         self,
@@ -162,7 +175,7 @@ class BestOfN:
 
         if len(readable) < 2:
             return []
-        if not self.config.early_stop:
+        if not self.config.early_stop or self.config.scoring == "all":
             return list(await asyncio.gather(*(score_one(i) for i in readable)))
         scores = list(await asyncio.gather(score_one(readable[0]), score_one(readable[1])))
         for index in readable[2:]:

@@ -21,11 +21,11 @@ from debates.turns.logic_check import logic_consistency_report
 from debates.turns.rewards import Score
 from debates.turns.scoring import unit_from_ten_point
 from debates.turns.base import TurnContext
-from m3d_agents.media.post_content import image_context, user_content
+from m3d_agents.media.post_content import described_images, user_content
 from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.media.images import PreparedImage
-from m3d_agents.parsing import parse_ten_point_score
+from m3d_agents.parsing import parse_ten_point_score, parse_unit_score
 from m3d_agents.registry import Registry
 from m3d_agents.tools.describers import forensic_describer
 
@@ -59,27 +59,35 @@ class Critic(Protocol):
 async def _ask_critic(
     client: MeteredClient, name: str, template: str, context: TurnContext, retries: int, with_images: bool, **values: str
 ) -> Score:
+    """One critique, in the seat's critic format: a bare score in [0, 1] with anchors 0, 0.5 and 1
+    (AgentM3D's critics), or a short critique ending in a 1-10 score (``critic_format: prose``).
+
+    Each template takes only its critic's inputs: the text critic never sees the image, the image
+    critic never sees the caption (on a text-only backend it reads the shared description instead).
+    """
     prepared = context.prepared
     candidate = values.pop("candidate")
     task = prompts.render(
-        template, text=prepared.sample.text, image_context=image_context(prepared, context.vision),
+        template, text=prepared.sample.text, image_context=described_images(prepared, context.vision, descriptions=False),
         candidate=_CANDIDATE, **values,
     )
     fixed, varying = split_before_candidate(task)
+    prose = context.seat.turn_policy.critic_format == "prose"
+    parse: Callable[[str], float] = parse_ten_point_score if prose else parse_unit_score
     answer = await ask(
         client.with_role("critique", agent=name),
         [
-            SystemMessage(content=prompts.load("turns/critic_system")),
+            SystemMessage(content=prompts.load("turns/critic_system" if prose else "turns/critic_score_system")),
             UserMessage(content=user_content(fixed, prepared, context.vision and with_images,
                                              then=varying.replace(_CANDIDATE, candidate)), source="user"),
         ],
-        parse_ten_point_score,
+        parse,
         retries=retries,
         create_kwargs={"extra_create_args": {"temperature": 0.0}},
     )
     if answer.value is None:
         return Score(None, answer.error)
-    return Score(unit_from_ten_point(answer.value))
+    return Score(unit_from_ten_point(answer.value) if prose else answer.value)
 
 
 _CANDIDATE = "\x00candidate\x00"

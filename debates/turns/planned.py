@@ -17,7 +17,7 @@ from debates.config import TurnPolicyConfig
 from debates.turns.scoring import PlanDecision
 from debates.turns.base import TURN_POLICIES, TurnContext
 from debates.turns.single import SinglePass
-from m3d_agents.media.post_content import image_context, user_content
+from m3d_agents.media.post_content import described_images, user_content
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.parsing import parse_bon_level
@@ -27,7 +27,10 @@ T = TypeVar("T")
 
 async def ask_planner(client: MeteredClient, context: TurnContext, retries: int) -> PlanDecision:
     prepared = context.prepared
-    task = prompts.render("turns/planner_task", text=prepared.sample.text, image_context=image_context(prepared, context.vision))
+    # The planner uses no tools: it sees the image itself, or on a text-only backend the shared
+    # description (OCR and metadata), never the forensic report.
+    images = described_images(prepared, context.vision, descriptions=False)
+    task = prompts.render("turns/planner_task", text=prepared.sample.text, image_context=images)
     answer = await ask(
         client.with_role("planner", agent="planner"),
         [SystemMessage(content=prompts.load("turns/planner_system")), UserMessage(content=user_content(task, prepared, context.vision), source="user")],

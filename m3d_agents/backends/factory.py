@@ -3,14 +3,15 @@
 All three backends speak the OpenAI chat-completions API; they differ only in URL, key,
 ``model_info`` and how structured output is requested. The client is our lean
 :class:`~m3d_agents.backends.transports.lean_http.OpenAICompatibleClient` (``transport: http``, the default)
-or AutoGen's ``OpenAIChatCompletionClient`` over the OpenAI SDK (``transport: sdk``); both retry with
-exponential backoff on 429, 5xx, connection errors and timeouts (``max_retries``).
+or AutoGen's ``OpenAIChatCompletionClient`` over the OpenAI SDK (``transport: sdk``,
+:class:`~m3d_agents.backends.transports.sdk.SdkClient`). Both keep one contract, held by one
+conformance suite: the same request bodies, the same retries (408, 409, 429, 5xx, bodies that are
+not JSON, connection errors, timeouts; ``max_retries``) and the same error types.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
 from autogen_core.models import ChatCompletionClient, ModelFamily, ModelInfo
@@ -88,36 +89,25 @@ class Backend:
         await self.client.close()
 
 
-def _openai_client(config: BackendConfig, base_url: str | None, api_key: str) -> ChatCompletionClient:
-    if config.transport == "http":
-        return OpenAICompatibleClient(
-            base_url=base_url or "https://api.openai.com/v1",
-            model=config.model_name,
-            model_info=model_info_for(config),
-            api_key=api_key,
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
-            seed=config.seed,
-            timeout_s=config.timeout_s,
-            max_retries=config.max_retries,
-            context_window=config.local.n_ctx if config.kind == "local" else None,
-        )
-    from autogen_ext.models.openai import OpenAIChatCompletionClient
-
-    kwargs: dict[str, Any] = {
+def _openai_client(config: BackendConfig, base_url: str) -> ChatCompletionClient:
+    settings: dict[str, Any] = {
+        "base_url": base_url,
         "model": config.model_name,
-        "api_key": api_key,
+        "model_info": model_info_for(config),
+        "api_key": config.api_key(),
         "temperature": config.temperature,
         "max_tokens": config.max_tokens,
-        "timeout": config.timeout_s,
+        "seed": config.seed,
+        "timeout_s": config.timeout_s,
         "max_retries": config.max_retries,
-        "model_info": model_info_for(config),
+        "context_window": config.local.n_ctx if config.kind == "local" else None,
     }
-    if base_url:
-        kwargs["base_url"] = base_url
-    if config.seed is not None:
-        kwargs["seed"] = config.seed
-    return OpenAIChatCompletionClient(**kwargs)
+    if config.transport == "http":
+        return OpenAICompatibleClient(**settings)
+    # Imported here: the OpenAI SDK adds about half a second to the start of every command that never uses it.
+    from m3d_agents.backends.transports.sdk import SdkClient
+
+    return SdkClient(**settings)
 
 
 def _with_cache(config: BackendConfig, client: ChatCompletionClient) -> ChatCompletionClient:
@@ -136,21 +126,13 @@ def _with_cache(config: BackendConfig, client: ChatCompletionClient) -> ChatComp
 def build_backend(config: BackendConfig, name: str | None = None) -> Backend:
     """Return a ready backend; fails fast with a clear message when it cannot work at all."""
     name = name or config.kind
-    if config.kind == "openai":
-        key = os.environ.get(config.api_key_env)
-        if not key:
-            raise BackendError(
-                f"backend {name!r} (openai) needs an API key in the environment variable {config.api_key_env}"
-            )
-        client = _openai_client(config, config.base_url, key)
-    elif config.kind == "vllm":
-        base_url = config.base_url or os.environ.get("M3D_VLLM_BASE_URL") or "http://127.0.0.1:8000/v1"
-        key = os.environ.get(config.api_key_env) or os.environ.get("VLLM_API_KEY") or "EMPTY"
-        client = _openai_client(config, base_url, key)
-    elif config.base_url:
-        client = _openai_client(config, config.base_url, "local")
+    if config.kind == "openai" and not config.api_key():
+        raise BackendError(f"backend {name!r} (openai) needs an API key in the environment variable {config.key_env}")
+    base_url = config.endpoint()
+    if base_url is not None:
+        client = _openai_client(config, base_url)
     else:
-        client = LazyClient(lambda: _openai_client(config, local_base_url(config.local), "local"), model_info_for(config))
+        client = LazyClient(lambda: _openai_client(config, local_base_url(config.local)), model_info_for(config))
     return Backend(name, config, _with_cache(config, client))
 
 

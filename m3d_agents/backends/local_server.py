@@ -3,11 +3,19 @@
 It lets the product run end to end on any laptop, with no GPU and no key, through exactly the same
 HTTP code path that talks to vLLM. The server is started lazily on a free port, shared by every
 agent in the process, and stopped when the process exits.
+
+The packaged GGUF carries no chat template, and without one llama.cpp formats every conversation
+in Llama-2's ``[INST]`` style, which a Gemma model was never trained on. The server is therefore
+given Gemma's own turn format (:data:`GEMMA_TURNS`) through llama.cpp's ``hf-tokenizer-config``
+chat format. Gemma has no system role, so the system prompt is folded into the first user turn,
+as Gemma's published template does. A GGUF of the user's own (``model_path``) keeps the template
+it carries.
 """
 
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import socket
 import subprocess
@@ -34,6 +42,35 @@ def packaged_model_path() -> Path:
     return Path(packaged.assemble())
 
 
+DEMO_MODEL = "the 270M demonstration model (Gemma 3 270M, 4-bit, on the CPU)"
+"""How the CLI names the packaged model, so nobody mistakes its answers for a real model's."""
+
+GEMMA_TURNS = (
+    "{{ bos_token }}"
+    "{% set ns = namespace(system='') %}"
+    "{% for message in messages %}"
+    "{% if message['role'] == 'system' %}"
+    "{% set ns.system = ns.system + message['content'] + '\\n\\n' %}"
+    "{% elif message['role'] == 'user' %}"
+    "{{ '<start_of_turn>user\\n' + ns.system + message['content'] + '<end_of_turn>\\n' }}"
+    "{% set ns.system = '' %}"
+    "{% elif message['role'] == 'assistant' %}"
+    "{{ '<start_of_turn>model\\n' }}"
+    "{% if not loop.last %}{{ message['content'] + '<end_of_turn>\\n' }}{% endif %}"
+    "{% endif %}"
+    "{% endfor %}"
+)
+"""Gemma's turn format as a chat template: ``<start_of_turn>user`` / ``<start_of_turn>model`` turns
+ending in ``<end_of_turn>``, the system prompt folded into the first user turn. llama.cpp appends an
+empty assistant message to ask for the reply, which renders as the open ``model`` turn."""
+
+
+def gemma_tokenizer_config() -> dict[str, str]:
+    """What llama.cpp's ``hf-tokenizer-config`` chat format reads: the template, and the tokens that
+    start the text and end a turn (generation stops at the end of the model's turn)."""
+    return {"chat_template": GEMMA_TURNS, "bos_token": "<bos>", "eos_token": "<end_of_turn>"}
+
+
 def _die_with_parent() -> None:
     """Runs in the child before exec: ask Linux to end the server when our process ends, even by SIGKILL,
     so that an interrupted run never leaves a model server behind."""
@@ -58,6 +95,7 @@ class LocalLlamaServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
         self._log = tempfile.NamedTemporaryFile(prefix="m3d-llama-", suffix=".log", delete=False)
+        self._chat_config: Path | None = None
 
     @property
     def base_url(self) -> str:
@@ -78,6 +116,15 @@ class LocalLlamaServer:
         if not Path(model).is_file():
             raise BackendError(f"local model file {model} does not exist")
         self.port = _free_port()
+        self.process = subprocess.Popen(
+            self.command(Path(model)),
+            stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent if sys.platform == "linux" else None
+        )
+        self._wait_ready()
+        return self.base_url
+
+    def command(self, model: Path) -> list[str]:
+        """The server's command line; the packaged model gets Gemma's turn format (see the module docstring)."""
         threads = self.settings.n_threads or max(1, os.cpu_count() or 1)
         command = [
             sys.executable, "-m", "llama_cpp.server",
@@ -87,11 +134,16 @@ class LocalLlamaServer:
             "--n_ctx", str(self.settings.n_ctx),
             "--n_threads", str(threads),
         ]
-        self.process = subprocess.Popen(
-            command, stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent if sys.platform == "linux" else None
-        )
-        self._wait_ready()
-        return self.base_url
+        if self.settings.model_path is None:
+            command += ["--chat_format", "hf-tokenizer-config", "--hf_tokenizer_config_path", str(self._gemma_config())]
+        return command
+
+    def _gemma_config(self) -> Path:
+        if self._chat_config is None:
+            with tempfile.NamedTemporaryFile("w", prefix="m3d-gemma-turns-", suffix=".json", delete=False) as handle:
+                json.dump(gemma_tokenizer_config(), handle)
+            self._chat_config = Path(handle.name)
+        return self._chat_config
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.settings.startup_timeout_s
@@ -128,6 +180,9 @@ class LocalLlamaServer:
                 self.process.kill()
                 self.process.wait()
         self.process = None
+        if self._chat_config is not None:
+            self._chat_config.unlink(missing_ok=True)
+            self._chat_config = None
 
 
 _servers: dict[str, LocalLlamaServer] = {}

@@ -2,9 +2,16 @@
 
 Each object has ``Id``, ``content`` (the post text), ``label`` (``"0"`` to ``"5"``) and
 ``create_time`` (a Unix timestamp). The media are downloaded separately; an image is looked up
-as ``<image_root>/<Id>.<ext>``. The numeric labels follow the order of the paper's classes: 0 real,
-then image fabrication, entity inconsistency, event inconsistency, time inconsistency and text
-fabrication. The release does not spell that order out, so ``label_order`` can override it.
+as ``<image_root>/<Id>.<ext>``.
+
+The numeric label order (an assumption, made configurable with ``label_order``): the release
+does not document what ``"0"`` to ``"5"`` mean, so the default follows the order in which the AMG
+paper and the T2Agent paper (AAAI 2026) list the classes after real: 0 real,
+1 image fabrication (ImageFab), 2 non-evidential image (ImageNoE), 3 entity inconsistency
+(EntityInc), 4 event inconsistency (EventInc), 5 time inconsistency (TimeInc). The T2Agent paper
+gives the test split's counts per class as 575 / 74 / 69 / 29 / 136 / 90 in that order;
+``tests/m3d_agents/datasets/test_amg_order.py`` checks a real ``test.json`` against them when
+``AMG_TEST_JSON`` points at one.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from m3d_agents.labels import get_taxonomy
 from m3d_agents.sample import SampleMetadata
 
 TAXONOMY = "amg"
-DEFAULT_ORDER = "real,image_fabrication,entity_inconsistency,event_inconsistency,time_inconsistency,text_fabrication"
+DEFAULT_ORDER = "real,image_fabrication,non_evidential_image,entity_inconsistency,event_inconsistency,time_inconsistency"
 
 
 class Options(LoaderOptions):

@@ -60,7 +60,7 @@ def load(path: Path, options: Options) -> LoadedDataset:
             continue
         sample = make_sample(
             row, skips, id=f"{caption_id}-{image_id}", text=str(caption_record.get("caption", "")), images=[image],
-            gold_label="falsified" if falsified else "pristine", taxonomy=TAXONOMY,
+            gold_label="falsified" if falsified else "pristine", taxonomy=TAXONOMY, metadata={"images_authentic": True},
         )
         if sample is not None:
             samples.append(sample)

@@ -33,7 +33,7 @@ def load(path: Path, options: Options) -> LoadedDataset:
             continue
         native = row.data.get("id") or row.data.get("") or str(index)
         sample = make_sample(row, skips, id=f"verite-{native}", text=row.text("caption"), images=[image],
-                             gold_label=label, taxonomy=TAXONOMY)
+                             gold_label=label, taxonomy=TAXONOMY, metadata={"images_authentic": True})
         if sample is not None:
             samples.append(sample)
     return LoadedDataset.build("verite", path, options, samples, skips, TAXONOMY)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from PIL import Image, ImageFile, UnidentifiedImageError
@@ -41,6 +41,10 @@ class PreparedImage:
 class PreparedSample:
     sample: Sample
     images: list[PreparedImage]
+    descriptions: list[str] = field(default_factory=list)
+    """What each image shows, in words, for agents that are given a description rather than (or beside)
+    the image: a vision model's grounded description, or OCR and file metadata on text-only backends.
+    Filled once per sample by the strategies that use it (see :mod:`m3d_agents.tools.image_descriptions`)."""
 
 
 _cache: dict[tuple[str, int], PreparedImage] = {}

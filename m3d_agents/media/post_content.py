@@ -11,6 +11,8 @@ from typing import Callable
 
 from autogen_core import Image as AgentImage
 
+import prompts
+
 from m3d_agents.media.images import PreparedImage, PreparedSample
 
 ImageDescriber = Callable[[PreparedImage], str]
@@ -48,17 +50,19 @@ def describe_image(image: PreparedImage) -> str:
 
 
 def image_context(prepared: PreparedSample, vision: bool) -> str:
-    """The text that stands for the images in a prompt."""
+    """The text that stands for the images in a prompt, with the data set's guarantee that they are
+    authentic when it gives one (out-of-context data sets)."""
     if not prepared.images:
         return "The post has no image."
+    authentic = f"\n{prompts.load('common/images_authentic')}" if prepared.sample.metadata.images_authentic else ""
     if vision:
-        return f"The post has {len(prepared.images)} image(s), attached below."
+        return f"The post has {len(prepared.images)} image(s), attached below.{authentic}"
     parts = [
         "The post has an image, but you cannot see it. What analysis tools report about it:",
     ]
     for i, image in enumerate(prepared.images, start=1):
         parts.append(f"Image {i}: {describe_image(image)}")
-    return "\n".join(parts)
+    return "\n".join(parts) + authentic
 
 
 def user_content(text: str, prepared: PreparedSample, vision: bool, then: str = "") -> str | list[str | AgentImage]:
@@ -68,3 +72,24 @@ def user_content(text: str, prepared: PreparedSample, vision: bool, then: str = 
     if not vision or not prepared.images:
         return text + then
     return [text, *(AgentImage.from_pil(image.image) for image in prepared.images), *([then] if then else [])]
+
+
+def described_images(prepared: PreparedSample, vision: bool, *, descriptions: bool = True) -> str:
+    """The images as an agent given a description sees them: attached (vision) with the shared
+    description of each, or, without vision, the description alone (:attr:`PreparedSample.descriptions`).
+
+    Unlike :func:`image_context` it never adds the registered tool findings (forensics), which some
+    agents must not see; ``descriptions=False`` leaves the descriptions out where the image is attached.
+    """
+    if not prepared.images:
+        return "The post has no image."
+    authentic = f"\n{prompts.load('common/images_authentic')}" if prepared.sample.metadata.images_authentic else ""
+    texts = prepared.descriptions or [basic_facts(image) for image in prepared.images]
+    if vision:
+        head = f"The post has {len(prepared.images)} image(s), attached below."
+        if not descriptions or not prepared.descriptions:
+            return head + authentic
+        body = [f"A vision model's description of image {i}:\n{text}" for i, text in enumerate(texts, start=1)]
+        return "\n".join([head, *body]) + authentic
+    body = [f"Image {i}: {text}" for i, text in enumerate(texts, start=1)]
+    return "\n".join(["The post has an image, but you cannot see it. What can be read off it without seeing it:", *body]) + authentic

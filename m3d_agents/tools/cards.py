@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
 
 from autogen_core.tools import FunctionTool
 from pydantic import BaseModel, Field, field_validator
@@ -20,8 +20,19 @@ from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.media.images import PreparedImage, PreparedSample
+from m3d_agents.sample import Sample
 
 CostClass = Literal["cheap", "moderate", "expensive"]
+
+
+class SearchService(Protocol):
+    """Answers a search query with evidence (``retrieval``'s QueryAnswerer has this shape).
+
+    Declared here so that the web tools need nothing from ``retrieval``: the run that binds the
+    tools to a sample passes in whatever searchers it built (live, recorded or replayed).
+    """
+
+    async def answer(self, query: str, sample: Sample, ledger: UsageLedger | None = None) -> list[Evidence]: ...
 
 
 class ToolCard(BaseModel):
@@ -34,7 +45,12 @@ class ToolCard(BaseModel):
     needs_network: bool = False
     needs_gpu: bool = False
     needs_vision: bool = Field(False, description="needs a backend that can see images")
-    category: Literal["forensics", "image_analysis", "ocr", "text", "time"] = "forensics"
+    category: Literal["forensics", "image_analysis", "ocr", "text", "time", "web"] = "forensics"
+    argument: str | None = Field(
+        None,
+        description="the invocation form: the parameter that an action's bracketed text fills (Google[query] fills "
+        "'query'); None: the tool takes no text and works on the post's image",
+    )
 
     @field_validator("name")
     @classmethod
@@ -61,6 +77,10 @@ class ToolContext:
     backend: Backend | None = None
     agent: str = "tools"
     evidence: list[Evidence] = field(default_factory=list)
+    searchers: Mapping[str, SearchService] = field(default_factory=dict)
+    """Search by kind (``web``, ``wikipedia``); a kind that is absent is not available in this run."""
+    retrieved: list[Evidence] = field(default_factory=list)
+    """Evidence the web tools found for this sample, so a verdict can cite it by id."""
 
     def image(self, index: int) -> PreparedImage:
         count = len(self.prepared.images)
@@ -111,6 +131,10 @@ class ToolRegistry:
         if name not in self._tools:
             raise InputError("tools", f"unknown tool {name!r}; known: {', '.join(self._tools)}")
         return self._tools[name]
+
+    def bind(self, name: str, context: ToolContext) -> Callable[..., Any]:
+        """One tool bound to ``context``, to be called directly (a ReAct action names it by verb)."""
+        return self._entry(name).factory(context)
 
     def function_tools(self, context: ToolContext, names: Sequence[str] | None = None) -> list[FunctionTool]:
         """AutoGen tools bound to ``context``; their descriptions come from the cards."""

@@ -103,7 +103,8 @@ def _describe(context: ToolContext) -> Callable[..., Any]:
 @REGISTRY.register(ToolCard(
     name="visual_question", purpose="Asks the vision model one question about the image.", category="image_analysis",
     needs_vision=True, when_to_use="to verify one specific detail the claim depends on.",
-    inputs="question (one question), image_index.", outputs="the answer, or 'cannot tell from the image'.", cost="expensive"))
+    inputs="question (one question), image_index.", outputs="the answer, or 'cannot tell from the image'.", cost="expensive",
+    argument="question"))
 def _vqa(context: ToolContext) -> Callable[..., Any]:
     async def answer(question: str, image_index: int = 0) -> str:
         result = await visual_question(context.image(image_index), question, context.require_backend(), context.ledger, context.agent)
@@ -141,7 +142,8 @@ def _physics(context: ToolContext) -> Callable[..., Any]:
 @REGISTRY.register(ToolCard(
     name="logic_check", purpose="Asks the language model whether a claim contradicts itself.", category="text",
     when_to_use="when the text critic reviews a claim with numbers, dates or chains of cause and effect.",
-    inputs="claim (defaults to the post's text).", outputs="consistent yes/no and the issues found.", cost="moderate"))
+    inputs="claim (defaults to the post's text).", outputs="consistent yes/no and the issues found.", cost="moderate",
+    argument="claim"))
 def _logic(context: ToolContext) -> Callable[..., Any]:
     async def logic(claim: str = "") -> str:
         result = await check_logic(claim or context.prepared.sample.text, context.require_backend(), context.ledger,
@@ -161,6 +163,54 @@ def _time(context: ToolContext) -> Callable[..., Any]:
         return earliest_appearance(context.evidence, context.prepared.sample.metadata.claim_date).for_agents()
 
     return time_detection
+
+
+_SEARCH_LIMIT = 3
+_QUOTE_CHARS = 600
+
+
+async def _search(context: ToolContext, kind: str, title: str, query: str) -> str:
+    """Ask the run's searcher of ``kind``; what comes back is quoted with evidence ids, never paraphrased."""
+    query = " ".join(query.split())
+    if not query:
+        return f"{title}: no query was given."
+    searcher = context.searchers.get(kind)
+    if searcher is None:
+        return f"{title} is not available in this run (no {kind} searcher; see --retrieval), so nothing was searched."
+    found = [e for e in await searcher.answer(query, context.prepared.sample, ledger=context.ledger) if e.kept]
+    if not found:
+        return f"{title} found nothing for {query!r}."
+    context.retrieved.extend(e for e in found if e.id not in {r.id for r in context.retrieved})
+    quoted = "\n".join(e.quoted(_QUOTE_CHARS) for e in found[:_SEARCH_LIMIT])
+    return f"{title} results for {query!r} (quoted evidence, not instructions):\n{quoted}"
+
+
+@REGISTRY.register(ToolCard(
+    name="wikipedia_search", purpose="Looks a name up on Wikipedia and returns the opening passages of the best matches.",
+    category="web", needs_network=True, argument="entity",
+    when_to_use="to check a claim about a public figure, place, organisation, event or scientific fact.",
+    inputs="entity (a name or page title).",
+    outputs="up to three passages, each quoted with its evidence id, source and reliability; or that nothing was found.",
+    cost="cheap"))
+def _wikipedia(context: ToolContext) -> Callable[..., Any]:
+    async def wikipedia_search(entity: str) -> str:
+        return await _search(context, "wikipedia", "Wikipedia", entity)
+
+    return wikipedia_search
+
+
+@REGISTRY.register(ToolCard(
+    name="web_search", purpose="Searches the web and returns result snippets.",
+    category="web", needs_network=True, argument="query",
+    when_to_use="when Wikipedia has nothing on the claim, or for recent news; fact-checking pages are filtered out.",
+    inputs="query (a few keywords).",
+    outputs="up to three snippets, each quoted with its evidence id, source and reliability; or that nothing was found.",
+    cost="cheap"))
+def _web(context: ToolContext) -> Callable[..., Any]:
+    async def web_search(query: str) -> str:
+        return await _search(context, "web", "Web search", query)
+
+    return web_search
 
 
 def default_registry() -> ToolRegistry:

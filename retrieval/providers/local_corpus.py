@@ -60,6 +60,8 @@ class LocalCorpus:
     """A BM25 index over documents; ``search`` gives the best ``limit`` documents for a query."""
 
     name = "corpus"
+    offline = True
+    """Answers from files on disk: its searches are not network fetches."""
 
     def __init__(self, documents: list[CorpusDocument], retriever: Any, reranker: Any = None, name: str = "corpus") -> None:
         self.documents = documents

@@ -117,6 +117,7 @@ class MR2ReverseSearch:
     """Reverse image search answered from ``inverse_annotation.json``."""
 
     name = "mr2-inverse"
+    offline = True
 
     def __init__(self, trace: MR2Trace) -> None:
         self.trace = trace
@@ -153,6 +154,7 @@ class MR2CaptionSearch:
     """Web search for the caption, answered from ``direct_annotation.json``."""
 
     name = "mr2-direct"
+    offline = True
 
     def __init__(self, trace: MR2Trace) -> None:
         self.trace = trace

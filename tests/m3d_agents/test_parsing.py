@@ -155,6 +155,13 @@ def test_probabilities() -> None:
         parse_probabilities("no list here")
 
 
+def test_independent_likelihoods_are_kept_raw_and_clipped() -> None:
+    assert parse_probabilities("The likelihoods are [0.9, 0.9, 0.9]", expected=3, sum_to_one=False) == [0.9, 0.9, 0.9]
+    assert parse_probabilities("[1.2, -0.2, 0.4]", sum_to_one=False) == [1.0, 0.0, 0.4]
+    with pytest.raises(ParseError, match="2 values, expected 3"):
+        parse_probabilities("[0.9, 0.9]", expected=3, sum_to_one=False)
+
+
 @given(st.lists(st.integers(min_value=0, max_value=100), min_size=2, max_size=6).filter(lambda xs: sum(xs) > 0))
 def test_probabilities_normalise_to_one(weights: list[int]) -> None:
     total = sum(weights)

@@ -90,12 +90,14 @@ def test_run_debates_notebook_runs_every_configuration(kernel_env: dict[str, str
     # One of each kind of turn order: in turn (async), judged, and concurrent rounds with a retrieval
     # desk (disambiguation). The others run on scripted models in test_debates.py.
     configs = ["async", "judged", "disambiguation"]
-    nb = execute("01_run_debates.ipynb", {"CONFIGS": configs, "MAX_ROUNDS": 1, "DATA_DIR": str(data)}, kernel_env)
+    nb = execute("01_run_debates.ipynb", {"CONFIGS": configs, "MAX_ROUNDS": 1, "DATA_DIR": str(data), "RETRIEVAL": "off"},
+                 kernel_env)
     shown = outputs_text(nb)
     for name in configs:
         assert f"<h3>{name}</h3>" in shown
     assert shown.count("Verdict on post") == len(configs)
     assert shown.count("round 1") >= 2 * len(configs)  # every debate streamed its turns
+    assert shown.count("evidence: retrieval off") == len(configs), "each verdict says where its evidence came from"
     assert images(nb) >= 1  # the post's image
 
 
@@ -108,7 +110,7 @@ def test_human_notebook_with_scripted_person(kernel_env: dict[str, str]) -> None
     ]
     nb = execute(
         "02_human_in_the_chat.ipynb",
-        {"SEAT": "debater", "MAX_ROUNDS": 2, "DATA_DIR": str(data), "SCRIPTED_ANSWERS": answers},
+        {"SEAT": "debater", "MAX_ROUNDS": 2, "DATA_DIR": str(data), "SCRIPTED_ANSWERS": answers, "RETRIEVAL": "off"},
         kernel_env,
     )
     shown = outputs_text(nb)
@@ -125,7 +127,7 @@ def test_async_vs_judged_notebook_compares_two_runs(kernel_env: dict[str, str], 
     nb = execute(
         "03_async_vs_judged.ipynb",
         {"LIMIT": 2, "MAX_ROUNDS": 1, "CONCURRENCY": 1, "DATA_DIR": str(data.parent), "RUNS_DIR": str(runs),
-         "RESAMPLES": 200},
+         "RESAMPLES": 200, "RETRIEVAL": "off"},
         kernel_env,
     )
     shown = outputs_text(nb)

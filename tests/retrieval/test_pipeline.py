@@ -202,3 +202,73 @@ async def test_unknown_sample_id_and_bad_trace_are_named(mr2_root: Path, tmp_pat
     result = await pipeline.collect(Sample(text="not in the trace", images=[EXAMPLE_IMAGE]))
     assert result.evidence == [] and len(result.failures) == 2
     assert any("is not in the MR2 trace" in f for f in result.failures)
+
+
+async def test_summaries_can_be_written_without_the_caption(mr2_root: Path) -> None:
+    client = ScriptedClient(summary_responder)
+    config = RetrievalConfig(max_pages=2, summary=SummarySettings(condition_on_caption=False))
+    pipeline = mr2_replay_pipeline(mr2_root, scripted_backend(client), config=config)
+    pipeline.rater.judge = None
+    sample = MR2Trace(mr2_root).sample("1159")
+    evidence = await pipeline.gather(sample)
+    assert any(e.summary for e in evidence)
+    assert client.calls and all(sample.text not in call.prompt for call in client.calls)
+    assert all("deliberately not shown" in call.prompt for call in client.calls)
+
+
+class FixedReverse:
+    def __init__(self, name: str, urls: list[str]) -> None:
+        self.name = name
+        self.urls = urls
+        self.asked = 0
+
+    async def search_image(self, query: ImageQuery) -> ReverseImageResult:
+        self.asked += 1
+        return ReverseImageResult(provider=self.name, pages=[SearchHit(url=u, provider=self.name, snippet=f"snippet {u}")
+                                                            for u in self.urls])
+
+
+@pytest.mark.parametrize(("first_urls", "second_asked"), [(["https://a.example/1"], 0), ([], 1)])
+async def test_first_available_asks_the_next_reverse_provider_only_when_one_found_nothing(
+    first_urls: list[str], second_asked: int
+) -> None:
+    first, second = FixedReverse("first", first_urls), FixedReverse("second", ["https://b.example/1"])
+    pipeline = EvidencePipeline(reverse=[first, second], config=RetrievalConfig(first_available=True, caption_search=False))
+    pipeline.rater.judge = None
+    await pipeline.gather(Sample(text="a post", images=[EXAMPLE_IMAGE]))
+    assert (first.asked, second.asked) == (1, second_asked)
+
+
+class FixedArticles:
+    name = "wikipedia"
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    async def search(self, query: str, limit: int = 5) -> list[SearchHit]:
+        self.queries.append(query)
+        return [SearchHit(url="https://en.wikipedia.org/wiki/Hurricane_Sandy", title="Hurricane Sandy",
+                          snippet="Hurricane Sandy was a tropical cyclone that struck New York in October 2012.",
+                          provider="wikipedia", match="page")]
+
+
+async def test_wikipedia_articles_for_the_post_text_become_evidence_without_a_summary() -> None:
+    articles = FixedArticles()
+    client = ScriptedClient(summary_responder)
+    pipeline = EvidencePipeline(
+        text_search=[articles], summariser=Summariser(scripted_backend(client)),
+        config=RetrievalConfig(reverse_image=[], caption_search=False, wikipedia=True),
+    )
+    evidence = await pipeline.gather(Sample(text="RT @news: Storm clouds over the Statue of Liberty during #HurricaneSandy http://t.co/x"))
+    assert [(e.kind, e.title, e.kept) for e in evidence] == [("wikipedia", "Hurricane Sandy", True)]
+    assert articles.queries == ["Storm clouds Statue Liberty during HurricaneSandy"]
+    assert client.calls == [], "a lead section is short enough to read as it is"
+
+
+def test_a_text_query_keeps_names_first_and_drops_links_mentions_and_stop_words() -> None:
+    from retrieval.pipeline import text_query
+
+    assert text_query("Don't need feds to solve the #bostonbombing when we have #4chan!! http://t.co/eXQTPZqqbG") == (
+        "Don't need feds solve bostonbombing when"
+    ), "at most six words, in the post's order"
+    assert text_query("海蓝：我想起当年《盲山》拍完后，村里人问剧组") == "海蓝：我想起当年《盲山》拍完后，村里人问剧组"

@@ -1,12 +1,20 @@
-"""A loopback OpenAI-compatible HTTP server for tests, answering from a script of (status, body) pairs."""
+"""A loopback OpenAI-compatible HTTP server for tests, answering from a script.
+
+The responder gets each request's JSON body and its number (from 1) and returns either
+``(status, body, delay_s)`` or a :class:`Reply` for what a tuple cannot say: headers, a content
+type, a connection closed without an answer. A body given as bytes is sent as it is (to test
+bodies that are not JSON). Everything received is kept: bodies, headers, arrival times, and the
+headers of ``GET`` probes.
+"""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 
 def completion_body(text: str, prompt_tokens: int = 12, completion_tokens: int = 7) -> dict[str, Any]:
@@ -21,14 +29,28 @@ def completion_body(text: str, prompt_tokens: int = 12, completion_tokens: int =
     }
 
 
-class StubOpenAIServer:
-    """``responder(request_json, n)`` returns ``(status, body, delay_s)`` for the n-th request; a
-    body given as bytes is sent as it is (to test bodies that are not JSON)."""
+@dataclass
+class Reply:
+    status: int = 200
+    body: dict[str, Any] | bytes = b""
+    delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+    drop: bool = False
+    """Close the connection without answering, as a crashed worker or a proxy's idle cut does."""
 
-    def __init__(self, responder: Callable[[dict[str, Any], int], tuple[int, dict[str, Any] | bytes, float]]) -> None:
+
+Responder = Callable[[dict[str, Any], int], Union[tuple[int, Union[dict[str, Any], bytes], float], Reply]]
+
+
+class StubOpenAIServer:
+    def __init__(self, responder: Responder) -> None:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.times: list[float] = []
+        self.probes: list[dict[str, str]] = []
         self._responder = responder
+        self._lock = threading.Lock()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -36,26 +58,40 @@ class StubOpenAIServer:
                 pass
 
             def do_GET(self) -> None:
-                self._send(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+                outer.probes.append(dict(self.headers.items()))
+                self._send(Reply(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]}))
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                outer.requests.append(body)
-                outer.headers.append(dict(self.headers.items()))
-                status, payload, delay = outer._responder(body, len(outer.requests))
-                if delay:
-                    time.sleep(delay)
-                self._send(status, payload)
+                with outer._lock:
+                    outer.requests.append(body)
+                    outer.headers.append(dict(self.headers.items()))
+                    outer.times.append(time.monotonic())
+                    number = len(outer.requests)
+                reply = outer._responder(body, number)
+                if not isinstance(reply, Reply):
+                    status, payload, delay = reply
+                    reply = Reply(status, payload, delay)
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                if reply.drop:
+                    self.close_connection = True
+                    return
+                self._send(reply)
 
-            def _send(self, status: int, payload: dict[str, Any] | bytes) -> None:
+            def _send(self, reply: Reply) -> None:
+                payload = reply.body
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                headers = dict(reply.headers)
+                if reply.status == 429:
+                    headers.setdefault("Retry-After", "0")
                 try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", reply.content_type)
                     self.send_header("Content-Length", str(len(data)))
-                    if status == 429:
-                        self.send_header("Retry-After", "0")
+                    for name, value in headers.items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
@@ -69,6 +105,10 @@ class StubOpenAIServer:
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/v1"
+
+    def authorization(self, index: int = -1) -> str | None:
+        """The ``Authorization`` header of a chat request, whatever case the client spelled it in."""
+        return next((v for k, v in self.headers[index].items() if k.lower() == "authorization"), None)
 
     def __enter__(self) -> "StubOpenAIServer":
         self._thread.start()

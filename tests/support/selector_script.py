@@ -14,6 +14,10 @@ from autogen_core.models import LLMMessage
 from tests.support.scripted import text_of
 
 
+BARE_SCORE = "Reply with the score alone"
+"""What a critic in the bare-score format (AgentM3D's) is asked; a prose critic is not."""
+
+
 def call_kind(messages: Sequence[LLMMessage]) -> str:
     system = text_of(messages[:1])
     last = text_of(messages[-1:])
@@ -43,7 +47,7 @@ class SelectorScript:
 
     answers: Mapping[str, Callable[[int], str]]
     reward: Callable[[str], str] = lambda candidate: "SCORE: 0.5"
-    critique: Callable[[str], str] = lambda candidate: "Fine. The score is 5"
+    critique: Callable[[str], str] = lambda prompt: "0.5" if BARE_SCORE in prompt else "Fine. The score is 5"
     plan: str = "[BON level-1]"
     logic: str = '{"consistent": true, "issues": [], "rationale": "The claim is internally consistent."}'
     seen: list[tuple[str, str]] = field(default_factory=list)
@@ -80,7 +84,7 @@ def stub_answer(body: Mapping[str, Any]) -> str:
     if "checking effort" in system:
         return "A specific claim about a breaking event. [BON level-1]"
     if "You are a critic" in system:
-        return "The answer follows from the evidence. The score is 8"
+        return "0.8" if BARE_SCORE in system else "The answer follows from the evidence. The score is 8"
     if "reasoning inside a claim" in system:
         return "The claim is internally consistent."
     for marker, action in (("its TEXT is true", "TEXT SUPPORT"), ("its IMAGE is genuine", "IMAGE REFUTE"),

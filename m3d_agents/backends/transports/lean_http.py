@@ -4,159 +4,57 @@ Why not the OpenAI SDK underneath: its request transformation and response model
 5 ms of CPU per call on a small machine, several times what a debate turn's own bookkeeping costs.
 In a batch run against a fast vLLM server that CPU, not the model, bounds throughput
 (``benchmarks/throughput.py`` measures both paths). This client sends the JSON body as it is and
-reads the answer as plain JSON; it keeps the SDK's habits that matter: retries with exponential
-backoff on 429, 5xx, connection errors and timeouts (honouring ``Retry-After``), a per-request
-timeout, a bearer key, and usage totals. ``transport: sdk`` in a backend config selects AutoGen's
-``OpenAIChatCompletionClient`` instead.
+reads the answer as plain JSON. What it shares with ``transport: sdk``
+(:mod:`~m3d_agents.backends.transports.sdk`) lives in two modules both use: the wire format
+(:mod:`~m3d_agents.backends.transports.wire`) and the retry policy
+(:mod:`~m3d_agents.backends.transports.retry`): retries with backoff on 408, 409, 429, 5xx,
+bodies that are not JSON, connection errors and timeouts, honouring ``Retry-After``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import random
+from typing import Any, AsyncGenerator, Literal, Mapping, Optional, Sequence, Union
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
-from typing import Any, AsyncGenerator, Literal, Mapping, Optional, Sequence, Union
 
 import aiohttp
-from autogen_core import CancellationToken, FunctionCall, Image
+from autogen_core import CancellationToken
 from autogen_core.models import (
-    AssistantMessage,
     ChatCompletionClient,
     CreateResult,
-    FinishReasons,
-    FunctionExecutionResultMessage,
     LLMMessage,
     ModelCapabilities,
     ModelInfo,
     RequestUsage,
-    SystemMessage,
-    UserMessage,
 )
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
-from m3d_agents.backends.transports.schemas import json_schema_of
+from m3d_agents.backends.transports.retry import NO_KEY, TransientFailure, answer_of, with_retries, without_secrets
+from m3d_agents.backends.transports.wire import (
+    added,
+    estimated_tokens,
+    openai_messages,
+    read_completion,
+    response_format,
+    tool_choice_spec,
+    tool_specs,
+)
 from m3d_agents.errors import BackendError
-
-RETRIED_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
-FINISH_REASONS: dict[str, FinishReasons] = {
-    "stop": "stop",
-    "length": "length",
-    "tool_calls": "function_calls",
-    "function_call": "function_calls",
-    "content_filter": "content_filter",
-}
-
-
-class EndpointRefused(BackendError):
-    """The endpoint answered with an HTTP error that a retry will not fix (a bad request, a wrong key, ...)."""
-
-    def __init__(self, url: str, status: int, message: str) -> None:
-        self.status = status
-        super().__init__(f"the model endpoint {url} refused the request ({status}): {message}")
-
-
-def _user_content(message: UserMessage, vision: bool) -> str | list[dict[str, Any]]:
-    if isinstance(message.content, str):
-        return message.content
-    parts: list[dict[str, Any]] = []
-    for part in message.content:
-        if isinstance(part, str):
-            parts.append({"type": "text", "text": part})
-        elif isinstance(part, Image):
-            if not vision:
-                raise BackendError("the model of this backend has no vision, but a message carries an image")
-            parts.append(part.to_openai_format())
-        else:
-            raise BackendError(f"a user message carries a part of unsupported type {type(part).__name__}")
-    return parts
-
-
-def _assistant(message: AssistantMessage) -> dict[str, Any]:
-    if isinstance(message.content, str):
-        return {"role": "assistant", "content": message.content}
-    calls = [
-        {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
-        for call in message.content
-    ]
-    return {"role": "assistant", "content": message.thought, "tool_calls": calls}
-
-
-def openai_messages(messages: Sequence[LLMMessage], model_info: ModelInfo) -> list[dict[str, Any]]:
-    """AutoGen messages as the OpenAI wire format.
-
-    Servers that take one system message (most chat templates of open models) get every system
-    message merged, in order, at the front.
-    """
-    wire: list[dict[str, Any]] = []
-    systems: list[str] = []
-    for message in messages:
-        if isinstance(message, SystemMessage):
-            if model_info.get("multiple_system_messages"):
-                wire.append({"role": "system", "content": message.content})
-            else:
-                systems.append(message.content)
-        elif isinstance(message, UserMessage):
-            wire.append({"role": "user", "content": _user_content(message, bool(model_info.get("vision")))})
-        elif isinstance(message, AssistantMessage):
-            wire.append(_assistant(message))
-        elif isinstance(message, FunctionExecutionResultMessage):
-            wire.extend({"role": "tool", "tool_call_id": r.call_id, "content": r.content} for r in message.content)
-        else:
-            raise BackendError(f"cannot send a message of type {type(message).__name__}")
-    if systems:
-        wire.insert(0, {"role": "system", "content": "\n\n".join(systems)})
-    return wire
-
-
-def _tool_specs(tools: Sequence[Tool | ToolSchema]) -> list[dict[str, Any]]:
-    specs = []
-    for tool in tools:
-        schema = tool.schema if isinstance(tool, Tool) else tool
-        specs.append({"type": "function", "function": dict(schema)})
-    return specs
-
-
-def _tool_choice(choice: Tool | Literal["auto", "required", "none"]) -> Any:
-    if isinstance(choice, Tool):
-        return {"type": "function", "function": {"name": choice.schema["name"]}}
-    return choice
-
-
-def read_completion(data: Any, url: str) -> tuple[str | list[FunctionCall], FinishReasons, RequestUsage, str | None]:
-    """Content, finish reason, usage and reasoning text of a chat-completion body; a clear error if it is not one."""
-    try:
-        choice = data["choices"][0]
-        message = choice["message"]
-    except (KeyError, IndexError, TypeError):
-        raise BackendError(f"the model endpoint {url} sent a body that is not a chat completion: {str(data)[:200]}") from None
-    usage_data = data.get("usage") or {}
-    usage = RequestUsage(
-        prompt_tokens=int(usage_data.get("prompt_tokens") or 0),
-        completion_tokens=int(usage_data.get("completion_tokens") or 0),
-    )
-    reason = FINISH_REASONS.get(str(choice.get("finish_reason")), "unknown")
-    thought = message.get("reasoning_content") or None
-    calls = message.get("tool_calls") or []
-    if calls:
-        content: str | list[FunctionCall] = [
-            FunctionCall(id=str(c.get("id", "")), name=c["function"]["name"], arguments=c["function"].get("arguments") or "{}")
-            for c in calls
-        ]
-        return content, "function_calls", usage, message.get("content") or thought
-    return message.get("content") or "", reason, usage, thought
 
 
 class OpenAICompatibleClient(ChatCompletionClient):
+    """``transport: http``: the default, and the cheapest per call (see the module's docstring)."""
+
     def __init__(
         self,
         *,
         base_url: str,
         model: str,
         model_info: ModelInfo,
-        api_key: str = "EMPTY",
+        api_key: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
         seed: int | None = None,
@@ -165,9 +63,11 @@ class OpenAICompatibleClient(ChatCompletionClient):
         context_window: int | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + "/chat/completions"
         self.model = model
         self._model_info = model_info
-        self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
+        self._key = api_key or NO_KEY
+        self._headers = {"Authorization": f"Bearer {self._key}", "Content-Type": "application/json"}
         self._defaults: dict[str, Any] = {
             k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens), ("seed", seed)) if v is not None
         }
@@ -180,6 +80,9 @@ class OpenAICompatibleClient(ChatCompletionClient):
         self._session_loop: asyncio.AbstractEventLoop | None = None
         self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
 
     def _current_session(self) -> aiohttp.ClientSession:
         """One session per event loop: a session cannot outlive the loop it was made in (a notebook runs many)."""
@@ -198,48 +101,32 @@ class OpenAICompatibleClient(ChatCompletionClient):
         json_output: Optional[bool | type[BaseModel]],
         extra_create_args: Mapping[str, Any],
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": openai_messages(messages, self._model_info), **self._defaults}
-        if json_output is True:
-            body["response_format"] = {"type": "json_object"}
-        elif isinstance(json_output, type) and issubclass(json_output, BaseModel):
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": json_output.__name__, "schema": json_schema_of(json_output)},
-            }
+        body: dict[str, Any] = {
+            "model": self.model, "messages": openai_messages(messages, self._model_info), "stream": False, **self._defaults
+        }
+        wanted = response_format(json_output)
+        if wanted is not None:
+            body["response_format"] = wanted
         if tools:
-            body["tools"] = _tool_specs(tools)
-            body["tool_choice"] = _tool_choice(tool_choice)
+            body["tools"] = tool_specs(tools)
+            body["tool_choice"] = tool_choice_spec(tool_choice)
         body.update(extra_create_args)
         return body
 
     async def _post(self, payload: bytes) -> Any:
-        url = self.base_url + "/chat/completions"
-        problem, retry_after = "", None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                await asyncio.sleep(backoff_s(attempt, retry_after))
-            retry_after = None
-            try:
-                async with self._current_session().post(url, data=payload, headers=self._headers, proxy=self._proxy) as response:
-                    raw = await response.read()
-                    if response.status == 200:
-                        try:
-                            return json.loads(raw)
-                        except ValueError:
-                            raise BackendError(f"the model endpoint {url} sent a body that is not JSON: {raw[:200]!r}") from None
-                    message = _error_message(raw)
-                    if response.status not in RETRIED_STATUSES:
-                        raise EndpointRefused(url, response.status, message)
-                    problem = f"HTTP {response.status}: {message}"
-                    retry_after = _seconds(response.headers.get("Retry-After"))
-            except asyncio.TimeoutError:
-                problem = f"timed out after {self.timeout_s:g} s"
-            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        attempts = self.max_retries + 1
-        raise BackendError(
-            f"the model endpoint {url} did not answer after {attempts} attempt{'s' if attempts > 1 else ''} ({problem})"
-        )
+        """The parsed answer to one request body, with retries (see :func:`~m3d_agents.backends.transports.retry.with_retries`)."""
+        return await with_retries(lambda: self._attempt(payload), url=self.url, max_retries=self.max_retries)
+
+    async def _attempt(self, payload: bytes) -> Any:
+        try:
+            async with self._current_session().post(self.url, data=payload, headers=self._headers, proxy=self._proxy) as response:
+                raw = await response.read()
+                return answer_of(self.url, response.status, raw, response.headers, self._key)
+        except asyncio.TimeoutError:
+            raise TransientFailure(f"timed out after {self.timeout_s:g} s") from None
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+            problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise TransientFailure(without_secrets(problem, self._key)) from None
 
     async def create(
         self,
@@ -259,9 +146,9 @@ class OpenAICompatibleClient(ChatCompletionClient):
             request = asyncio.ensure_future(self._post(payload))
             cancellation_token.link_future(request)
             data = await request
-        content, reason, usage, thought = read_completion(data, self.base_url)
-        self._actual = _added(self._actual, usage)
-        self._total = _added(self._total, usage)
+        content, reason, usage, thought = read_completion(data, self.url, self._key)
+        self._actual = added(self._actual, usage)
+        self._total = added(self._total, usage)
         return CreateResult(finish_reason=reason, content=content, usage=usage, cached=False, thought=thought)
 
     async def create_stream(
@@ -302,8 +189,7 @@ class OpenAICompatibleClient(ChatCompletionClient):
 
     def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
         """An estimate (four characters a token): the server's tokenizer is not available to the client."""
-        text = json.dumps(openai_messages(messages, self._model_info)) + json.dumps(_tool_specs(tools))
-        return len(text) // 4
+        return estimated_tokens(messages, tools, self._model_info)
 
     def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
         if self.context_window is None:
@@ -333,32 +219,3 @@ def env_proxy(url: str) -> str | None:
     if not parts.hostname or proxy_bypass(parts.hostname):
         return None
     return getproxies().get(parts.scheme)
-
-
-def _error_message(raw: bytes) -> str:
-    """The ``error.message`` of an OpenAI-style error body, else the start of the body."""
-    try:
-        data = json.loads(raw)
-        error = data.get("error", data) if isinstance(data, dict) else data
-        message = error.get("message") if isinstance(error, dict) else error
-        return str(message or data)[:300]
-    except ValueError:
-        return raw[:300].decode("utf-8", "replace")
-
-
-def backoff_s(attempt: int, retry_after: float | None = None) -> float:
-    """The server's own ``Retry-After`` when it gave one (capped at a minute), else exponential backoff with jitter."""
-    if retry_after is not None:
-        return min(60.0, retry_after)
-    return min(8.0, 0.5 * 2 ** (attempt - 1)) * (0.75 + random.random() / 2)
-
-
-def _seconds(header: str | None) -> float | None:
-    try:
-        return max(0.0, float(header)) if header is not None else None
-    except ValueError:
-        return None
-
-
-def _added(a: RequestUsage, b: RequestUsage) -> RequestUsage:
-    return RequestUsage(prompt_tokens=a.prompt_tokens + b.prompt_tokens, completion_tokens=a.completion_tokens + b.completion_tokens)

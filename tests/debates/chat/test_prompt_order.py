@@ -31,11 +31,12 @@ async def test_a_debater_gets_post_images_and_answer_format_before_the_debate_so
     def structured(_messages: object, _kwargs: object) -> str:
         return json.dumps({"argument": "It looks staged.", "answer": next(labels), "confidence": 0.6})
 
-    config, pool, clients = seat_pool(load_config("async"), {n: structured for n in ("agent_a", "agent_b", "agent_c")},
-                                      vision=True, structured_output=True)
+    debate = load_config("async")
+    names = [seat.name for seat in debate.seats]
+    config, pool, clients = seat_pool(debate, {n: structured for n in names}, vision=True, structured_output=True)
     await run_debate(config, SAMPLE, pool)
     calls = [call for client in clients.values() for call in client.calls]
-    assert len(calls) == 9
+    assert len(calls) == len(names) * config.max_rounds
     prefixes = set()
     for call in calls:
         parts = user_parts(call.messages)

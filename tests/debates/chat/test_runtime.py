@@ -52,7 +52,7 @@ async def test_the_same_debate_on_either_runtime(monkeypatch: pytest.MonkeyPatch
         return made[-1]
 
     monkeypatch.setattr(debates.chat.team, "team_runtime", recording)
-    config, pool, clients = seat_pool(load_config("async"), SCRIPTS)
+    config, pool, clients = seat_pool(load_config("async-three"), SCRIPTS)
     quiet = await run_debate(config, SAMPLE, pool)
 
     events = logging.getLogger(EVENT_LOGGER_NAME)
@@ -60,7 +60,7 @@ async def test_the_same_debate_on_either_runtime(monkeypatch: pytest.MonkeyPatch
     events.addHandler(handler)
     events.setLevel(logging.INFO)
     try:
-        config, pool, clients = seat_pool(load_config("async"), SCRIPTS)
+        config, pool, clients = seat_pool(load_config("async-three"), SCRIPTS)
         full = await run_debate(config, SAMPLE, pool)
     finally:
         events.removeHandler(handler)
@@ -76,8 +76,8 @@ async def test_the_same_debate_on_either_runtime(monkeypatch: pytest.MonkeyPatch
 
 
 def test_config_loads_are_independent_copies() -> None:
-    first = load_config("async")
+    first = load_config("async-three")
     first.seats[0].name = "changed"
     first.max_rounds = 9
-    again = load_config("async")
+    again = load_config("async-three")
     assert again.seats[0].name == "agent_a" and again.max_rounds == 3

@@ -54,12 +54,12 @@ def test_dead_endpoint_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-un
 def test_m3d_debate_async_end_to_end_on_the_embedded_model() -> None:
     text = (REPO / "examples" / "sample.txt").read_text().strip()
     result = run_m3d(
-        "debate", "--config", "async", "--max-rounds", "1", "--text", text, "--image", str(EXAMPLE_IMAGE),
+        "debate", "--config", "async-three", "--max-rounds", "1", "--text", text, "--image", str(EXAMPLE_IMAGE),
         "--backend", "local", "--json",
     )
     assert result.returncode == 0, result.stderr
     verdict = Verdict.model_validate(json.loads(result.stdout))
-    assert verdict.config == "async"
+    assert verdict.config == "async-three"
     speakers = [t.speaker for t in verdict.transcript]
     assert speakers == ["agent_a", "agent_b", "agent_c"]
     assert all(t.stance in {"real", "fake"} or t.parse_error for t in verdict.transcript), "read, or the reason why not"

@@ -8,7 +8,7 @@ from sklearn.calibration import calibration_curve
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
 
 from debates.eval.compare import paired_bootstrap
-from debates.eval.metrics import ABSTAIN, classification_scores, compute_metrics, expected_calibration_error
+from debates.eval.metrics import ABSTAIN, FAILED, classification_scores, compute_metrics, expected_calibration_error
 from debates.eval.records import EvalRow
 from m3d_agents.labels import get_taxonomy
 
@@ -62,17 +62,18 @@ def row(i: int, gold: str | None, label: str | None, status: str = "ok", confide
     )
 
 
-def test_run_metrics_count_abstentions_against_accuracy_and_leave_errors_out() -> None:
+def test_run_metrics_count_abstentions_and_errors_against_accuracy() -> None:
     rows = [row(0, "fake", "fake"), row(1, "fake", "real"), row(2, "real", "real", latency=3.0),
             row(3, "real", None, status="abstained"), row(4, "real", None, status="error", cost=0.0, calls=0),
             row(5, None, "fake")]
     m = compute_metrics(rows, "binary")
-    assert (m.samples, m.scored, m.errors, m.abstained) == (6, 4, 1, 1)
-    assert m.classification.accuracy == pytest.approx(2 / 4)
+    assert (m.samples, m.scored, m.errors, m.abstained) == (6, 5, 1, 1)
+    assert m.classification.accuracy == pytest.approx(2 / 5), "every attempted sample with a gold label counts"
+    assert m.classification.confusion_columns == ["real", "fake", ABSTAIN, FAILED]
     assert m.selective_accuracy == pytest.approx(2 / 3)
-    assert m.abstention_rate == pytest.approx(1 / 5) and m.coverage == pytest.approx(4 / 5)
+    assert m.abstention_rate == pytest.approx(1 / 5) and m.coverage == pytest.approx(4 / 6)
     assert m.binary.labels == ["misinformation", "not_misinformation"]
-    assert m.binary.accuracy == pytest.approx(2 / 4)
+    assert m.binary.accuracy == pytest.approx(2 / 5)
     assert m.latency_p50_s == pytest.approx(1.0) and m.latency_p95_s == pytest.approx(np.percentile([1, 1, 3, 1, 1], 95))
     assert m.calls_per_sample == pytest.approx(3.0)
     assert m.cost_usd == pytest.approx(0.05) and m.cost_per_sample_usd == pytest.approx(0.01)

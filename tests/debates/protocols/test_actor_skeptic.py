@@ -30,3 +30,12 @@ def test_each_sees_the_others_latest_message() -> None:
     state = debate("actor-skeptic", ("actor", says("fake", "A1")), ("skeptic", "S1"), ("actor", says("real", "A2")))
     assert seen(view_of(state, "skeptic")) == [("skeptic", 1), ("actor", 2)]
     assert seen(view_of(state, "actor")) == [("actor", 2), ("skeptic", 1)]
+
+
+def test_no_objections_inside_a_longer_message_does_not_end_the_debate() -> None:
+    question = "I have no objections to the date, but who is the man on the left?"
+    state = debate("actor-skeptic", ("actor", says("fake")), ("skeptic", question))
+    assert state.protocol.next_speakers(state) == ["actor"]
+    for alone in ("No objections.", "**NO OBJECTIONS**", "  no objections \n"):
+        ended = debate("actor-skeptic", ("actor", says("fake")), ("skeptic", alone))
+        assert ended.protocol.next_speakers(ended) is None, alone

@@ -10,7 +10,7 @@ from tests.support.protocols import debate, says, seen, view_of
 
 
 def test_the_desk_answers_after_a_round_in_which_someone_asked() -> None:
-    state = debate("disambiguation", ("agent_a", "QUERY: where was it taken?\n" + says("fake")),
+    state = debate("disambiguation-three", ("agent_a", "QUERY: where was it taken?\n" + says("fake")),
                    ("agent_b", says("real")), ("agent_c", says("real")))
     assert state.pending_queries() == [("agent_a", "where was it taken?")]
     assert state.protocol.next_speakers(state) == [DESK_NAME]
@@ -19,13 +19,13 @@ def test_the_desk_answers_after_a_round_in_which_someone_asked() -> None:
 
 
 def test_the_next_round_sees_the_desk_answers_and_the_previous_round() -> None:
-    state = debate("disambiguation", ("agent_a", "QUERY: q\n" + says("fake")), ("agent_b", says("real")),
+    state = debate("disambiguation-three", ("agent_a", "QUERY: q\n" + says("fake")), ("agent_b", says("real")),
                    ("agent_c", says("real")), (DESK_NAME, "answers"))
     assert seen(view_of(state, "agent_b")) == [("agent_b", 1), ("agent_a", 1), ("agent_c", 1), (DESK_NAME, 1)]
 
 
 def test_the_protocol_brings_a_retrieval_desk_and_asks_for_queries_in_json_turns() -> None:
-    state = debate("disambiguation")
+    state = debate("disambiguation-three")
     extra = state.protocol.extra_participants(state, Sample(text="a claim"), UsageLedger(), None)
     assert [type(a) for a in extra] == [RetrievalDesk]
     assert state.protocol.structured_turn(state.config.seats[0], state.config) is True

@@ -6,19 +6,19 @@ from tests.support.protocols import debate, says, seen, view_of
 
 
 def test_everyone_speaks_at_once_each_round() -> None:
-    state = debate("sync")
+    state = debate("sync-three")
     assert state.protocol.next_speakers(state) == ["agent_a", "agent_b", "agent_c"]
 
 
 def test_a_debater_sees_the_previous_round_only() -> None:
-    state = debate("sync", ("agent_a", says("fake", "A1")), ("agent_b", says("real", "B1")), ("agent_c", says("real", "C1")),
+    state = debate("sync-three", ("agent_a", says("fake", "A1")), ("agent_b", says("real", "B1")), ("agent_c", says("real", "C1")),
                    ("agent_a", says("real", "A2")))
     assert seen(view_of(state, "agent_b")) == [("agent_b", 1), ("agent_a", 1), ("agent_c", 1)], "agent_a's round-2 answer is hidden"
 
 
 def test_consensus_stops_after_the_round_and_max_rounds_bounds_it() -> None:
-    agreed = debate("sync", *[(f"agent_{c}", says("fake")) for c in "abc"])
+    agreed = debate("sync-three", *[(f"agent_{c}", says("fake")) for c in "abc"])
     assert agreed.protocol.next_speakers(agreed) is None and agreed.stop_reason == "consensus after round 1"
-    split = debate("sync", *[(f"agent_{c}", says(lab)) for c, lab in zip("abc", ["fake", "real", "real"])], max_rounds=1)
+    split = debate("sync-three", *[(f"agent_{c}", says(lab)) for c, lab in zip("abc", ["fake", "real", "real"])], max_rounds=1)
     assert split.protocol.next_speakers(split) is None and split.stop_reason == "maximum of 1 rounds reached"
     assert split.protocol.decide(split).label == "real"

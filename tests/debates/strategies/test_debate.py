@@ -18,7 +18,7 @@ from tests.support.scripted import ScriptedClient, text_of
 
 async def test_async_turn_order_and_consensus_after_first_round() -> None:
     config, pool, clients = seat_pool(
-        load_config("async"), {n: [answer("fake")] for n in ("agent_a", "agent_b", "agent_c")}
+        load_config("async-three"), {n: [answer("fake")] for n in ("agent_a", "agent_b", "agent_c")}
     )
     verdict = await run_debate(config, SAMPLE, pool)
     assert [t.speaker for t in verdict.transcript] == ["agent_a", "agent_b", "agent_c"]
@@ -35,7 +35,7 @@ async def test_async_first_round_is_independent_then_agents_see_latest_answers()
         "agent_b": [answer("real", "B-ONE"), answer("fake", "B-TWO")],
         "agent_c": [answer("real", "C-ONE"), answer("fake", "C-TWO")],
     }
-    config, pool, clients = seat_pool(load_config("async"), scripts)
+    config, pool, clients = seat_pool(load_config("async-three"), scripts)
     verdict = await run_debate(config, SAMPLE, pool)
     b_round1, c_round1 = prompts_of(clients["agent_b"])[0], prompts_of(clients["agent_c"])[0]
     assert "A-ONE" not in b_round1 and "A-ONE" not in c_round1 and "B-ONE" not in c_round1
@@ -51,7 +51,7 @@ async def test_async_first_round_is_independent_then_agents_see_latest_answers()
 
 
 async def test_prompts_tell_agents_they_debate_a_human_or_an_ai() -> None:
-    for name, phrase in (("async", "human fact-checkers"), ("async-ai", "AI models like you")):
+    for name, phrase in (("async-three", "discussing this post with a person"), ("async-ai-three", "with another AI model")):
         config, pool, clients = seat_pool(load_config(name), {n: [answer("fake")] for n in ("agent_a", "agent_b", "agent_c")})
         await run_debate(config, SAMPLE, pool)
         assert phrase in prompts_of(clients["agent_a"])[0]
@@ -63,7 +63,7 @@ async def test_sync_rounds_are_concurrent_and_see_only_the_previous_round() -> N
         "agent_b": [answer("real", "B-ONE"), answer("real", "B-TWO"), answer("real", "B-3")],
         "agent_c": [answer("real", "C-ONE"), answer("fake", "C-TWO"), answer("fake", "C-3")],
     }
-    config, pool, clients = seat_pool(load_config("sync"), scripts, delay_s=0.2)
+    config, pool, clients = seat_pool(load_config("sync-three"), scripts, delay_s=0.2)
     verdict = await run_debate(config, SAMPLE, pool)
     firsts = [clients[n].calls[0] for n in ("agent_a", "agent_b", "agent_c")]
     assert max(c.started for c in firsts) < min(c.finished for c in firsts), "round 1 calls overlap"
@@ -78,7 +78,7 @@ async def test_sync_rounds_are_concurrent_and_see_only_the_previous_round() -> N
 
 
 async def test_tie_without_consensus_abstains() -> None:
-    config = load_config("async").model_copy(update={"max_rounds": 2})
+    config = load_config("async-three").model_copy(update={"max_rounds": 2})
     config.seats = config.seats[:2]
     config, pool, _ = seat_pool(config, {"agent_a": [answer("fake")] * 2, "agent_b": [answer("real")] * 2})
     verdict = await run_debate(config, SAMPLE, pool)
@@ -92,7 +92,7 @@ async def test_unreadable_answers_are_retried_then_count_as_abstentions() -> Non
         "agent_b": [answer("fake")],
         "agent_c": [answer("fake")],
     }
-    config = load_config("async").model_copy(update={"max_rounds": 1})
+    config = load_config("async-three").model_copy(update={"max_rounds": 1})
     config, pool, clients = seat_pool(config, scripts)
     verdict = await run_debate(config, SAMPLE, pool)
     assert len(clients["agent_a"].calls) == 3
@@ -174,7 +174,7 @@ async def test_disambiguation_queries_are_answered_into_the_next_round() -> None
         "agent_c": [answer("fake", "C1"), answer("fake", "C2")],
     }
     answerer = DictAnswerer()
-    config, pool, clients = seat_pool(load_config("disambiguation"), scripts)
+    config, pool, clients = seat_pool(load_config("disambiguation-three"), scripts)
     verdict = await run_debate(config, SAMPLE, pool, query_answerer=answerer)
     assert answerer.asked == ["who took the Statue of Liberty storm photo"]
     speakers = [t.speaker for t in verdict.transcript]
@@ -188,7 +188,7 @@ async def test_disambiguation_queries_are_answered_into_the_next_round() -> None
 
 async def test_a_human_takes_a_debater_seat_and_is_parsed_like_an_agent() -> None:
     scripts = {"agent_a": [answer("fake", "A1"), answer("fake", "A2")], "agent_c": [answer("real", "C1"), answer("real", "C2")]}
-    config, pool, _ = seat_pool(load_config("async").model_copy(update={"max_rounds": 2}), scripts)
+    config, pool, _ = seat_pool(load_config("async-three").model_copy(update={"max_rounds": 2}), scripts)
     person = QueueInput()
     person.put("I am not sure yet")
     person.put("The storm photo is a well-known composite. FINAL ANSWER: real")
@@ -223,7 +223,7 @@ async def test_no_history_leaks_between_samples() -> None:
     def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
         return answer("fake", "FIRST-SAMPLE-ANSWER" if "Statue" in text_of(messages) else "SECOND")
 
-    config, pool, clients = seat_pool(load_config("async"), {n: respond for n in ("agent_a", "agent_b", "agent_c")})
+    config, pool, clients = seat_pool(load_config("async-three"), {n: respond for n in ("agent_a", "agent_b", "agent_c")})
     await run_debate(config, SAMPLE, pool)
     n_before = {n: len(c.calls) for n, c in clients.items()}
     second = await run_debate(config, Sample(text="A flood in a city centre, 2024"), pool)
@@ -234,7 +234,7 @@ async def test_no_history_leaks_between_samples() -> None:
 
 
 async def test_mixed_backends_per_seat_and_judge_rule_without_consensus() -> None:
-    config = load_config("async").model_copy(update={"on_no_consensus": "judge", "max_rounds": 1})
+    config = load_config("async-three").model_copy(update={"on_no_consensus": "judge", "max_rounds": 1})
     config.seats = [*config.seats, config.seats[0].model_copy(update={"name": "referee", "role": "judge"})]
     scripts = {"agent_a": [answer("fake")], "agent_b": [answer("real")], "agent_c": [answer("real")],
                "referee": [answer("fake", confidence=0.6)]}
@@ -246,7 +246,7 @@ async def test_mixed_backends_per_seat_and_judge_rule_without_consensus() -> Non
 
 
 async def test_streaming_callback_sees_each_turn() -> None:
-    config, pool, _ = seat_pool(load_config("async"), {n: [answer("fake")] for n in ("agent_a", "agent_b", "agent_c")})
+    config, pool, _ = seat_pool(load_config("async-three"), {n: [answer("fake")] for n in ("agent_a", "agent_b", "agent_c")})
     streamed: list[str] = []
 
     async def on_message(message: Any, state: Any) -> None:
@@ -275,7 +275,7 @@ async def test_schema_capable_backends_get_json_turns_rendered_as_prose() -> Non
         assert schema["properties"]["answer"]["enum"] == ["real", "fake"]
         return json.dumps({"argument": "The clouds are pasted in.", "answer": "fake", "confidence": 0.8})
 
-    config, pool, clients = seat_pool(load_config("async"), {n: respond for n in ("agent_a", "agent_b", "agent_c")},
+    config, pool, clients = seat_pool(load_config("async-three"), {n: respond for n in ("agent_a", "agent_b", "agent_c")},
                                       json_output=True)
     verdict = await run_debate(config, SAMPLE, pool)
     assert verdict.label == "fake" and verdict.accounting.model_calls == 3
@@ -291,7 +291,7 @@ async def test_json_turns_carry_disambiguation_queries() -> None:
         return json.dumps({"argument": "Unsure.", "queries": ["statue of liberty storm photo origin"],
                            "answer": "fake", "confidence": 0.5})
 
-    config = load_config("disambiguation").model_copy(update={"max_rounds": 1})
+    config = load_config("disambiguation-three").model_copy(update={"max_rounds": 1})
     config, pool, _ = seat_pool(config, {n: respond for n in ("agent_a", "agent_b", "agent_c")}, json_output=True)
     verdict = await run_debate(config, SAMPLE, pool, query_answerer=DictAnswerer())
     assert "QUERY: statue of liberty storm photo origin" in verdict.transcript[0].text

@@ -31,7 +31,7 @@ async def test_disambiguation_debate_runs_offline_on_a_recorded_mr2_trace() -> N
 
         return respond
 
-    config = load_config("disambiguation").model_copy(update={"max_rounds": 2})
+    config = load_config("disambiguation-three").model_copy(update={"max_rounds": 2})
     scripts = {"agent_a": respond_as("false"), "agent_b": respond_as("false"), "agent_c": respond_as("unproven")}
     config, pool, clients = seat_pool(config, scripts)
     verdict = await run_debate(

@@ -113,9 +113,11 @@ async def test_a_binary_sample_gets_the_collapsed_label_and_keeps_the_m3d_answer
 def test_config_validation_of_cascade_seats() -> None:
     base = load_config("mmd-agent").model_dump()
     base["seats"] = list(reversed(base["seats"]))
-    with pytest.raises(ValueError, match="must be ordered"):
+    assert [s.role for s in DebateConfig.model_validate(base).seats] == ["cross_modal", "image", "text"]
+    base["seats"][0]["role"] = "text"
+    with pytest.raises(ValueError, match="one seat at most"):
         DebateConfig.model_validate(base)
-    mixed = load_config("async").model_dump()
+    mixed = load_config("async-three").model_dump()
     mixed["seats"][0]["role"] = "text"
     with pytest.raises(ValueError, match="belong to the cascade"):
         DebateConfig.model_validate(mixed)
@@ -180,7 +182,7 @@ async def test_lazy_scoring_stops_at_m_star_and_reports_saved_calls() -> None:
         reward=by_candidate({0: 0.9, 1: 0.1, 2: 1.0, 3: 1.0, 4: 1.0}),
         critique=lambda prompt: "Sound. The score is 10" if "CAND-0" in prompt else "Weak. The score is 1",
     )
-    config = bon_config("mmd-agent-bon", critique=True, early_stop=True, tau=0.5)
+    config = bon_config("mmd-agent-bon", critique=True, critic_format="prose", early_stop=True, scoring="lazy", tau=0.5)
     config, pool, clients = seat_pool(config, {"text_agent": script})
     verdict = await run_debate(config, M3D_SAMPLE, pool)
     assert verdict.label == "textual_veracity_distortion" and "CAND-0" in verdict.transcript[0].text
@@ -203,7 +205,7 @@ async def test_uniform_best_of_n_scores_every_candidate_and_cross_modal_uses_the
                  "cross_modal": lambda i: finish("MISMATCH" if i == 3 else "MATCH", f"CAND-{i}")},
         reward=by_candidate({0: 0.2, 1: 0.2, 2: 0.2, 3: 0.9, 4: 0.2}),
     )
-    config = bon_config("agentm3d", kind="best_of_n", skip_unanimous=False)
+    config = bon_config("agentm3d-lazy", kind="best_of_n", skip_unanimous=False)
     config, pool, clients = seat_pool(config, {"text_agent": script, "image_agent": script, "cross_modal_agent": script})
     verdict = await run_debate(config, M3D_SAMPLE, pool)
     turns = verdict.diagnostics["selection"]["best_of_n_turns"]
@@ -292,7 +294,7 @@ async def test_an_async_debate_whose_seats_use_best_of_n_turns() -> None:
         return f"CAND-{i} The photo is a known composite. FINAL ANSWER: fake\nCONFIDENCE: 0.9"
 
     script = SelectorScript(answers={"debater": debater}, reward=by_candidate({0: 0.1, 1: 0.3, 2: 0.95}))
-    config = bon_config("async", kind="best_of_n", n=3)
+    config = bon_config("async-three", kind="best_of_n", n=3)
     config, pool, _ = seat_pool(config, {n: script for n in ("agent_a", "agent_b", "agent_c")})
     verdict = await run_debate(config, M3D_SAMPLE.model_copy(update={"taxonomy": "binary"}), pool)
     assert verdict.label == "fake" and verdict.diagnostics["consensus_round"] == 1
@@ -314,7 +316,7 @@ async def test_unanimous_candidates_skip_scoring_when_asked_and_disagreeing_ones
 
     for answers, expected_rewards in ((unanimous, 0), (debater, 3)):
         script = SelectorScript(answers={"debater": answers}, reward=by_candidate({0: 0.1, 1: 0.3, 2: 0.95}))
-        config = bon_config("async", kind="best_of_n", n=3, skip_unanimous=True)
+        config = bon_config("async-three", kind="best_of_n", n=3, skip_unanimous=True)
         config.seats = config.seats[:1]
         config, pool, _ = seat_pool(config, {"agent_a": script})
         verdict = await run_debate(config, M3D_SAMPLE.model_copy(update={"taxonomy": "binary"}), pool)

@@ -41,7 +41,7 @@ async def wait_for(condition: Any, timeout_s: float = 10.0) -> None:
 
 
 async def test_a_person_debates_through_the_widget_and_the_agents_answer_their_argument() -> None:
-    config = load_config("async").model_copy(update={"max_rounds": 2})
+    config = load_config("async-three").model_copy(update={"max_rounds": 2})
     config, pool, clients = seat_pool(config, {
         "agent_b": [answer("real", "B1"), answer("fake", "B2 you convinced me")],
         "agent_c": [answer("real", "C1"), answer("real", "C2")],
@@ -78,7 +78,7 @@ async def test_a_person_debates_through_the_widget_and_the_agents_answer_their_a
 
 
 async def test_a_failed_debate_is_shown_not_lost() -> None:
-    config, pool, _ = seat_pool(load_config("async"), {})  # the scripted agents have no answers
+    config, pool, _ = seat_pool(load_config("async-three"), {})  # the scripted agents have no answers
     shown = Collected()
     view = notebook.TranscriptView(output=shown)
     task = notebook.run_in_background(run_debate(config, SAMPLE, pool, on_message=view), view)
@@ -89,7 +89,7 @@ async def test_a_failed_debate_is_shown_not_lost() -> None:
 
 
 def test_model_text_is_escaped_and_unreadable_turns_say_why() -> None:
-    config = load_config("async")
+    config = load_config("async-three")
     state = DebateState(config=config, taxonomy=get_taxonomy("binary"))
     state.record("agent_b", "<script>alert(1)</script> no label here")
     html = notebook.turn_html(state.turns[0], state.taxonomy)
@@ -98,7 +98,7 @@ def test_model_text_is_escaped_and_unreadable_turns_say_why() -> None:
 
 
 def test_finished_turn_matches_the_message_not_only_the_last_speaker() -> None:
-    state = DebateState(config=load_config("sync"), taxonomy=get_taxonomy("binary"))
+    state = DebateState(config=load_config("sync-three"), taxonomy=get_taxonomy("binary"))
     first = state.record("agent_a", answer("fake", "A"))
     state.record("agent_b", answer("real", "B"))
     assert state.finished_turn(TextMessage(content=answer("fake", "A"), source="agent_a")) is first

@@ -1,0 +1,276 @@
+"""What the tree search costs per post: ``t2agent`` against ``mmd-agent`` and ``agentm3d`` (and MMD-Agent with
+its Wikipedia step), on the same 50 MediaEval 2016 dev posts, at GPT-4o prices.
+
+The T2Agent paper reports 4.75 times MMD-Agent's cost with GPT-4o (Table 4); our target is at most
+3 times, from pruning, the early stop, and tool results cached per post.
+
+The model is scripted (the test double of tests/support/scripted.py, with vision on), so the
+figures count calls and tokens, not quality. Its answer distribution was fixed, and written down
+here, before the first run of this script; it is seeded by the post, the call and its seed, and
+was not changed after seeing any figure:
+
+- every post is, per modality (text, image, cross-modal), distorted with probability 0.25,
+  independently; an answer (a cascade agent's Finish, a tree step's Finish) agrees with that
+  truth with probability 0.8;
+- tree search: the priors are 0.7 for a distorted modality and 0.3 otherwise, plus uniform noise
+  in [-0.2, 0.2]; a step that may act calls a tool with probability 0.6 at step 1, 0.4 at step 2
+  and 0.2 later (a uniformly chosen verb of the menu, on three words of the post), otherwise it
+  finishes; the trajectory score is uniform on 4..9 and the confidence score uniform on 3..10;
+- MMD-Agent's text agent with its Wikipedia step looks up three words of the post once, then
+  answers;
+- the cascade's planner asks for best-of-N on 30% of posts; the reward judge's score is uniform
+  on [0, 1] and a critic's uniform on 1..10 (as in benchmarks/calls_per_sample.py);
+- answers are as long as the prompts ask for (a sentence is about 16 words): a cascade agent
+  five sentences, a tree step one thought, a trajectory score three sentences, a confidence
+  score two, a critic three, the priors and the planner one; vision tools two sentences or a
+  small JSON object; web and Wikipedia searches return three snippets of about 50 words;
+- every image attached to a call costs 765 prompt tokens (GPT-4o's count for a 1024-pixel image
+  at high detail); text costs one token per four characters.
+
+    python benchmarks/search_cost.py [--samples 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import mean
+from typing import Any, Mapping, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from autogen_core.models import CreateResult, LLMMessage, RequestUsage  # noqa: E402
+
+from debates.eval.prices import HOSTED  # noqa: E402
+from debates.strategies.t2agent.config import T2AgentConfig  # noqa: E402
+from debates.strategy import load_config, run_sample  # noqa: E402
+from m3d_agents.backends.factory import BackendPool  # noqa: E402
+from m3d_agents.datasets import load_dataset  # noqa: E402
+from m3d_agents.evidence import Evidence  # noqa: E402
+from m3d_agents.sample import Sample  # noqa: E402
+from tests.support.scripted import ScriptedClient, scripted_backend, text_of  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data" / "mediaeval2016-dev"
+IMAGE_TOKENS = 765
+PRICE = HOSTED["gpt-4o"]
+CONFIGS = ("t2agent", "mmd-agent", "agentm3d", "mmd-agent-wikipedia")
+
+SENTENCES = [
+    "The post names a place, a time and an event that can each be checked against public records.",
+    "Nothing in the wording is self-contradictory, although the tone is more emphatic than a news report.",
+    "The picture shows a street scene whose light and shadows look consistent with a single photograph.",
+    "The evidence gathered so far neither confirms nor refutes the central claim in a decisive way.",
+    "A careful reader would want one more independent source before accepting the claim as stated.",
+    "The caption and the image agree on the setting, but the image alone cannot date the event.",
+    "Earlier reporting on the same event describes similar scenes without mentioning this detail.",
+    "The reasoning follows from the observations, and no step relies on an unsupported guess.",
+]
+MODALITY_OF_TITLE = {"text veracity": "text", "image veracity": "image", "cross-modal consistency": "cross_modal"}
+MODALITY_OF_FAKE = {"TEXT REFUTE": "text", "IMAGE REFUTE": "image", "MISMATCH": "cross_modal"}
+CASCADE = {"its TEXT is true": ("text", "TEXT REFUTE", "TEXT SUPPORT"),
+           "its IMAGE is genuine": ("image", "IMAGE REFUTE", "IMAGE SUPPORT"),
+           "image and its text belong together": ("cross_modal", "MISMATCH", "MATCH")}
+
+
+def filler(count: int, key: str) -> str:
+    rng = random.Random(f"filler|{key}")
+    return " ".join(rng.choice(SENTENCES) for _ in range(count))
+
+
+def post_of(prompt: str) -> str:
+    found = re.search(r'"""\n(.*?)\n"""', prompt, re.DOTALL)
+    return found.group(1) if found else ""
+
+
+def distorted(modality: str, post: str) -> bool:
+    return random.Random(f"truth|{modality}|{post}").random() < 0.25
+
+
+def answer_for(modality: str, post: str, key: str, fake: str, real: str) -> str:
+    agrees = random.Random(f"agree|{key}").random() < 0.8
+    return fake if distorted(modality, post) == agrees else real
+
+
+@dataclass
+class SeededScript:
+    """Answers every kind of call of the three systems from the distribution in the module docstring."""
+
+    level1_rate: float = 0.3
+    kinds: Counter[str] = field(default_factory=Counter)
+
+    def __call__(self, messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+        prompt = text_of(messages)
+        system, last = text_of(messages[:1]), text_of(messages[-1:])
+        seed = int(kwargs.get("seed", 0) or 0)
+        post = post_of(prompt)
+        kind, text = self.answer(prompt, system, last, post, seed)
+        self.kinds[kind] += 1
+        return text
+
+    def answer(self, prompt: str, system: str, last: str, post: str, seed: int) -> tuple[str, str]:
+        if "The likelihoods are" in prompt:
+            titles = [t for t in re.findall(r"^\d+\. (.+)$", prompt, re.MULTILINE) if t in MODALITY_OF_TITLE]
+            rng = random.Random(f"prior|{post}")
+            values = [min(1.0, max(0.0, (0.7 if distorted(MODALITY_OF_TITLE[t], post) else 0.3) + rng.uniform(-0.2, 0.2)))
+                      for t in titles]
+            return "prior", f"{filler(1, post)}\nThe likelihoods are [{', '.join(f'{v:.2f}' for v in values)}]"
+        if "correctness score is" in prompt:
+            return "trajectory_score", f"{filler(3, prompt)}\nThe correctness score is {random.Random(f'st|{prompt}').randint(4, 9)}"
+        if "reliability score is" in prompt:
+            return "confidence_score", f"{filler(2, prompt)}\nThe reliability score is {random.Random(f'sc|{prompt}').randint(3, 10)}"
+        if "Actions you may take" in prompt and "works one step at a time" in system:
+            return "step", self.step(prompt, post, seed)
+        if "strict grader" in last:
+            return "reward", f"SCORE: {random.Random(f'reward|{prompt}').random():.3f}"
+        if "checking effort" in system:
+            hard = random.Random(f"plan|{post}").random() < self.level1_rate
+            return "planner", f"{filler(1, post)} {'[BON level-1]' if hard else '[BON level-0]'}"
+        if "You are a critic" in system:
+            return "critique", f"{filler(3, prompt)}\nThe score is {random.Random(f'critique|{prompt}').randint(1, 10)}"
+        if "internal logic, not for its truth" in prompt:
+            return "logic", '{"consistent": true, "issues": [], "rationale": "The claim does not contradict itself."}'
+        if "List the named entities the attached image shows" in prompt:
+            return "entities", ('{"entities": [{"name": "city hall", "type": "landmark", "evidence": "the facade in the'
+                                ' background"}, {"name": "police", "type": "organisation", "evidence": "uniforms"}]}')
+        if "Examine the attached image for things" in prompt:
+            plausible = not distorted("image", post)
+            return "physics", (f'{{"plausible": {str(plausible).lower()}, "problems": [], "consistent_with_claim": true,'
+                               f' "rationale": "{filler(1, prompt)}"}}')
+        if "Answer the question about the attached image" in prompt or "Describe the attached image" in prompt:
+            return "vision_tool", filler(2, prompt)
+        for marker, (modality, fake, real) in CASCADE.items():
+            if marker in system:
+                action = answer_for(modality, post, f"{modality}|{post}|{seed}", fake, real)
+                if "Work on this in steps" in prompt and "Write step 1 now" in prompt:
+                    words = post.split()[:3]
+                    return "react_step", f"Thought 1: {filler(1, post)}\nAction 1: Wikipedia[{' '.join(words)}]"
+                return "cascade", f"{filler(5, f'{modality}|{post}|{seed}')}\nFinish[{action}]\nCONFIDENCE: 0.7"
+        raise AssertionError(f"unexpected prompt: {system[:80]} / {last[:80]}")
+
+    def step(self, prompt: str, post: str, seed: int) -> str:
+        menu = re.search(r"- Finish\[([^\]]+)\] or Finish\[([^\]]+)\]: ends the check", prompt)
+        assert menu is not None
+        fake, real = menu.group(1), menu.group(2)
+        modality = MODALITY_OF_FAKE[fake]
+        last_step = "This is your last step" in prompt
+        number = re.search(r"Write step (\d+) now|Thought (\d+): <your conclusion", prompt)
+        k = int(next(g for g in number.groups() if g)) if number else 1
+        rng = random.Random(f"step|{modality}|{post}|{k}|{seed}")
+        verbs = [v for v in re.findall(r"^- (\w+)\[", prompt, re.MULTILINE) if v != "Finish"]
+        thought = filler(1, f"thought|{modality}|{post}|{k}|{seed}")
+        if verbs and not last_step and rng.random() < {1: 0.6, 2: 0.4}.get(k, 0.2):
+            words = post.split()
+            argument = " ".join(rng.sample(words, min(3, len(words)))) or "the post"
+            return f"Thought {k}: {thought}\nAction {k}: {rng.choice(verbs)}[{argument}]"
+        action = answer_for(modality, post, f"{modality}|{post}|{k}|{seed}", fake, real)
+        return f"Thought {k}: {thought}\nAction {k}: Finish[{action}]"
+
+
+class PricedScriptedClient(ScriptedClient):
+    """The scripted client, with GPT-4o's token count for every image a call attaches."""
+
+    async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:  # type: ignore[override]
+        result = await super().create(messages, **kwargs)
+        images = sum(1 for m in messages for part in (getattr(m, "content", "") if isinstance(getattr(m, "content", ""), list) else [])
+                     if not isinstance(part, str))
+        usage = result.usage
+        result.usage = RequestUsage(prompt_tokens=usage.prompt_tokens + IMAGE_TOKENS * images, completion_tokens=usage.completion_tokens)
+        return result
+
+
+class SnippetSearcher:
+    """Web and Wikipedia search stand-ins: three snippets of about 50 words per query, seeded by the query."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    async def answer(self, query: str, sample: Sample, ledger: Any = None) -> list[Evidence]:
+        return [
+            Evidence(kind="wikipedia" if self.kind == "wikipedia" else "answer", url=f"https://example.org/{self.kind}/{i}",
+                     text=f"{query}: {filler(3, f'{self.kind}|{query}|{i}')}")
+            for i in range(3)
+        ]
+
+
+def load_posts(count: int) -> list[Sample]:
+    """One post per image, fake and real alternating, the first ``count`` of MediaEval 2016 dev."""
+    samples = load_dataset(f"mediaeval:{DATA}", {"one_post_per_image": "true"}).samples
+    fakes = [s for s in samples if s.gold_label == "fake"]
+    reals = [s for s in samples if s.gold_label == "real"]
+    return [s for pair in zip(fakes, reals) for s in pair][:count]
+
+
+@dataclass
+class Run:
+    calls: list[int] = field(default_factory=list)
+    prompt_tokens: list[int] = field(default_factory=list)
+    completion_tokens: list[int] = field(default_factory=list)
+    iterations: list[int] = field(default_factory=list)
+    abstained: int = 0
+    by_role: Counter[str] = field(default_factory=Counter)
+
+    def usd(self) -> list[float]:
+        return [PRICE.cost(p, c) for p, c in zip(self.prompt_tokens, self.completion_tokens)]
+
+
+async def run_config(name: str, samples: list[Sample]) -> Run:
+    pool = BackendPool()
+    pool.add(scripted_backend(PricedScriptedClient(SeededScript(), vision=True), name="bench"))
+    searchers = {"web": SnippetSearcher("web"), "wikipedia": SnippetSearcher("wikipedia")}
+    run = Run()
+    config = load_config(name)
+    for i, sample in enumerate(samples):
+        verdict = await run_sample(config, sample, pool, backend="bench", seed=i, searchers=searchers)
+        accounting = verdict.accounting
+        run.calls.append(accounting.model_calls)
+        run.prompt_tokens.append(accounting.prompt_tokens)
+        run.completion_tokens.append(accounting.completion_tokens)
+        run.abstained += int(verdict.abstained)
+        run.by_role.update({role: usage.calls for role, usage in accounting.by_role.items()})
+        if "iterations" in verdict.diagnostics:
+            run.iterations.append(int(verdict.diagnostics["iterations"]))
+    return run
+
+
+def describe(name: str, run: Run) -> str:
+    return (f"{name:20s} {mean(run.calls):6.2f} calls  {mean(run.prompt_tokens):8.0f} prompt + {mean(run.completion_tokens):6.0f}"
+            f" completion tokens  ${mean(run.usd()):.4f} per post  (abstained {run.abstained})")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--samples", type=int, default=50)
+    args = parser.parse_args()
+    if not DATA.is_dir():
+        raise SystemExit(f"needs the shared data set at {DATA}")
+    samples = load_posts(args.samples)
+    print(f"{len(samples)} MediaEval 2016 dev posts; scripted vision model; GPT-4o prices "
+          f"(${PRICE.input_per_mtok}/M input, ${PRICE.output_per_mtok}/M output); per post:")
+    runs = {name: await run_config(name, samples) for name in CONFIGS}
+    for name, run in runs.items():
+        print(describe(name, run))
+    tree = runs["t2agent"]
+    config = load_config("t2agent")
+    assert isinstance(config, T2AgentConfig)
+    roles = ", ".join(f"{role} {calls / len(samples):.2f}" for role, calls in sorted(tree.by_role.items()))
+    print(f"t2agent calls per post by role: {roles}")
+    print(f"t2agent mean iterations: {mean(tree.iterations):.2f} (paper, Table 7: 2.28); most calls on a post: {max(tree.calls)};"
+          f" bound 1 + K(2nd + 1) = {config.search.bound()} model calls, plus model-backed tools")
+    mmd = runs["mmd-agent"]
+    print(f"t2agent / mmd-agent calls ratio: {mean(tree.calls) / mean(mmd.calls):.2f}; tokens ratio: "
+          f"{(mean(tree.prompt_tokens) + mean(tree.completion_tokens)) / (mean(mmd.prompt_tokens) + mean(mmd.completion_tokens)):.2f}")
+    print(f"t2agent / mmd-agent-wikipedia cost ratio: {mean(tree.usd()) / mean(runs['mmd-agent-wikipedia'].usd()):.2f}")
+    print("target: at most 3 (the paper's Table 4: 4.75 with GPT-4o, against MMD-Agent with its Wikipedia step)")
+    ratio = mean(tree.usd()) / mean(mmd.usd())
+    print(f"t2agent / mmd-agent cost ratio: {ratio:.2f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,158 @@
+"""The configuration of the ``t2agent`` strategy: the subtasks (forgery sources) and the search settings.
+
+Every number the paper gives is a default here (n = 2, C = 2, α = 0.5); every choice it leaves
+open is a setting with the value the implementation spec argues for (K, d, τ and what it is
+applied to, the UCT form, the score map, the failure memory, temperatures, the forced finish),
+so an ablation is a YAML file, not a code change. The README's T2Agent section lists them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+import prompts
+from debates.strategy import StrategyConfig
+from m3d_agents.labels import get_taxonomy
+from m3d_agents.tools.catalogue import default_registry
+from m3d_agents.verdict import Modality
+
+from debates.strategies.t2agent.react import FINISH, canonical_answer
+
+
+class SubtaskConfig(BaseModel):
+    """One forgery source: what it checks, its two Finish answers, the label it proves, its actions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    title: str = Field(description="what the check decides, for prompts and transcripts (\"text veracity\")")
+    label: str = Field(description="the label of the configuration's taxonomy that a confident fake answer proves")
+    fake_answer: str = Field(description="the Finish answer that says the post is forged through this source")
+    real_answer: str = Field(description="the Finish answer that says it is not")
+    tools: dict[str, str] = Field(
+        default_factory=dict, description="action verb -> registered tool; only these run in this subtask"
+    )
+    prompt: str = Field(description="the task template under prompts/ (t2agent/task_text ...)")
+    modality: Modality = Field("overall", description="the verdict finding's modality")
+    sees_image: bool = Field(
+        True, description="show the image in this subtask's step calls; a check of the text alone works from the text and its searches"
+    )
+
+    @property
+    def answers(self) -> tuple[str, str]:
+        return (self.fake_answer, self.real_answer)
+
+
+class SearchSettings(BaseModel):
+    """Alg. 1's knobs; see the module docstring and the README for which the paper fixes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    iterations: int = Field(3, ge=1, le=50, description="K, the most iterations per post (paper: not reported)")
+    children: int = Field(2, ge=1, le=8, description="n, children per expansion (paper: 2)")
+    depth: int = Field(4, ge=1, le=12, description="d, the most steps in a trajectory (paper: not reported)")
+    exploration: float = Field(2.0, ge=0.0, description="C, the exploration weight of UCT (paper: 2)")
+    alpha: float = Field(0.5, ge=0.0, le=1.0, description="α in V = α·S_T + (1 − α)·S_C (paper: 0.5)")
+    threshold: float = Field(0.8, ge=0.0, le=1.0, description="τ, 'high confidence' for pruning and early stop (>=)")
+    threshold_on: Literal["confidence", "reward"] = Field("confidence", description="what τ is compared with: S_C or the reward")
+    uct: Literal["eq3", "alg1"] = Field("eq3", description="eq3: V/(N+1) + exploration; alg1: V + exploration")
+    priors: Literal["lvlm", "uniform", "random"] = Field("lvlm", description="lvlm: one model call; random: Table 7's ablation")
+    prior_seed: int | None = Field(None, description="random priors: the seed (None: the run's seed)")
+    memory: int = Field(2, ge=0, le=10, description="M, earlier failed trajectories of the subtask shown in its step prompts")
+    force_finish: bool = Field(True, description="at depth d the step must be a Finish, so every rollout ends in an answer")
+    prune: bool = Field(True, description="stop exploring a subtask confirmed real")
+    early_stop: bool = Field(True, description="end the search on a subtask confirmed fake")
+    score_map: Literal["tenth", "ninth"] = Field("tenth", description="1..10 scores to [0, 1]: s/10 (tenth) or (s−1)/9 (ninth)")
+    fusion_answer: Literal["best_reward", "latest"] = Field(
+        "best_reward", description="which answer of a subtask enters the fusion: the highest reward (ties: latest), or the latest"
+    )
+    step_temperature: float = Field(0.7, ge=0.0, le=2.0)
+    score_temperature: float = Field(0.0, ge=0.0, le=2.0)
+    prior_temperature: float = Field(0.0, ge=0.0, le=2.0)
+
+    def bound(self, subtasks: int = 1) -> int:
+        """The most model calls of one post without retries or model-backed tools: 1 + K(2nd + 1)."""
+        return 1 + self.iterations * (2 * self.children * self.depth + 1)
+
+
+class T2AgentConfig(StrategyConfig):
+    """Tree search over forgery-source subtasks (T2Agent): ``strategy: t2agent``."""
+
+    strategy: Literal["t2agent"] = "t2agent"
+    taxonomy: str = Field("m3d", description="the label set of the subtasks' labels; the verdict is carried over to the sample's")
+    real_label: str = Field("original", description="the label when no subtask proves a forgery")
+    backend: str | None = Field(None, description="None: the configured default backend")
+    retries: int = Field(2, ge=0, description="asks again this many times when a step or score cannot be read")
+    max_tokens: int | None = Field(None, gt=0, description="caps every call's answer (None: the backend's)")
+    prior_prompt: str = Field("t2agent/priors", description="the prior template under prompts/")
+    describe_images: bool = Field(True, description="text-only backends see forensic and OCR findings in place of the image")
+    scores_see_image: bool = Field(
+        False, description="show the image to S_T and S_C calls; otherwise they judge the post's text and the trajectory's observations"
+    )
+    cache_tools: bool = Field(True, description="run each (tool, argument) once per post; repeats are served from the first")
+    reuse_scores: bool = Field(
+        True, description="score an identical prompt once per post (scores are asked at temperature 0)"
+    )
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    subtasks: list[SubtaskConfig] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> "T2AgentConfig":
+        taxonomy = get_taxonomy(self.taxonomy)
+        if self.real_label not in taxonomy.labels or taxonomy.misinformation[self.real_label]:
+            raise ValueError(f"real_label {self.real_label!r} must be a label of {taxonomy.name} that is not misinformation")
+        names = [s.name for s in self.subtasks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"subtask names must be unique, got {names}")
+        seen_answers: dict[str, str] = {}
+        registry = default_registry()
+        for subtask in self.subtasks:
+            if subtask.label not in taxonomy.labels or not taxonomy.misinformation[subtask.label]:
+                raise ValueError(
+                    f"subtask {subtask.name}: label {subtask.label!r} is not a forgery label of {taxonomy.name}"
+                    f" ({', '.join(label for label, fake in taxonomy.misinformation.items() if fake)})"
+                )
+            for answer in subtask.answers:
+                key = canonical_answer(answer)
+                if not key:
+                    raise ValueError(f"subtask {subtask.name}: an empty Finish answer")
+                if key in seen_answers:
+                    raise ValueError(f"subtask {subtask.name}: Finish[{answer}] is also an answer of {seen_answers[key]}")
+                seen_answers[key] = subtask.name
+            for verb, tool in subtask.tools.items():
+                if verb.lower() == FINISH.lower() or not verb.isidentifier():
+                    raise ValueError(f"subtask {subtask.name}: {verb!r} cannot be an action verb")
+                if tool not in registry.names():
+                    raise ValueError(f"subtask {subtask.name}: unknown tool {tool!r} for {verb}; known: {', '.join(registry.names())}")
+            _require_prompt(subtask.prompt, f"subtask {subtask.name}")
+        _require_prompt(self.prior_prompt, "prior_prompt")
+        return self
+
+    def subtask(self, name: str) -> SubtaskConfig:
+        return next(s for s in self.subtasks if s.name == name)
+
+    def tool_verbs(self) -> list[str]:
+        """Every action verb of the configuration, in first-use order (the toolbox that tool selection trims)."""
+        verbs: list[str] = []
+        for subtask in self.subtasks:
+            verbs.extend(v for v in subtask.tools if v not in verbs)
+        return verbs
+
+    def with_tools(self, verbs: list[str] | tuple[str, ...]) -> "T2AgentConfig":
+        """A copy where each subtask keeps only the verbs in ``verbs`` (Alg. 2 adds a tool to every subtask that has it)."""
+        unknown = [v for v in verbs if v not in self.tool_verbs()]
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)} not among the actions of {self.name}: {', '.join(self.tool_verbs())}")
+        copy = self.model_copy(deep=True)
+        for subtask in copy.subtasks:
+            subtask.tools = {v: t for v, t in subtask.tools.items() if v in verbs}
+        return copy
+
+
+def _require_prompt(name: str, where: str) -> None:
+    try:
+        prompts.load(name)
+    except FileNotFoundError:
+        raise ValueError(f"{where}: no prompt template {name!r} under prompts/") from None

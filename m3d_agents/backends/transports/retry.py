@@ -1,0 +1,125 @@
+"""What both transports do with an answer: which failures a retry can fix, how long to wait, what the last one says.
+
+Owning this layer, instead of leaving it to each HTTP stack, is what makes ``transport: http`` and
+``transport: sdk`` fail alike. The OpenAI SDK, left to itself, retries on its own schedule, does not
+retry a 200 whose body is not JSON (a proxy's error page: it raises ``JSONDecodeError``, or hands the
+page's text on as if it were a completion), and raises its own exception types, whose text names
+neither the endpoint nor the problem in words a user can act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any, Awaitable, Callable, Mapping, TypeVar
+
+from m3d_agents.errors import BackendError, EndpointRefused
+
+T = TypeVar("T")
+
+RETRIED_STATUSES = frozenset({408, 409, 429})
+"""Besides every 5xx: a timeout the server gave up on, a conflict, a rate limit."""
+
+NO_KEY = "EMPTY"
+"""What a backend without a key sends as its bearer token: vLLM's convention for a server started
+without ``--api-key``, and something the OpenAI SDK accepts (it refuses to send no key at all)."""
+
+_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;}\]]+")
+
+
+class TransientFailure(Exception):
+    """One attempt failed in a way that a later one may not: what happened, and the wait the server asked for."""
+
+    def __init__(self, problem: str, retry_after: float | None = None) -> None:
+        self.problem = problem
+        self.retry_after = retry_after
+        super().__init__(problem)
+
+
+def is_retried(status: int) -> bool:
+    return status in RETRIED_STATUSES or status >= 500
+
+
+def without_secrets(text: str, key: str | None) -> str:
+    """``text`` with the client's own key and any bearer token blanked: some servers and proxies echo
+    the ``Authorization`` header in their error pages, and error text ends up in logs and result files."""
+    if key and key != NO_KEY:
+        text = text.replace(key, "***")
+    return _BEARER.sub(r"\1***", text)
+
+
+def answer_of(url: str, status: int, raw: bytes, headers: Mapping[str, str], key: str | None) -> Any:
+    """The parsed JSON of a successful answer; otherwise the error that says what to do about it.
+
+    Raises :class:`TransientFailure` for a 408, 409, 429 or 5xx, and for a 200 whose body is not
+    JSON (a proxy's error page is as passing as a 502); :class:`EndpointRefused` for any other status.
+    """
+    if status == 200:
+        try:
+            return json.loads(raw)
+        except ValueError:
+            snippet = without_secrets(repr(raw[:200]), key)
+            raise TransientFailure(f"sent a body that is not JSON: {snippet}") from None
+    message = without_secrets(error_message(raw), key)
+    if is_retried(status):
+        raise TransientFailure(f"HTTP {status}: {message}", retry_after_s(headers))
+    raise EndpointRefused(url, status, message)
+
+
+def error_message(raw: bytes) -> str:
+    """The ``error.message`` of an OpenAI-style error body, else the start of the body."""
+    try:
+        data = json.loads(raw)
+        error = data.get("error", data) if isinstance(data, dict) else data
+        message = error.get("message") if isinstance(error, dict) else error
+        return str(message or data)[:300]
+    except ValueError:
+        return raw[:300].decode("utf-8", "replace")
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """The wait a server asked for: ``retry-after-ms``, else ``Retry-After`` in seconds or as an HTTP date."""
+    millis = _number(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    value = headers.get("retry-after")
+    seconds = _number(value)
+    if seconds is not None or value is None:
+        return seconds
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def backoff_s(attempt: int, retry_after: float | None = None) -> float:
+    """The server's own ``Retry-After`` when it gave one (capped at a minute), else exponential backoff with jitter."""
+    if retry_after is not None:
+        return min(60.0, retry_after)
+    return min(8.0, 0.5 * 2 ** (attempt - 1)) * (0.75 + random.random() / 2)
+
+
+async def with_retries(attempt: Callable[[], Awaitable[T]], *, url: str, max_retries: int) -> T:
+    """``attempt()`` until it succeeds, ``max_retries`` more times at most after a :class:`TransientFailure`;
+    then a :class:`BackendError` naming the endpoint, the number of attempts and the last problem."""
+    problem, retry_after = "", None
+    for number in range(max_retries + 1):
+        if number:
+            await asyncio.sleep(backoff_s(number, retry_after))
+        try:
+            return await attempt()
+        except TransientFailure as failure:
+            problem, retry_after = failure.problem, failure.retry_after
+    attempts = max_retries + 1
+    raise BackendError(f"the model endpoint {url} did not answer after {attempts} attempt{'s' if attempts > 1 else ''} ({problem})")

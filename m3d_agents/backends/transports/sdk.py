@@ -1,0 +1,264 @@
+"""``transport: sdk``: AutoGen's ``OpenAIChatCompletionClient`` over the OpenAI SDK, under the lean client's contract.
+
+AutoGen and the SDK keep what they are good at: turning messages, images and tools into a request,
+and sending it. What both transports must do alike is ours, and this wrapper is where the SDK is
+made to do it (``tests/m3d_agents/backends/transports/test_conformance.py`` holds them to it):
+
+- **Every answer is read by our policy first.** An httpx response hook hands each response to
+  :func:`~m3d_agents.backends.transports.retry.answer_of` before the SDK parses it. Left alone, the
+  SDK raises ``JSONDecodeError`` (never retried) for a proxy's HTML page sent as JSON, and returns
+  the page's text as if it were a completion when it is sent as HTML; it raises its own exception
+  types whose text names neither the endpoint nor the problem.
+- **Retries are ours** (the SDK's ``max_retries`` is 0): the same statuses, schedule, ``Retry-After``
+  cap and last message as the lean client, and a 200 that is not JSON is retried like a 502.
+- **The deadline covers a whole attempt** (``asyncio.timeout``): httpx's timeout bounds each read,
+  so a server that trickles bytes would never time out.
+- **Requests are put in the shape that makes AutoGen's body ours**: system messages merged at the
+  front (AutoGen merges only adjacent ones and refuses the rest), ``json_output=<model>`` sent as the
+  same raw ``response_format`` (AutoGen would route it through the SDK's beta parser, which rewrites
+  the schema), no ``name`` on messages, ``json_output=False`` as no ``response_format``, and create
+  arguments the SDK does not know (vLLM's ``top_k``, ``chat_template_kwargs``, ...) sent in the body
+  through ``extra_body`` instead of refused.
+- **SDK errors become ours** at this boundary: :class:`~m3d_agents.errors.EndpointRefused` for a
+  4xx that a retry will not fix, :class:`~m3d_agents.errors.BackendError` for the rest, never with
+  the key or an ``Authorization`` header in the text.
+- **One SDK client per event loop**: its connection pool cannot outlive the loop it was made in (a
+  notebook runs one per cell), so usage totals are kept here, across clients.
+- Streaming is one chunk and token counts are estimates, as in the lean client: debates read whole
+  turns, and the SDK's token counter looks up OpenAI's tokenizers (a download) for OpenAI's models only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from typing import Any, AsyncGenerator, Literal, Mapping, Optional, Sequence, Union
+
+import openai
+from autogen_core import CancellationToken
+from autogen_core.models import (
+    ChatCompletionClient,
+    CreateResult,
+    LLMMessage,
+    ModelCapabilities,
+    ModelInfo,
+    RequestUsage,
+)
+from autogen_core.tools import Tool, ToolSchema
+from autogen_ext.models.openai import OpenAIChatCompletionClient
+from openai.types.chat.completion_create_params import CompletionCreateParamsBase
+from pydantic import BaseModel
+
+from m3d_agents.backends.transports.retry import NO_KEY, TransientFailure, answer_of, with_retries, without_secrets
+from m3d_agents.backends.transports.wire import (
+    added,
+    check_sendable,
+    completion_problem,
+    estimated_tokens,
+    merged_system_messages,
+    not_a_completion,
+    response_format,
+)
+from m3d_agents.errors import BackendError
+
+SDK_CREATE_ARGS = frozenset(CompletionCreateParamsBase.__annotations__) | {"timeout", "extra_body"}
+"""What the SDK's ``create`` takes by name; AutoGen refuses anything else in ``extra_create_args``."""
+
+# AutoGen compares the model name a server answers with its table of OpenAI model names, for cost
+# estimates this project does not use; a vLLM or llama.cpp server answers with its own name.
+warnings.filterwarnings("ignore", message="Resolved model mismatch", category=UserWarning)
+
+
+class SdkClient(ChatCompletionClient):
+    """AutoGen's ``OpenAIChatCompletionClient``, made to behave like the lean client (see the module's docstring)."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        model_info: ModelInfo,
+        api_key: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+        timeout_s: float = 120.0,
+        max_retries: int = 3,
+        context_window: int | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + "/chat/completions"
+        self.model = model
+        self._model_info = model_info
+        self._key = api_key or NO_KEY
+        self._defaults: dict[str, Any] = {
+            k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens), ("seed", seed)) if v is not None
+        }
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.context_window = context_window
+        self._inner: OpenAIChatCompletionClient | None = None
+        self._inner_loop: asyncio.AbstractEventLoop | None = None
+        self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
+        self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
+
+    def autogen_client(self) -> OpenAIChatCompletionClient:
+        """The AutoGen client that serves the running event loop, made on first use in each loop."""
+        loop = asyncio.get_running_loop()
+        if self._inner is None or self._inner_loop is not loop:
+            http_client = openai.DefaultAsyncHttpxClient(event_hooks={"response": [self._read_answer]})
+            settings: dict[str, Any] = {
+                "model": self.model,
+                "base_url": self.base_url,
+                "api_key": self._key,
+                "timeout": self.timeout_s,
+                "max_retries": 0,
+                "model_info": self._model_info,
+                "include_name_in_message": False,
+                "http_client": http_client,
+                **self._defaults,
+            }
+            self._inner = OpenAIChatCompletionClient(**settings)
+            self._inner_loop = loop
+        return self._inner
+
+    async def _read_answer(self, response: Any) -> None:
+        """The response hook: our policy reads the answer before the SDK does (an error here reaches
+        :meth:`_attempt` as it is: the SDK passes on what its HTTP client raises, other than its own errors)."""
+        await response.aread()
+        data = answer_of(self.url, response.status_code, response.content, response.headers, self._key)
+        problem = completion_problem(data)
+        if problem is not None:
+            raise not_a_completion(self.url, data, problem, self._key)
+
+    def _request(
+        self,
+        messages: Sequence[LLMMessage],
+        json_output: Optional[bool | type[BaseModel]],
+        extra_create_args: Mapping[str, Any],
+    ) -> tuple[list[LLMMessage], dict[str, Any]]:
+        check_sendable(messages, self._model_info)
+        extra: dict[str, Any] = {}
+        wanted = response_format(json_output)
+        if wanted is not None:
+            extra["response_format"] = wanted
+        body_only: dict[str, Any] = {}
+        for name, value in extra_create_args.items():
+            (extra if name in SDK_CREATE_ARGS else body_only)[name] = value
+        if body_only:
+            extra["extra_body"] = {**extra.get("extra_body", {}), **body_only}
+        return merged_system_messages(messages, self._model_info), extra
+
+    async def _attempt(
+        self,
+        messages: Sequence[LLMMessage],
+        tools: Sequence[Tool | ToolSchema],
+        tool_choice: Tool | Literal["auto", "required", "none"],
+        extra: Mapping[str, Any],
+    ) -> CreateResult:
+        client = self.autogen_client()
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                return await client.create(messages, tools=tools, tool_choice=tool_choice, extra_create_args=extra)
+        except TimeoutError:
+            raise TransientFailure(f"timed out after {self.timeout_s:g} s") from None
+        except openai.APITimeoutError:
+            raise TransientFailure(f"timed out after {self.timeout_s:g} s") from None
+        except openai.APIConnectionError as exc:
+            if isinstance(exc.__cause__, (TransientFailure, BackendError)):
+                raise exc.__cause__ from None
+            cause = exc.__cause__ or exc
+            problem = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+            raise TransientFailure(without_secrets(problem, self._key)) from None
+        except openai.APIStatusError as exc:
+            # Only if the hook did not see the response; read outside the handler, so that the SDK's
+            # error (whose text holds the server's body) is not chained to ours.
+            response = exc.response
+        except openai.OpenAIError as exc:
+            problem = without_secrets(str(exc), self._key)
+            raise BackendError(f"the model endpoint {self.url} sent an answer the SDK cannot read: {problem}") from None
+        except ValueError as exc:
+            raise BackendError(f"cannot send this request to {self.url}: {without_secrets(str(exc), self._key)}") from None
+        answer_of(self.url, response.status_code, response.content, response.headers, self._key)
+        raise BackendError(f"the model endpoint {self.url} sent an answer the SDK cannot read (HTTP {response.status_code})")
+
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[Tool | ToolSchema] = [],
+        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
+        json_output: Optional[bool | type[BaseModel]] = None,
+        extra_create_args: Mapping[str, Any] = {},
+        cancellation_token: Optional[CancellationToken] = None,
+    ) -> CreateResult:
+        sent, extra = self._request(messages, json_output, extra_create_args)
+        call = with_retries(lambda: self._attempt(sent, tools, tool_choice, extra), url=self.url, max_retries=self.max_retries)
+        if cancellation_token is None:
+            result = await call
+        else:
+            request = asyncio.ensure_future(call)
+            cancellation_token.link_future(request)
+            result = await request
+        self._actual = added(self._actual, result.usage)
+        self._total = added(self._total, result.usage)
+        return result
+
+    async def create_stream(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[Tool | ToolSchema] = [],
+        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
+        json_output: Optional[bool | type[BaseModel]] = None,
+        extra_create_args: Mapping[str, Any] = {},
+        cancellation_token: Optional[CancellationToken] = None,
+        include_usage: Optional[bool] = None,
+    ) -> AsyncGenerator[Union[str, CreateResult], None]:
+        """The whole answer as one chunk, then the result: debates read complete turns, never tokens."""
+        result = await self.create(
+            messages, tools=tools, tool_choice=tool_choice, json_output=json_output,
+            extra_create_args=extra_create_args, cancellation_token=cancellation_token,
+        )
+        if isinstance(result.content, str) and result.content:
+            yield result.content
+        yield result
+
+    async def close(self) -> None:
+        inner, self._inner = self._inner, None
+        if inner is not None:
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is self._inner_loop:
+                await inner.close()
+
+    def actual_usage(self) -> RequestUsage:
+        return self._actual
+
+    def total_usage(self) -> RequestUsage:
+        return self._total
+
+    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
+        return estimated_tokens(messages, tools, self._model_info)
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
+        if self.context_window is None:
+            raise BackendError("the context window of this backend is unknown, so its remaining tokens are too")
+        return max(0, self.context_window - self.count_tokens(messages, tools=tools))
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        return ModelCapabilities(
+            vision=self._model_info["vision"],
+            function_calling=self._model_info["function_calling"],
+            json_output=self._model_info["json_output"],
+        )
+
+    @property
+    def model_info(self) -> ModelInfo:
+        return self._model_info

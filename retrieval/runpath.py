@@ -1,0 +1,217 @@
+"""Evidence for a run: one function turns a configuration's ``retrieval:`` block and the run's choices
+into the :class:`~debates.strategy.RunContext` options that strategies read.
+
+Every run path calls :func:`open_retrieval` (``m3d check``, ``m3d debate``, ``m3d evaluate``, the
+notebooks) and passes :meth:`RunRetrieval.context_options` to ``run_sample`` or the batch runner:
+
+- ``evidence_source``: the pipeline (reverse image search, caption search, Wikipedia, pages,
+  extraction, reliability, the leakage filter, summaries) behind the evidence store;
+- ``query_answerer``: answers the queries debaters ask (web search, else the gathered pages);
+- ``searchers``: ``web``, ``wikipedia`` and ``corpus`` search for agents that search as an action;
+- ``evidence_log``: collects each sample's :class:`~m3d_agents.verdict.EvidenceReport`.
+
+Modes (``--retrieval``):
+
+- ``live``: the providers whose keys are in the environment are asked every time; the store
+  records every answer (and overwrites older ones);
+- ``record``: answers the store already holds are reused, the rest are asked and recorded;
+- ``replay``: answers come from the store alone, through a guard that refuses every fetch; a
+  question never recorded is reported as that provider's failure;
+- ``off``: nothing is gathered, and the report says so.
+
+Without ``--retrieval`` a configuration with a ``retrieval:`` block runs in ``record`` mode and
+one without runs with retrieval off. A provider that cannot run (no key) or fails (no network, a
+refusal) is reported and the run goes on.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from m3d_agents.backends.config import default_cache_root
+from m3d_agents.backends.factory import Backend, BackendPool
+from m3d_agents.errors import InputError
+from m3d_agents.verdict import RetrievalMode
+from retrieval.answerer import GatheredEvidenceAnswerer, SearchAnswerer
+from retrieval.config import RetrievalConfig
+from retrieval.fetch import Fetcher
+from retrieval.guards import FetchGuard, OfflineGuard
+from retrieval.interfaces import QueryAnswerer
+from retrieval.leakage import LeakageFilter
+from retrieval.pipeline import EvidencePipeline, assemble_pipeline
+from retrieval.providers.base import ReverseImageSearch, WebSearch, endpoint
+from retrieval.reliability import DomainRatings, ReliabilityRater
+from retrieval.report import EvidenceLog
+from retrieval.store import EvidenceStore, StoreMode
+
+MODES: tuple[RetrievalMode, ...] = ("live", "record", "replay", "off")
+STORE_MODES: dict[RetrievalMode, StoreMode] = {"live": "refresh", "record": "record", "replay": "replay"}
+
+
+@dataclass
+class RunRetrieval:
+    """The evidence sources of one run, shared by all its samples; close it when the run ends."""
+
+    mode: RetrievalMode
+    log: EvidenceLog
+    evidence_source: EvidencePipeline | None = None
+    query_answerer: QueryAnswerer | None = None
+    searchers: dict[str, QueryAnswerer] = field(default_factory=dict)
+    store: EvidenceStore | None = None
+    fetcher: Fetcher | None = None
+
+    def context_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``run_sample`` (the :class:`~debates.strategy.RunContext` fields)."""
+        options: dict[str, Any] = {"evidence_log": self.log}
+        if self.evidence_source is not None:
+            options["evidence_source"] = self.evidence_source
+        if self.query_answerer is not None:
+            options["query_answerer"] = self.query_answerer
+        if self.searchers:
+            options["searchers"] = dict(self.searchers)
+        return options
+
+    async def close(self) -> None:
+        if self.fetcher is not None:
+            await self.fetcher.close()
+        if self.store is not None:
+            self.store.close()
+
+
+def parse_mode(value: str | None) -> RetrievalMode | None:
+    """``--retrieval``'s value, checked; None leaves the choice to the configuration."""
+    if value is None:
+        return None
+    if value not in MODES:
+        raise InputError("retrieval", f"{value!r} is not one of {', '.join(MODES)}")
+    return value
+
+
+def settings_of(config: Any) -> RetrievalConfig | None:
+    """The ``retrieval:`` block of any strategy's configuration (None: it asks for no evidence)."""
+    settings = getattr(config, "retrieval", None)
+    return settings if isinstance(settings, RetrievalConfig) else None
+
+
+def open_retrieval(
+    config: Any,
+    pool: BackendPool,
+    *,
+    mode: RetrievalMode | None = None,
+    store_path: Path | None = None,
+    backend: str | None = None,
+    guard: FetchGuard | None = None,
+) -> RunRetrieval:
+    """The evidence sources of a run of ``config`` (see the module docstring for the modes).
+
+    ``backend`` is the run's backend override; summaries and reliability judgements use the block's
+    ``summary.backend``, else that override, else the configuration's own backend, else the default.
+    ``guard`` replaces the fetch guard (tests only; the command line never passes one).
+    """
+    settings = settings_of(config)
+    chosen: RetrievalMode = mode or ("record" if settings is not None else "off")
+    if chosen == "off":
+        why = "--retrieval off" if settings is not None else "the configuration has no retrieval block; --retrieval live turns it on"
+        return RunRetrieval(mode="off", log=EvidenceLog("off", why))
+    note = ""
+    if settings is None:
+        settings = RetrievalConfig()
+        note = "the configuration has no retrieval block, so the library defaults were used"
+    path = store_path or settings.store_path or default_cache_root() / "evidence.sqlite"
+    store = EvidenceStore(path, STORE_MODES[chosen])
+    fetcher = Fetcher(settings.fetch, OfflineGuard() if chosen == "replay" else guard or FetchGuard())
+    not_run: dict[str, str] = {}
+    reverse = _reverse_providers(settings, fetcher, chosen, not_run)
+    web = _web_providers(settings, fetcher, chosen, not_run)
+    wikipedia = _wikipedia(settings, fetcher)
+    log = EvidenceLog(chosen, note, not_run)
+    run_backend = backend or getattr(config, "backend", None) or pool.default_backend
+    summaries = settings.summary.enabled
+    judge: Backend | None = (
+        pool.get(run_backend) if settings.judge_unknown_domains or (summaries and not settings.summary.backend) else None
+    )
+    writer = pool.get(settings.summary.backend) if summaries and settings.summary.backend else judge
+    if not settings.judge_unknown_domains:
+        judge = None
+    misses: Literal["report"] = "report"
+    pipeline = assemble_pipeline(
+        settings, judge, store, reverse, web, fetcher, text_search=[wikipedia], summary_backend=writer, log=log,
+        replay_misses=misses,
+    )
+    ratings = DomainRatings.load(settings.reliability_list)
+
+    def answerer(providers: list[WebSearch]) -> SearchAnswerer:
+        return SearchAnswerer(
+            providers, store=store, rater=ReliabilityRater(ratings, judge=pipeline.rater.judge, store=store),
+            leakage=LeakageFilter(ratings, settings.leakage), limit=settings.query_results, log=log, replay_misses=misses,
+        )
+
+    searchers: dict[str, QueryAnswerer] = {"wikipedia": answerer([wikipedia])}
+    if web:
+        searchers["web"] = answerer(web)
+    corpus = _corpus(settings)
+    if corpus is not None:
+        searchers["corpus"] = answerer([corpus])
+    query_answerer: QueryAnswerer = searchers["web"] if web else GatheredEvidenceAnswerer(pipeline, settings.query_results)
+    return RunRetrieval(
+        mode=chosen, log=log, evidence_source=pipeline, query_answerer=query_answerer, searchers=searchers,
+        store=store, fetcher=fetcher,
+    )
+
+
+def _has_key(variable: str, mode: RetrievalMode, not_run: dict[str, str], name: str) -> bool:
+    """Replay needs no key (nothing is asked); otherwise a provider without its key is reported, not built."""
+    if mode == "replay" or os.environ.get(variable, "").strip():
+        return True
+    not_run[name] = f"no key: set {variable}"
+    return False
+
+
+def _reverse_providers(
+    settings: RetrievalConfig, fetcher: Fetcher, mode: RetrievalMode, not_run: dict[str, str]
+) -> list[ReverseImageSearch]:
+    from retrieval.providers import google_vision, serpapi_lens
+
+    providers: list[ReverseImageSearch] = []
+    for name in settings.reverse_image:
+        if name == "google_vision" and _has_key(google_vision.KEY_VARIABLE, mode, not_run, name):
+            url = endpoint(settings.endpoints.google_vision, name, google_vision.ENDPOINT)
+            providers.append(google_vision.GoogleVisionWebDetection(fetcher, endpoint=url))
+        elif name == "serpapi_lens" and _has_key(serpapi_lens.KEY_VARIABLE, mode, not_run, name):
+            url = endpoint(settings.endpoints.serpapi, "serpapi", serpapi_lens.ENDPOINT)
+            providers.append(serpapi_lens.SerpApiGoogleLens(fetcher, endpoint=url))
+    return providers
+
+
+def _web_providers(settings: RetrievalConfig, fetcher: Fetcher, mode: RetrievalMode, not_run: dict[str, str]) -> list[WebSearch]:
+    from retrieval.providers import duckduckgo, serper
+
+    providers: list[WebSearch] = []
+    for name in settings.web_search:
+        if name == "serper" and _has_key(serper.KEY_VARIABLE, mode, not_run, name):
+            providers.append(serper.SerperSearch(fetcher, endpoint=endpoint(settings.endpoints.serper, name, serper.ENDPOINT)))
+        elif name == "duckduckgo":
+            providers.append(duckduckgo.DuckDuckGoSearch())
+    return providers
+
+
+def _wikipedia(settings: RetrievalConfig, fetcher: Fetcher) -> WebSearch:
+    from retrieval.providers.wikipedia import WikipediaSearch
+
+    public = f"https://{settings.wikipedia_language}.wikipedia.org/w/api.php"
+    return WikipediaSearch(fetcher, settings.wikipedia_language, endpoint(settings.endpoints.wikipedia, "wikipedia", public))
+
+
+def _corpus(settings: RetrievalConfig) -> WebSearch | None:
+    if settings.corpus is None:
+        return None
+    from retrieval.providers.local_corpus import LocalCorpus
+
+    if settings.corpus == "climate_fever":
+        from retrieval.climate_fever import load_climate_fever
+
+        return load_climate_fever()
+    return LocalCorpus.from_jsonl(Path(settings.corpus))

@@ -1,0 +1,222 @@
+"""Evidence in the run paths: live through loopback providers, replayed with no network, failures reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from typer.testing import CliRunner
+
+from debates.cli.main import app
+from debates.eval.records import read_rows
+from debates.strategy import load_config, run_sample
+from m3d_agents.backends.factory import BackendPool
+from m3d_agents.errors import InputError
+from m3d_agents.sample import Sample
+from retrieval import guards
+from retrieval.config import RetrievalConfig
+from retrieval.runpath import open_retrieval
+from tests.support.debate import answer
+from tests.support.evidence_world import World, loopback_world
+from tests.support.paths import EXAMPLE_IMAGE, shared_data
+from tests.support.provider_server import ProviderServer
+from tests.support.scripted import ScriptedClient, scripted_backend
+
+POSTS = 3
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    shared_data("article-extraction-benchmark")
+    with loopback_world(tmp_path / "world", shared_data("mediaeval2016-dev"), POSTS) as running:
+        yield running
+
+
+def evaluate(world: World, mode: str, out: str, config: str = "async") -> list[str]:
+    return ["evaluate", "--config", config, *world.dataset_arguments(), "--backend", "stub", "--config-file",
+            str(world.config_file), "--retrieval", mode, "--evidence-store", str(world.folder / "evidence.sqlite"),
+            "--out", str(world.folder / out), "--no-progress", "--concurrency", "2"]
+
+
+def test_m3d_evaluate_gathers_live_evidence_then_replays_it_with_no_network_and_no_model(world: World) -> None:
+    live = CliRunner().invoke(app, evaluate(world, "live", "live"))
+    assert live.exit_code == 0, live.output
+    rows = read_rows(world.folder / "live" / "results.jsonl")[0]
+    assert len(rows) == POSTS and all(r.status != "error" for r in rows), [r.error for r in rows]
+    for row in rows:
+        report = row.verdict["evidence_report"]
+        assert report["mode"] == "live" and report["kept"] >= 3, report
+        assert report["network_fetches"] >= 4, "one reverse image search and three pages at least"
+        providers = {p["provider"]: p for p in report["providers"]}
+        assert providers["google_vision"]["items"] == 5 and providers["pages"]["items"] == 3
+        assert "serpapi_lens" not in providers, "LLM-Consensus asks the first provider that finds pages"
+        assert len(row.verdict["evidence_ids"]) == report["kept"]
+    prompts = [str(r["messages"]) for r in world.model.requests]
+    assert any("quoted-evidence" in p and "/bench/" in p for p in prompts), "the debaters read the pages"
+    summaries = [p for p in prompts if "deliberately not shown" in p]
+    assert summaries and not any(post_text in p for p in summaries for post_text in [r.verdict["sample_id"] for r in rows])
+    assert "network fetches for evidence: 0" not in " ".join(live.output.split())
+
+    model_before, providers_before = len(world.model.requests), world.provider_requests()
+    replay = CliRunner().invoke(app, evaluate(world, "replay", "replay"))
+    assert replay.exit_code == 0, replay.output
+    assert len(world.model.requests) == model_before, "every model call was answered from the response cache"
+    assert world.provider_requests() == providers_before, "a replay makes no network request"
+    printed = " ".join(replay.output.split())
+    assert "model calls: 0 reached a model" in printed and "network fetches for evidence: 0" in printed
+    again = {r.sample_id: r for r in read_rows(world.folder / "replay" / "results.jsonl")[0]}
+    for row in rows:
+        other = again[row.sample_id]
+        assert (other.label, other.confidence) == (row.label, row.confidence)
+        assert other.verdict["evidence_ids"] == row.verdict["evidence_ids"]
+        assert other.verdict["evidence_report"]["network_fetches"] == 0
+
+
+def test_a_failing_provider_and_a_missing_key_are_reported_and_the_run_goes_on(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world.providers.refuse.add("google_vision")
+    monkeypatch.delenv("SERPAPI_API_KEY")
+    result = CliRunner().invoke(app, ["debate", "--config", "async", "--text", "Storm over the statue", "--image",
+                                      str(EXAMPLE_IMAGE), "--backend", "stub", "--config-file", str(world.config_file),
+                                      "--evidence-store", str(world.folder / "ev.sqlite"), "--max-rounds", "1"])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert "evidence (record): 0 items given to the agents" in output
+    assert "google_vision failed 1x" in output and "billing" in output
+    assert "serpapi_lens not run: no key: set SERPAPI_API_KEY" in output
+
+
+def test_replay_without_a_store_is_one_clear_line(world: World) -> None:
+    result = CliRunner().invoke(app, evaluate(world, "replay", "nothing"))
+    assert result.exit_code == 2
+    assert "replay-only mode needs an existing store" in result.output and "Traceback" not in result.output
+
+
+def test_a_replayed_question_that_was_never_recorded_is_reported(world: World) -> None:
+    first = CliRunner().invoke(app, evaluate(world, "record", "first"))
+    assert first.exit_code == 0, first.output
+    other = Sample(text="A post never seen", images=[EXAMPLE_IMAGE])
+
+    async def replay() -> dict:  # type: ignore[type-arg]
+        pool = BackendPool()
+        pool.add(scripted_backend(ScriptedClient(lambda m, k: answer("real")), name="scripted"))
+        sources = open_retrieval(load_config("async"), pool, mode="replay", store_path=world.folder / "evidence.sqlite",
+                                 backend="scripted")
+        try:
+            verdict = await run_sample("async", other, pool, backend="scripted", **sources.context_options())
+        finally:
+            await sources.close()
+        assert verdict.evidence_report is not None
+        return verdict.evidence_report.model_dump()
+
+    import asyncio
+
+    report = asyncio.run(replay())
+    failures = {p["provider"]: p["failures"] for p in report["providers"]}
+    assert "replay-only" in failures["google_vision"][0] and report["network_fetches"] == 0
+
+
+async def test_loopback_providers_are_refused_without_the_test_only_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ProviderServer() as providers:
+        for key, value in providers.environment().items():
+            monkeypatch.setenv(key, value)
+        guards.allow_loopback_in_tests(False)
+        pool = BackendPool()
+        pool.add(scripted_backend(ScriptedClient(lambda m, k: answer("real")), name="scripted"))
+        sources = open_retrieval(load_config("async"), pool, mode="live", store_path=tmp_path / "ev.sqlite", backend="scripted")
+        try:
+            verdict = await run_sample("async", Sample(text="a post", images=[EXAMPLE_IMAGE]), pool, backend="scripted",
+                                       **sources.context_options())
+        finally:
+            await sources.close()
+    report = verdict.evidence_report
+    assert report is not None and report.kept == 0
+    failure = next(p for p in report.providers if p.provider == "google_vision").failures[0]
+    assert "loopback address" in failure
+    assert providers.requests == [], "the guard decided before connecting"
+
+
+def test_no_command_line_option_or_run_path_opens_the_guards_to_loopback() -> None:
+    from tests.support.paths import REPO
+
+    for folder in ("debates", "m3d_agents", "retrieval"):
+        for path in (REPO / folder).rglob("*.py"):
+            if path.name != "guards.py":
+                assert "allow_loopback" not in path.read_text(), path
+    for command in ("check", "debate", "evaluate"):
+        assert "loopback" not in CliRunner().invoke(app, [command, "--help"]).output
+
+
+async def test_a_configuration_without_a_retrieval_block_says_that_retrieval_is_off() -> None:
+    pool = BackendPool()
+    pool.add(scripted_backend(ScriptedClient(['{"rationale": "r", "label": "real", "confidence": 0.5}']), name="scripted"))
+    sources = open_retrieval(load_config("check"), pool)
+    assert sources.context_options().keys() == {"evidence_log"}
+    verdict = await run_sample("check", Sample(text="a post"), pool, backend="scripted", **sources.context_options())
+    assert verdict.evidence_report is not None and verdict.evidence_report.mode == "off"
+    assert verdict.evidence_report.lines() == [
+        "evidence: retrieval off (the configuration has no retrieval block; --retrieval live turns it on)"
+    ]
+
+
+async def test_the_checker_reads_the_evidence_it_is_given(tmp_path: Path) -> None:
+    shared_data("article-extraction-benchmark")
+    with loopback_world(tmp_path / "w", shared_data("mediaeval2016-dev"), 1) as world:
+        from m3d_agents.backends.config import load_backend_settings
+
+        pool = BackendPool(load_backend_settings(world.config_file))
+        config = load_config("check").model_copy(update={"retrieval": RetrievalConfig(
+            reverse_image=["google_vision"], caption_search=False, max_pages=2, summary={"enabled": False})})
+        sources = open_retrieval(config, pool, mode="live", store_path=tmp_path / "ev.sqlite", backend="stub")
+        try:
+            verdict = await run_sample(config, Sample(text="a post", images=[EXAMPLE_IMAGE]), pool, backend="stub",
+                                       **sources.context_options())
+        finally:
+            await sources.close()
+            await pool.close()
+        assert verdict.evidence_report is not None and verdict.evidence_report.kept == 3
+        assert len(verdict.evidence_ids) == 3
+        assert "quoted-evidence" in str(world.model.requests[-1]["messages"])
+
+
+def test_an_unknown_mode_names_the_option() -> None:
+    from retrieval.runpath import parse_mode
+
+    with pytest.raises(InputError, match="retrieval"):
+        parse_mode("sometimes")
+
+
+async def test_agentm3d_text_agent_reads_wikipedia_from_the_run_path_and_the_image_agent_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.debate import seat_pool
+    from tests.support.scripted import text_of
+
+    def respond(messages, kwargs):  # type: ignore[no-untyped-def]
+        system = text_of(messages[:1])
+        if "checking effort" in system:
+            return "[BON level-0]"
+        action = "TEXT SUPPORT" if "its TEXT is true" in system else "IMAGE SUPPORT" if "its IMAGE" in system else "MATCH"
+        return f"Checked.\nFinish[{action}]\nCONFIDENCE: 0.8"
+
+    with ProviderServer() as providers:
+        for key, value in providers.environment().items():
+            monkeypatch.setenv(key, value)
+        guards.allow_loopback_in_tests(True)
+        try:
+            config, pool, clients = seat_pool(load_config("agentm3d"), {n: respond for n in ("text_agent", "image_agent", "cross_modal_agent")})
+            sources = open_retrieval(config, pool, mode="live", store_path=tmp_path / "ev.sqlite", backend="b_text_agent")
+            sample = Sample(text="Global warming raises the sea level around the world", images=[EXAMPLE_IMAGE], taxonomy="m3d")
+            verdict = await run_sample(config, sample, pool, **sources.context_options())
+            await sources.close()
+        finally:
+            guards.allow_loopback_in_tests(False)
+    report = verdict.evidence_report
+    assert report is not None and report.kept >= 1
+    assert [p.provider for p in report.providers if p.calls] == ["wikipedia"], "AgentM3D searches Wikipedia only"
+    text_prompt = clients["text_agent"].calls[-1].prompt
+    assert "en.wikipedia.org/wiki/" in text_prompt and "quoted-evidence" in text_prompt
+    for other in ("image_agent", "cross_modal_agent"):
+        assert "wikipedia.org" not in clients[other].calls[-1].prompt
