@@ -132,6 +132,8 @@ def scripted_answer(request: dict[str, Any], raw: bytes, seen: dict[bytes, int],
         return "SCORE: 0.3" if re.search(r"REFUTE\]|MISMATCH\]", judged) else "SCORE: 0.9"
     if "The score is <" in system:
         return "The score is 3" if re.search(r"REFUTE\]|MISMATCH\]", last_text) else "The score is 8"
+    if "Reply with the score alone" in system:
+        return "0.2" if re.search(r"REFUTE\]|MISMATCH\]", last_text) else "0.8"
     if "[BON level-1]" in system:
         return "A specific claim about a breaking event, with a photo that could come from elsewhere. [BON level-1]"
     actions = re.search(r"Finish\[([A-Z ]+)\] if .*?, or Finish\[([A-Z ]+)\] if", system, re.S)
