@@ -16,6 +16,7 @@ shares, so a strategy only says what it decided and how.
 from __future__ import annotations
 
 import inspect
+import re
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -23,7 +24,6 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Mapping, Protocol, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from m3d_agents.backends.metering import UsageLedger
@@ -31,6 +31,7 @@ from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import collapse_label, get_taxonomy
 from m3d_agents.registry import Registry
+from m3d_agents.safe_yaml import load_yaml
 from m3d_agents.sample import InputLimits, Sample
 from m3d_agents.verdict import TranscriptTurn, Verdict
 from retrieval.config import RetrievalConfig
@@ -190,33 +191,46 @@ def parse_config(data: Any, origin: str = "config") -> StrategyConfig:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise InputError(origin, str(exc)) from exc
+        raise InputError.from_validation(exc, origin, default_field="config") from None
 
 
 @lru_cache(maxsize=64)
 def _parsed(text: str, origin: str) -> StrategyConfig:
     """Parsed once per distinct text: a batch run loads its configuration for every sample, and YAML
     parsing cost more CPU than a model call; keyed on the text, an edited file is read afresh."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(origin, f"not valid YAML: {exc}") from exc
-    return parse_config(data, origin)
+    return parse_config(load_yaml(text, origin), origin)
+
+
+CONFIG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def load_config(name_or_path: str | Path) -> StrategyConfig:
-    """A built-in configuration by name (``async``, ``check`` ...) or a YAML file by path."""
-    path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
-        text, origin = path.read_text(), str(path)
-    else:
-        resource = resources.files("debates").joinpath("configs", f"{name_or_path}.yaml")
-        if not resource.is_file():
-            raise InputError(
-                "config", f"no configuration {name_or_path!r}; built in: {', '.join(builtin_config_names())}"
-            )
-        text, origin = resource.read_text(), f"debates/configs/{name_or_path}.yaml"
-    return _parsed(text, origin).model_copy(deep=True)
+    """A built-in configuration by name (``async``, ``check`` ...) or a YAML file by path.
+
+    The two are told apart by the suffix, never by looking: a name is only ever looked up among the
+    built-in files, so ``../../elsewhere`` cannot reach a file outside them, and a path is only
+    ever a ``.yaml`` or ``.yml`` file that exists.
+    """
+    text = str(name_or_path)
+    path = Path(text)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.exists():
+            raise InputError("config", f"{text} does not exist")
+        if not path.is_file():
+            raise InputError("config", f"{text} is not a file")
+        try:
+            return _parsed(path.read_text(encoding="utf-8"), text).model_copy(deep=True)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError("config", f"cannot read {text}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not CONFIG_NAME.fullmatch(text) or ".." in text:
+        raise InputError(
+            "config", f"{text!r} is neither a built-in configuration name nor a path to a .yaml file; "
+            f"built in: {', '.join(builtin_config_names())}"
+        )
+    resource = resources.files("debates").joinpath("configs", f"{text}.yaml")
+    if not resource.is_file():
+        raise InputError("config", f"no configuration {text!r}; built in: {', '.join(builtin_config_names())}")
+    return _parsed(resource.read_text(encoding="utf-8"), f"debates/configs/{text}.yaml").model_copy(deep=True)
 
 
 def with_overrides(config: StrategyConfig, **changes: Any) -> StrategyConfig:

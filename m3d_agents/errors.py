@@ -6,6 +6,11 @@ batch run can record it next to the sample instead of crashing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class InputError(ValueError):
     """A sample, an image or a config value is unusable.
@@ -17,6 +22,23 @@ class InputError(ValueError):
         self.field = field
         self.problem = problem
         super().__init__(f"{field}: {problem}")
+
+    @classmethod
+    def from_validation(cls, exc: ValidationError, origin: str = "", default_field: str = "value") -> "InputError":
+        """The first problem of a pydantic error on one line: the field's path, what is wrong, and where.
+
+        Never ``str(exc)``: it spans lines, quotes the rejected input (a key pasted in the wrong
+        place, or a YAML file whose aliases expand to a billion nodes) and can cost minutes.
+        """
+        problems = exc.errors(include_url=False, include_input=False, include_context=False)
+        if not problems:
+            return cls(origin or default_field, "invalid")
+        first = problems[0]
+        field = ".".join(str(part) for part in first["loc"]) or default_field
+        message = str(first["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        more = f"; and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''}" if len(problems) > 1 else ""
+        where = f" (in {origin}{more})" if origin else (f" ({more[2:]})" if more else "")
+        return cls(field, f"{message}{where}")
 
 
 class ParseError(ValueError):

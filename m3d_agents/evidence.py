@@ -26,6 +26,7 @@ class Evidence(BaseModel):
     language: str | None = Field(None, description="ISO 639-1 code of the source text; non-English is flagged")
     kept: bool = True
     reason: str = Field("", description="why it was kept, or the filter rule that dropped it")
+    artifact: str | None = Field(None, description="an image a tool made for this evidence (a frame grid): its PNG file")
 
     def model_post_init(self, _context: object) -> None:
         if not self.id:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from m3d_agents.errors import InputError
+
 
 class Taxonomy(BaseModel):
     """A named label set; ``misinformation[label]`` is the binary collapse of each label."""
@@ -100,7 +102,7 @@ def get_taxonomy(name: str) -> Taxonomy:
     try:
         return TAXONOMIES[name]
     except KeyError:
-        raise ValueError(f"unknown taxonomy {name!r}; known: {', '.join(TAXONOMIES)}") from None
+        raise InputError("taxonomy", f"unknown taxonomy {name!r}; known: {', '.join(TAXONOMIES)}") from None
 
 
 def collapse_label(label: str, source: Taxonomy, target: Taxonomy) -> str:

@@ -22,6 +22,9 @@ class InputLimits(BaseModel):
     max_image_bytes: int = Field(30 * 1024 * 1024, gt=0)
     max_side: int = Field(1024, gt=0, description="images are resized so that no side exceeds this")
     max_images: int = Field(8, ge=0)
+    max_video_bytes: int = Field(200 * 1024 * 1024, gt=0)
+    max_video_seconds: float = Field(600.0, gt=0, description="longer videos are refused, not cut")
+    max_video_pixels: int = Field(3840 * 2160, gt=0, description="pixels of one frame")
 
 
 class SampleMetadata(BaseModel):
@@ -44,6 +47,7 @@ class VideoRef(BaseModel):
     video_id: str | None = None
     transcript: str | None = None
     duration_s: float | None = Field(None, ge=0)
+    frames: list[Path] = Field(default_factory=list, description="frames a data set ships instead of the video (FakeVV)")
 
 
 class Sample(BaseModel):
@@ -71,6 +75,11 @@ class Sample(BaseModel):
             digest = hashlib.sha256(self.text.encode())
             for path in self.images:
                 digest.update(str(path).encode())
+            if self.video is not None:
+                # Two posts with one title and different videos must not share an id.
+                for part in (self.video.path, self.video.video_id, *self.video.frames):
+                    if part is not None:
+                        digest.update(f"video:{part}".encode())
             self.id = digest.hexdigest()[:16]
         if self.gold_label is not None:
             from m3d_agents.labels import get_taxonomy

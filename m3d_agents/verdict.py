@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from m3d_agents.evidence import Evidence
 from m3d_agents.labels import get_taxonomy
 
 Modality = Literal["text", "image", "cross_modal", "video", "overall"]
@@ -111,6 +112,11 @@ class Verdict(BaseModel):
     rationale: str = ""
     findings: list[Finding] = Field(default_factory=list)
     evidence_ids: list[str] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(
+        default_factory=list,
+        description="the evidence the strategy was given, kept or filtered out, each with its source, reliability "
+        "and reason, so a run's results file shows a reviewer what the agents saw and what was dropped",
+    )
     abstained: bool = False
     abstain_reason: str | None = None
     transcript: list[TranscriptTurn] = Field(default_factory=list)

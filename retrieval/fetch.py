@@ -17,6 +17,7 @@ import httpx
 from pydantic import BaseModel, Field
 
 from m3d_agents.errors import BackendError
+from m3d_agents.redaction import redact, redact_url
 from retrieval.guards import FetchGuard, FetchRefused
 
 REDIRECT_CODES = {301, 302, 303, 307, 308}
@@ -29,16 +30,21 @@ class FetchError(BackendError):
     """A fetch that was allowed but did not give a usable body (status, limits, timeout, network)."""
 
     def __init__(self, url: str, problem: str) -> None:
-        self.url = redact(url)
-        super().__init__(f"fetching {self.url}: {problem}")
+        self.url = redact_url(url)
+        super().__init__(redact(f"fetching {self.url}: {problem}"))
 
 
-_SECRET_PARAM = re.compile(r"([?&](?:api_key|apikey|key|token|access_token)=)[^&#]*", re.IGNORECASE)
+CREDENTIAL_HEADER = re.compile(r"authorization|cookie|api[-_]?key|token|secret|password|session|auth", re.IGNORECASE)
+"""Headers that carry a credential (``Authorization``, ``X-API-Key``, ``X-Goog-Api-Key`` ...): sent to
+the origin they were given for, and dropped once a redirect leaves it."""
 
 
-def redact(url: str) -> str:
-    """The URL with secret query parameters blanked, for messages and logs."""
-    return _SECRET_PARAM.sub(r"\1***", url)
+def origin_of(url: httpx.URL) -> tuple[str, str, int]:
+    return url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80)
+
+
+def without_credentials(headers: dict[str, str]) -> dict[str, str]:
+    return {name: value for name, value in headers.items() if not CREDENTIAL_HEADER.search(name)}
 
 
 class FetchLimits(BaseModel):
@@ -137,14 +143,22 @@ class Fetcher:
         payload: Any = None,
     ) -> FetchedPage:
         current = url
+        given = dict(headers or {})
+        origin: tuple[str, str, int] | None = None
         for _hop in range(self.limits.max_redirects + 1):
             target = self.guard.check_url(current)
+            if origin is None:
+                origin = origin_of(target)
+            elif origin_of(target) != origin:
+                # A key given for one host never follows a redirect to another (httpx's own
+                # redirects strip only Authorization, not X-API-Key and its kin).
+                given = without_credentials(given)
             address = await self.guard.resolve(target)
             request_headers = {
                 "User-Agent": self.user_agent,
                 "Accept": ", ".join(accept),
                 "Accept-Encoding": "gzip, deflate",
-                **(headers or {}),
+                **given,
             }
             request_headers["Host"] = target.netloc.decode("ascii")
             extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
@@ -230,4 +244,4 @@ def _json(page: FetchedPage) -> Any:
         raise FetchError(page.final_url, f"the answer is not valid JSON: {exc}") from exc
 
 
-__all__ = ["FetchError", "FetchGuard", "FetchLimits", "FetchRefused", "FetchedPage", "Fetcher", "decode_body"]
+__all__ = ["FetchError", "FetchGuard", "FetchLimits", "FetchRefused", "FetchedPage", "Fetcher", "decode_body", "redact_url"]

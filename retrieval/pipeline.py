@@ -24,6 +24,7 @@ from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.evidence import Evidence, EvidenceKind, Reliability
 from m3d_agents.media.images import PreparedImage, load_image
+from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample
 from retrieval.config import RetrievalConfig
 from retrieval.domains import host_of
@@ -220,10 +221,11 @@ class EvidencePipeline:
             problem: Exception = exc
         except (BackendError, InputError) as exc:
             problem = exc
-        log.warning("provider %s failed: %s", provider, problem)
-        result.failures.append(f"{provider}: {problem}")
+        failure = redact(f"{provider}: {problem}")
+        log.warning("provider failed: %s", failure)
+        result.failures.append(failure)
         if self.log is not None:
-            self.log.failed(result.sample_id, provider, str(problem))
+            self.log.failed(result.sample_id, redact(provider), redact(str(problem)))
         return None
 
     async def _rating(self, domain: str | None, ledger: UsageLedger) -> Reliability:
@@ -257,7 +259,7 @@ class EvidencePipeline:
         reason = f"found by {hit.provider} ({hit.match} match, rank {hit.rank + 1})"
         if not text:
             if not hit.snippet:
-                result.failures.append(f"{hit.url}: {problem or 'no article text on the page'}")
+                result.failures.append(redact(f"{hit.url}: {problem or 'no article text on the page'}"))
                 return None
             text = hit.snippet
             reason += f"; search snippet only: {problem or 'no article text on the page'}"

@@ -14,7 +14,8 @@ from rich.table import Table
 from debates.cli.common import console
 from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
 from m3d_agents.backends.transports.retry import NO_KEY
-from m3d_agents.errors import BackendError
+from m3d_agents.errors import BackendError, InputError
+from m3d_agents.redaction import redact
 
 
 def backends(
@@ -43,11 +44,11 @@ def backends(
                 if url is None:
                     url = local_base_url(config.local)
                 headers = {"Authorization": f"Bearer {key or NO_KEY}"}
-                response = httpx.get(f"{url}/models", timeout=5.0, headers=headers)
+                response = httpx.get(f"{url}/models", timeout=5.0, headers=headers, follow_redirects=False)
                 status = "answers" if response.status_code == 200 else f"HTTP {response.status_code}"
-        except (httpx.HTTPError, BackendError) as exc:
-            status = f"no answer ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''})"
-        rows.append({"name": name, "kind": config.kind, "model": config.model_name, "url": url, "status": status,
+        except (httpx.HTTPError, BackendError, InputError) as exc:
+            status = redact(f"no answer ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''})")
+        rows.append({"name": name, "kind": config.kind, "model": config.model_name, "url": redact(url) if url else url, "status": status,
                      "default": name == default})
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")

@@ -29,13 +29,15 @@ def check(
     retrieval: Optional[str] = retrieval_option(),
     evidence_store: Optional[Path] = evidence_store_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON."),
+    video: Optional[Path] = typer.Option(None, "--video", help="The video of the post (mp4, webm, ...); see --config factguard."),
+    transcript: Optional[str] = typer.Option(None, "--transcript", help="What is said in the video, as text."),
 ) -> None:
     """Check one post and print the verdict, where its evidence came from and what the tools found."""
 
     async def main() -> tuple[Verdict, bool, Sample, BackendSettings]:
         settings = load_backend_settings(config_file)
         loaded = load_config(config)
-        sample = build_sample(text, image, taxonomy, claim_date, language, source_url)
+        sample = build_sample(text, image, taxonomy, claim_date, language, source_url, video, transcript)
         verdict, vision = await run_post(loaded, sample, settings, backend, retrieval=retrieval, evidence_store=evidence_store)
         return verdict, vision, sample, settings
 

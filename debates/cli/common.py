@@ -3,39 +3,173 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
+import logging
+import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Callable, Coroutine, NoReturn, TypeVar
 
 import typer
+from typer.core import TyperGroup
 from rich.console import Console
 from rich.panel import Panel
+from rich.text import Text
 
 from debates.strategy import StrategyConfig, run_sample
 from m3d_agents.backends.config import BackendSettings
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import BackendError, InputError
-from m3d_agents.sample import Sample, SampleMetadata
+from m3d_agents.redaction import RedactingFormatter, redact, redact_data
+from m3d_agents.sample import Sample, SampleMetadata, VideoRef
 from m3d_agents.verdict import TranscriptTurn, Verdict
 
 console = Console()
 err_console = Console(stderr=True)
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+_debug = False
+
+
+def debug_enabled() -> bool:
+    """``m3d --debug`` (or ``M3D_DEBUG=1``): show tracebacks, AutoGen's included, instead of one line."""
+    return _debug or os.environ.get("M3D_DEBUG", "").lower() in ("1", "true", "yes")
+
+
+def set_debug(on: bool) -> None:
+    global _debug
+    _debug = on
+    configure_logging()
+
+
+class _ReRaisedByAutoGen(logging.Filter):
+    """AutoGen's runtime logs every agent's failure with its traceback, then re-raises it to the team,
+    which is where the CLI reports it on one line; the log copy is only for ``--debug``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and record.name.startswith("autogen"))
+
+
+_HANDLER_MARK = "_m3d_cli_handler"
+
+
+def configure_logging() -> None:
+    """One stderr handler for the whole process: every record redacted, and without ``--debug``
+    one line per record (warnings and worse) and none of AutoGen's re-raised tracebacks."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if getattr(h, _HANDLER_MARK, False)]:
+        root.removeHandler(handler)
+    debug = debug_enabled()
+    handler = logging.StreamHandler(_StderrProxy())
+    setattr(handler, _HANDLER_MARK, True)
+    handler.setFormatter(RedactingFormatter("%(levelname)s %(name)s: %(message)s", with_traceback=debug))
+    if not debug:
+        handler.addFilter(_ReRaisedByAutoGen())
+    handler.setLevel(logging.DEBUG if debug else logging.WARNING)
+    root.addHandler(handler)
+    if root.level > logging.WARNING or root.level == logging.NOTSET:
+        root.setLevel(logging.WARNING)
+
+
+class _StderrProxy:
+    """Writes to whatever ``sys.stderr`` is at the time (a test runner swaps it per invocation)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {message}")
+    """Print ``error: <message>`` as one line, keys redacted, and exit with ``code``."""
+    line = " ".join(redact(message).split())
+    err_console.print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True)
     raise typer.Exit(code)
 
 
+class OneLineErrors(TyperGroup):
+    """The command group whose usage errors (a missing option, a value out of range) read like every
+    other error: one ``error:`` line naming the option, not a framed usage box."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except typer.TyperException as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                exc.show()  # type: ignore[attr-defined]
+                sys.exit(exc.exit_code)
+            context = getattr(exc, "ctx", None)
+            hint = f" (see m3d {context.info_name} --help)" if context is not None and context.parent is not None else ""
+            err_console.print(Text.assemble(("error:", "bold red"), " ", " ".join(exc.format_message().split()), hint),
+                              soft_wrap=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            err_console.print(Text.assemble(("error:", "bold red"), " aborted"), soft_wrap=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def describe(exc: BaseException) -> str:
+    """What went wrong, in the words a user can act on."""
+    if isinstance(exc, (InputError, BackendError)):
+        # Both transports raise these, the SDK's errors translated where they are raised.
+        return str(exc)
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    text = str(exc).strip().splitlines()
+    return f"unexpected {type(exc).__name__}: {text[-1] if text else 'no message'} (rerun with m3d --debug for the traceback)"
+
+
+def show_traceback() -> None:
+    """With ``--debug``: the traceback of the error being handled, redacted like everything else."""
+    if debug_enabled():
+        import traceback
+
+        sys.stderr.write(redact(traceback.format_exc()))
+
+
+def guarded(command: F) -> F:
+    """A command whose every failure is one ``error:`` line and exit status 2 (1 for a bug), never a traceback.
+
+    ``--debug`` prints the traceback (redacted) before that line.
+    """
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt):
+            raise
+        except (InputError, BackendError) as exc:
+            show_traceback()
+            fail(describe(exc))
+        except Exception as exc:  # noqa: BLE001 - the last line of defence for a CLI
+            show_traceback()
+            fail(describe(exc), 2 if isinstance(exc, OSError) else 1)
+
+    return run  # type: ignore[return-value]
+
+
 def build_sample(
-    text: str, images: list[Path], taxonomy: str, claim_date: str | None, language: str | None, source_url: str | None
+    text: str, images: list[Path], taxonomy: str, claim_date: str | None, language: str | None, source_url: str | None,
+    video: Path | None = None, transcript: str | None = None,
 ) -> Sample:
     from pydantic import ValidationError
 
+    if transcript is not None and video is None:
+        raise InputError("transcript", "a transcript belongs to a video; give the video with --video")
     try:
         return Sample(
             text=text,
             images=images,
+            video=VideoRef(path=video, transcript=transcript) if video is not None else None,
             taxonomy=taxonomy,
             metadata=SampleMetadata.model_validate(
                 {"claim_date": claim_date, "language": language, "source_url": source_url}
@@ -106,10 +240,10 @@ def print_verdict(
     """The verdict, then the evidence report, the tool findings, the cost, and a plain note when the
     backend is the 270M demonstration model."""
     if as_json:
-        sys.stdout.write(verdict.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(json.dumps(redact_data(verdict.model_dump(mode="json")), indent=2) + "\n")
         return
     if verdict.abstained:
-        console.print(f"[bold yellow]ABSTAINED[/]: {verdict.abstain_reason}")
+        console.print(Text.assemble(("ABSTAINED", "bold yellow"), ": ", redact(verdict.abstain_reason or "")), soft_wrap=True)
     else:
         colour = "red" if verdict.is_misinformation else "green"
         confidence = f"{verdict.confidence:.2f}" if verdict.confidence is not None else "n/a"
@@ -143,7 +277,7 @@ def stream_turn(turn: TranscriptTurn) -> None:
     """Print a finished turn with its speaker, round and parsed answer."""
     stance = turn.stance or ("(no answer)" if turn.parse_error else "")
     title = f"{turn.speaker} · {turn.role} · round {turn.round}" + (f" · {stance}" if stance else "")
-    console.print(Panel(turn.text.strip(), title=title, title_align="left"))
+    console.print(Panel(Text(redact(turn.text.strip())), title=Text(title), title_align="left"))
 
 
 async def run_post(
@@ -173,15 +307,12 @@ async def run_post(
         await pool.close()
 
 
-def run_cli(coro):
-    """Run a command and turn the errors users can fix into one clear line each.
-
-    Both transports raise the project's own error types (the SDK's are translated where they are
-    raised, in ``m3d_agents.backends.transports.sdk``), so nothing here knows which one ran.
-    """
+def run_cli(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine; errors become one line each (see :func:`guarded`, which every command has)."""
+    configure_logging()
     try:
         return asyncio.run(coro)
-    except InputError as exc:
-        fail(str(exc))
-    except BackendError as exc:
-        fail(str(exc))
+    except (InputError, BackendError) as exc:
+        fail(describe(exc))
+
+

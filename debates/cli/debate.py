@@ -54,6 +54,8 @@ def debate(
     retrieval: Optional[str] = retrieval_option(),
     evidence_store: Optional[Path] = evidence_store_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON (turns are not streamed)."),
+    video: Optional[Path] = typer.Option(None, "--video", help="The video of the post (mp4, webm, ...); see --config factguard."),
+    transcript: Optional[str] = typer.Option(None, "--transcript", help="What is said in the video, as text."),
 ) -> None:
     """Run a configuration on one post; the turns stream live, then the verdict, its evidence and the tool findings."""
     from retrieval.runpath import RunRetrieval, open_retrieval, parse_mode
@@ -77,7 +79,7 @@ def debate(
             elif text is None:
                 raise InputError("text", "give the post with --text, or a recorded claim with --replay-mr2 and --sample-id")
             else:
-                sample = build_sample(text, image, taxonomy, claim_date, language, source_url)
+                sample = build_sample(text, image, taxonomy, claim_date, language, source_url, video, transcript)
                 sources = open_retrieval(loaded, pool, mode=parse_mode(retrieval), store_path=evidence_store, backend=backend)
                 options = sources.context_options()
             verdict = await run_sample(

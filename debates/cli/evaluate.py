@@ -56,6 +56,9 @@ def evaluate(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
     retrieval: Optional[str] = retrieval_option(),
     evidence_store: Optional[Path] = evidence_store_option(),
+    record_trajectories: bool = typer.Option(
+        False, "--record-trajectories", help="Also write every model call to trajectories.jsonl (for m3d export-sft)."
+    ),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Run samples on this many Ray worker processes "
                                           "(a local Ray cluster is started for the run unless --ray-address is given)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Run on this existing Ray cluster (e.g. ray://head:10001 "
@@ -65,7 +68,7 @@ def evaluate(
 ) -> None:
     """Run a configuration over a data set; rerun the same command to resume an interrupted run."""
     from m3d_agents.datasets import load_dataset, parse_option_pairs, parse_spec
-    from debates.eval.batch import BatchOutcome, BatchRunner, RunManifest, Tally
+    from debates.eval.batch import BatchOutcome, BatchRunner, RunManifest, Tally, check_run_dir
     from debates.eval.prices import load_price_table
     from debates.eval.ratelimit import RateLimitedPool
     from debates.eval.report import write_report
@@ -74,23 +77,30 @@ def evaluate(
     from retrieval.runpath import open_retrieval, parse_mode
 
     if config not in available_configs():
-        fail(f"unknown configuration {config!r}; available: {', '.join(available_configs())}")
+        fail(f"config: unknown configuration {config!r}; available: {', '.join(available_configs())}")
 
     async def main() -> BatchOutcome:
+        # Every option is checked before the data set is read, so a mistake costs no wait and
+        # gets one line.
         kind, _ = parse_spec(dataset)
         options = parse_option_pairs(dataset_option)
-        loaded = load_dataset(dataset, options)
-        samples = loaded.samples[:limit] if limit else loaded.samples
-        if not samples:
-            fail(f"the data set gave no samples ({loaded.report.skipped_total} rows left out: {loaded.report.skipped})")
-        skipped = loaded.report.skipped_total
-        err_console.print(f"[dim]{len(samples)} samples from {dataset}" + (f"; loader left out {skipped} rows" if skipped else "") + "[/]")
+        rate_limits = _rate_limits(rate_limit)
+        price_table = load_price_table(prices)
         settings = load_backend_settings(config_file)
         override = backend or os.environ.get("M3D_BACKEND")
         backend_name = resolve_backend_name(backend, settings)
+        settings.get(backend_name)
         run_dir = out or Path("runs") / f"{config}-{kind}-{backend_name}"
-        pool = RateLimitedPool(settings, rate_limits=_rate_limits(rate_limit))
-        sources = open_retrieval(load_config(config), pool, mode=parse_mode(retrieval), store_path=evidence_store, backend=override)
+        check_run_dir(run_dir)
+        mode = parse_mode(retrieval)
+        loaded = load_dataset(dataset, options)
+        samples = loaded.samples[:limit] if limit else loaded.samples
+        if not samples:
+            fail(f"dataset: the data set gave no samples ({loaded.report.skipped_total} rows left out: {loaded.report.skipped})")
+        skipped = loaded.report.skipped_total
+        err_console.print(f"[dim]{len(samples)} samples from {dataset}" + (f"; loader left out {skipped} rows" if skipped else "") + "[/]")
+        pool = RateLimitedPool(settings, rate_limits=rate_limits)
+        sources = open_retrieval(load_config(config), pool, mode=mode, store_path=evidence_store, backend=override)
         manifest = RunManifest(config=config, dataset=dataset, dataset_options=options, backend=backend_name, seed=seed,
                                taxonomy=samples[0].taxonomy, load_report=loaded.report, retrieval=sources.mode)
         bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -101,8 +111,13 @@ def evaluate(
         def show(tally: Tally) -> None:
             bar.update(task, completed=tally.done, stats=tally.line())
 
-        run_options: dict[str, Any] = dict(concurrency=concurrency, backend=override, prices=load_price_table(prices),
-                                           retry_errors=retry_errors, on_progress=show)
+        recorder = None
+        if record_trajectories:
+            from debates.training.trajectories import TrajectoryRecorder
+
+            recorder = TrajectoryRecorder(run_dir)
+        run_options: dict[str, Any] = dict(concurrency=concurrency, backend=override, prices=price_table,
+                                           retry_errors=retry_errors, on_progress=show, recorder=recorder)
         if workers is not None or ray_address is not None:
             from debates.eval.ray_runner import RayBatchRunner
 

@@ -91,7 +91,7 @@ def select_tools(
     candidates = candidate or [name for name in FORENSIC_TOOLS if name not in base]
     unknown = [n for n in [*base, *candidates] if n not in FORENSIC_TOOLS]
     if unknown:
-        fail(f"unknown tool(s) {', '.join(unknown)}; known: {', '.join(FORENSIC_TOOLS)}")
+        fail(f"tools: unknown tool(s) {', '.join(unknown)}; known: {', '.join(FORENSIC_TOOLS)}")
     try:
         items = balanced_subset(mediaeval_images(parse_dataset(dataset)), limit, seed)
     except InputError as exc:
@@ -106,7 +106,7 @@ def select_tools(
                 skipped += 1
                 console.print(f"[yellow]skipped[/] {exc}")
     if not results:
-        fail("no readable image in the development subset")
+        fail("dataset: no readable image in the development subset")
     fakes = sum(1 for _, fake in results if fake)
     console.print(f"development subset: {len(results)} images ({fakes} fake, {len(results) - fakes} real), {skipped} skipped")
 

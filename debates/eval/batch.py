@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -32,8 +33,10 @@ from debates.eval.prices import PriceTable
 from debates.eval.records import EvalRow, ResultsFile, RowError, read_rows, row_from_verdict
 from debates.strategy import StrategyConfig, load_config, run_sample
 from m3d_agents.backends.factory import BackendPool
+from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
+from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample
 
 RESULTS = "results.jsonl"
@@ -55,6 +58,14 @@ class RunManifest(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("config", "dataset", "dataset_options", "backend", "seed")}
+
+
+class SampleRecorder(Protocol):
+    """Keeps more of each sample than its result row (trajectories for training): a ledger per sample, then the verdict."""
+
+    def ledger(self) -> UsageLedger: ...
+
+    def write(self, sample: Sample, verdict: Any, ledger: UsageLedger) -> None: ...
 
 
 def sample_seed(run_seed: int, sample_id: str) -> int:
@@ -108,10 +119,13 @@ class BatchOutcome:
 
 def prepare_run_dir(out_dir: Path, manifest: RunManifest) -> None:
     """Create the run folder, or check that an existing one holds the same run."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_run_dir(out_dir)
     path = out_dir / MANIFEST
     if path.exists():
-        existing = RunManifest.model_validate(json.loads(path.read_text()))
+        try:
+            existing = RunManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise InputError("out", f"{path} is not the manifest of a run ({type(exc).__name__}); choose another --out folder") from None
         if existing.identity() != manifest.identity():
             diff = {k: (existing.identity()[k], v) for k, v in manifest.identity().items() if existing.identity()[k] != v}
             raise InputError("out", f"{out_dir} holds a different run ({diff}); choose another --out folder")
@@ -122,10 +136,39 @@ def prepare_run_dir(out_dir: Path, manifest: RunManifest) -> None:
     temporary.replace(path)
 
 
+def check_run_dir(out_dir: Path) -> None:
+    """Refuse an ``--out`` that cannot be a run folder, or that another run holds, before any work
+    and without creating it. (The run itself takes the lock again: this only makes the refusal early.)"""
+    probe = out_dir
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe == out_dir and not probe.is_dir():
+        raise InputError("out", f"{out_dir} is a file, not a folder; choose another --out folder")
+    if not probe.is_dir():
+        raise InputError("out", f"cannot create the run folder {out_dir}: {probe} is a file")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InputError("out", f"cannot create the run folder {out_dir}: {probe} is not writable")
+    if probe == out_dir:
+        with RunLock(out_dir):
+            pass
+
+
+def make_run_dir(out_dir: Path) -> None:
+    """Create the run folder; an error naming ``--out`` if it is a file or cannot be created."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InputError("out", f"{out_dir} is a file, not a folder; choose another --out folder") from None
+    except OSError as exc:
+        raise InputError("out", f"cannot create the run folder {out_dir}: {exc.strerror or exc}") from None
+    if not os.access(out_dir, os.W_OK):
+        raise InputError("out", f"the run folder {out_dir} is not writable")
+
+
 def error_row(sample: Sample, exc: BaseException, *, index: int, seed: int, latency_s: float, config: str,
               backend: str) -> EvalRow:
     field_name = getattr(exc, "field", None)
-    message = str(exc) or repr(exc)
+    message = redact(str(exc) or repr(exc))
     taxonomy = get_taxonomy(sample.taxonomy)
     return EvalRow(
         sample_id=sample.id, index=index, seed=seed, status="error", taxonomy=sample.taxonomy, gold=sample.gold_label,
@@ -171,6 +214,7 @@ class BatchRunner:
         retry_errors: bool = False,
         on_progress: Callable[[Tally], None] | None = None,
         context_options: Mapping[str, Any] | None = None,
+        recorder: SampleRecorder | None = None,
     ) -> None:
         """``context_options`` are further :class:`~debates.strategy.RunContext` fields given to every
         sample (the run's evidence sources from :func:`retrieval.runpath.open_retrieval`)."""
@@ -187,6 +231,7 @@ class BatchRunner:
         self.retry_errors = retry_errors
         self.on_progress = on_progress
         self.context_options = dict(context_options or {})
+        self.recorder = recorder
         self.tally = Tally()
         self.results = ResultsFile(out_dir / RESULTS)
 
@@ -217,9 +262,12 @@ class BatchRunner:
         seed = sample_seed(self.manifest.seed, sample.id)
         backend_name = self.backend or self.manifest.backend
         started = time.perf_counter()
+        ledger = self.recorder.ledger() if self.recorder is not None else None
         try:
-            verdict = await run_sample(self.strategy_config, sample, self.pool, backend=self.backend, seed=seed,
-                                       **self.context_options)
+            options: dict[str, Any] = {**self.context_options, **({"ledger": ledger} if ledger is not None else {})}
+            verdict = await run_sample(self.strategy_config, sample, self.pool, backend=self.backend, seed=seed, **options)
+            if self.recorder is not None and ledger is not None:
+                self.recorder.write(sample, verdict, ledger)
         except Exception as exc:  # noqa: BLE001 - a failed sample is recorded and the run goes on
             return error_row(sample, exc, index=index, seed=seed, latency_s=time.perf_counter() - started,
                              config=self.config, backend=backend_name)
@@ -234,6 +282,7 @@ class BatchRunner:
         )
 
     async def run(self) -> BatchOutcome:
+        make_run_dir(self.out_dir)
         with RunLock(self.out_dir):
             return await self._run()
 

@@ -47,6 +47,27 @@ class ClassificationScores(BaseModel):
     confusion_columns: list[str]
 
 
+class FakeClassRow(BaseModel):
+    """Accuracy with the misinformation (fake) class's precision, recall and F1: the layout of FactGuard's Table 1."""
+
+    accuracy: float
+    precision: float
+    recall: float
+    f1: float
+
+
+class ToolStatistics(BaseModel):
+    """How strategies that call tools (FactGuard) used them, from each verdict's diagnostics."""
+
+    samples: int
+    share_using_tools: float
+    mean_calls: dict[str, float]
+    refusals: dict[str, int]
+    mean_turns: float
+    tokens_per_sample: float
+    latency_per_sample_s: float
+
+
 class RunMetrics(BaseModel):
     samples: int
     scored: int
@@ -66,6 +87,37 @@ class RunMetrics(BaseModel):
     cost_usd: float | None
     cost_per_sample_usd: float | None
     error_types: dict[str, int]
+    fake_class: FakeClassRow | None = None
+    tools: ToolStatistics | None = None
+
+
+def fake_class_row(binary: ClassificationScores | None) -> FakeClassRow | None:
+    if binary is None or "misinformation" not in binary.per_class:
+        return None
+    fake = binary.per_class["misinformation"]
+    return FakeClassRow(accuracy=binary.accuracy, precision=fake.precision, recall=fake.recall, f1=fake.f1)
+
+
+def tool_statistics(rows: Sequence[EvalRow]) -> ToolStatistics | None:
+    """Tool use over the finished rows whose verdict reports tool calls; None when no row does."""
+    used = [r for r in rows if r.status != "error" and r.verdict and "tool_calls" in r.verdict.get("diagnostics", {})]
+    if not used:
+        return None
+    names = sorted({name for r in used for name in r.verdict["diagnostics"]["tool_calls"]})  # type: ignore[index]
+    diagnostics = [r.verdict["diagnostics"] for r in used]  # type: ignore[index]
+    refusals: dict[str, int] = {}
+    for d in diagnostics:
+        for name, count in (d.get("tool_refusals") or {}).items():
+            refusals[name] = refusals.get(name, 0) + int(count)
+    return ToolStatistics(
+        samples=len(used),
+        share_using_tools=float(np.mean([bool(d.get("used_tools")) for d in diagnostics])),
+        mean_calls={name: float(np.mean([d["tool_calls"].get(name, 0) for d in diagnostics])) for name in names},
+        refusals=refusals,
+        mean_turns=float(np.mean([d.get("turns", 0) for d in diagnostics])),
+        tokens_per_sample=float(np.mean([r.prompt_tokens + r.completion_tokens for r in used])),
+        latency_per_sample_s=float(np.mean([r.latency_s for r in used])),
+    )
 
 
 def per_class_scores(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -> dict[str, ClassScores]:
@@ -187,5 +239,7 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         cost_usd=known_cost,
         cost_per_sample_usd=known_cost / n if known_cost is not None and n else None,
         error_types=error_types,
+        fake_class=fake_class_row(binary),
+        tools=tool_statistics(rows),
     )
 

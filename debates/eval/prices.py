@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from m3d_agents.backends.config import BackendConfig
 from m3d_agents.errors import InputError
+from m3d_agents.safe_yaml import load_yaml
 
 
 class Price(BaseModel):
@@ -57,12 +57,25 @@ def load_price_table(path: Path | None) -> PriceTable:
     table = PriceTable()
     if path is None:
         return table
-    if not path.is_file():
+    if not path.exists():
         raise InputError("prices", f"{path} does not exist")
+    if not path.is_file():
+        raise InputError("prices", f"{path} is not a file")
+    expected = "expected 'model: {input_per_mtok: X, output_per_mtok: Y}' entries"
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
-        extra = {name: Price.model_validate(value) for name, value in dict(raw).items()}
-    except (yaml.YAMLError, ValidationError, TypeError, ValueError) as exc:
-        raise InputError("prices", f"{path}: expected 'model: {{input_per_mtok: X, output_per_mtok: Y}}' entries ({exc})") from exc
+        raw = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
+    except InputError as exc:
+        raise InputError("prices", f"{exc} ({expected})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError("prices", f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not isinstance(raw, dict):
+        raise InputError("prices", f"{path}: {expected}, not a {type(raw).__name__}")
+    extra = {}
+    for name, value in raw.items():
+        try:
+            extra[str(name)] = Price.model_validate(value)
+        except ValidationError as exc:
+            problem = InputError.from_validation(exc, str(path))
+            raise InputError("prices", f"{name}.{problem} ({expected})") from None
     table.models.update(extra)
     return table

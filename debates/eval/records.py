@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from m3d_agents.errors import InputError
+from m3d_agents.redaction import redact_data
 from m3d_agents.verdict import Verdict
 
 Status = Literal["ok", "abstained", "error"]
@@ -62,7 +63,7 @@ class EvalRow(BaseModel):
 
 
 class ResultsFile:
-    """Append-only JSONL of :class:`EvalRow`, one fsync per row."""
+    """Append-only JSONL of :class:`EvalRow` (or any other row model), one fsync per row."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -79,10 +80,12 @@ class ResultsFile:
             finally:
                 os.close(directory)
 
-    def append(self, row: EvalRow) -> None:
+    def append(self, row: BaseModel) -> None:
         if self._fd is None:
             raise RuntimeError("the results file is not open")
-        data = (row.model_dump_json() + "\n").encode()
+        # Every row passes here, so no key reaches results.jsonl or the report built from it,
+        # whatever a server echoed into an error or an answer.
+        data = (json.dumps(redact_data(row.model_dump(mode="json"))) + "\n").encode()
         view = memoryview(data)
         while view:
             written = os.write(self._fd, view)

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from pydantic import BaseModel
 
+from debates.eval.annotations import ANNOTATIONS, Annotation, GoldSource, read_annotations, with_annotated_gold
 from debates.eval.batch import MANIFEST, RESULTS, RunManifest
 from debates.eval.metrics import RunMetrics, compute_metrics
 from debates.eval.records import EvalRow, read_rows
@@ -20,26 +21,50 @@ from m3d_agents.errors import InputError
 
 METRICS = "metrics.json"
 REPORT = "report.md"
+ANNOTATED_METRICS = "metrics.annotations.json"
+ANNOTATED_REPORT = "report.annotations.md"
+ANNOTATED_CONFUSION = "confusion.annotations.png"
 
 
 class RunSummary(BaseModel):
     path: str
     manifest: RunManifest
     metrics: RunMetrics
+    gold: GoldSource = "dataset"
+    annotated: int = 0
+    """With ``gold="annotations"``: how many samples were scored against a reviewer's label."""
 
 
-def load_run(run_dir: Path) -> tuple[RunManifest, list[EvalRow]]:
+def load_run(
+    run_dir: Path, gold: GoldSource = "dataset", annotations: Sequence[Annotation] | None = None
+) -> tuple[RunManifest, list[EvalRow]]:
+    """The manifest and the rows in data set order; with ``gold="annotations"`` the gold labels carry
+    the reviewers' overrides (the run's own ``annotations.jsonl`` unless ``annotations`` are given)."""
+    manifest, rows, _ = _load(run_dir, gold, annotations)
+    return manifest, rows
+
+
+def _load(
+    run_dir: Path, gold: GoldSource, annotations: Sequence[Annotation] | None
+) -> tuple[RunManifest, list[EvalRow], int]:
     manifest_path = run_dir / MANIFEST
     if not manifest_path.is_file():
         raise InputError("run", f"{run_dir} is not a run folder (no {MANIFEST})")
     manifest = RunManifest.model_validate(json.loads(manifest_path.read_text()))
     rows, _ = read_rows(run_dir / RESULTS)
-    return manifest, sorted(rows, key=lambda r: r.index)
+    rows = sorted(rows, key=lambda r: r.index)
+    annotated = 0
+    if gold == "annotations":
+        rows, annotated = with_annotated_gold(
+            rows, read_annotations(run_dir) if annotations is None else annotations, manifest.taxonomy
+        )
+    return manifest, rows, annotated
 
 
-def summarise(run_dir: Path) -> RunSummary:
-    manifest, rows = load_run(run_dir)
-    return RunSummary(path=str(run_dir), manifest=manifest, metrics=compute_metrics(rows, manifest.taxonomy))
+def summarise(run_dir: Path, gold: GoldSource = "dataset", annotations: Sequence[Annotation] | None = None) -> RunSummary:
+    manifest, rows, annotated = _load(run_dir, gold, annotations)
+    return RunSummary(path=str(run_dir), manifest=manifest, metrics=compute_metrics(rows, manifest.taxonomy),
+                      gold=gold, annotated=annotated)
 
 
 def run_label(summary: RunSummary) -> str:
@@ -57,6 +82,8 @@ def markdown(summary: RunSummary) -> str:
         "",
         f"backend `{man.backend}`, seed {man.seed}, taxonomy `{man.taxonomy}`, created {man.created}",
         "",
+        *([f"Scored against the reviewers' labels: {summary.annotated} sample(s) take their gold label from "
+           f"`{ANNOTATIONS}`, the others keep the data set's.", ""] if summary.gold == "annotations" else []),
         "| figure | value |",
         "|---|---|",
         f"| samples (scored / errors) | {m.samples} ({m.scored} / {m.errors}) |",
@@ -85,12 +112,28 @@ def markdown(summary: RunSummary) -> str:
         for label, counts in zip(gold_rows, m.classification.confusion):
             lines.append(f"| {label} | " + " | ".join(str(c) for c in counts) + " |")
         lines.append("")
+    if m.fake_class is not None:
+        f = m.fake_class
+        lines += ["## Fake class (FactGuard's Table 1 layout, %)", "", "| Acc | Prec | Rec | F1 |", "|---|---|---|---|",
+                  f"| {100 * f.accuracy:.1f} | {100 * f.precision:.1f} | {100 * f.recall:.1f} | {100 * f.f1:.1f} |", ""]
+    if m.tools is not None:
+        t = m.tools
+        lines += ["## Tool use", "", "| figure | value |", "|---|---|",
+                  f"| samples using any tool | {t.share_using_tools:.3f} of {t.samples} |",
+                  *[f"| mean {name} calls per sample | {value:.2f} |" for name, value in t.mean_calls.items()],
+                  *[f"| {name} calls refused (budget) | {count} |" for name, count in t.refusals.items()],
+                  f"| mean model turns | {t.mean_turns:.2f} |",
+                  f"| tokens per sample | {t.tokens_per_sample:.0f} |",
+                  f"| latency per sample (s) | {t.latency_per_sample_s:.2f} |", ""]
     if m.error_types:
         lines += ["## Failed samples", "", *[f"- {name}: {count}" for name, count in m.error_types.items()], ""]
     if man.load_report is not None and man.load_report.skipped:
         lines += ["## Rows the loader left out", "", *[f"- {reason}: {n}" for reason, n in man.load_report.skipped.items()], ""]
-    lines += ["![confusion matrix](confusion.png)", "", "![accuracy vs latency](accuracy_vs_latency.png)", "",
-              "![accuracy vs cost](accuracy_vs_cost.png)", ""]
+    if summary.gold == "annotations":
+        lines += [f"![confusion matrix]({ANNOTATED_CONFUSION})", ""]
+    else:
+        lines += ["![confusion matrix](confusion.png)", "", "![accuracy vs latency](accuracy_vs_latency.png)", "",
+                  "![accuracy vs cost](accuracy_vs_cost.png)", ""]
     return "\n".join(lines)
 
 
@@ -158,7 +201,15 @@ def sibling_runs(run_dir: Path) -> list[Path]:
     return sorted(p for p in parent.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
 
 
-def write_report(run_dir: Path) -> RunSummary:
+def write_report(run_dir: Path, gold: GoldSource = "dataset") -> RunSummary:
+    """Metrics, report and plots of a run. Scored against the annotations, they go to files of their
+    own (``report.annotations.md`` ...), so the report on the data set's labels is never replaced."""
+    if gold == "annotations":
+        summary = summarise(run_dir, gold)
+        (run_dir / ANNOTATED_METRICS).write_text(summary.model_dump_json(indent=2))
+        (run_dir / ANNOTATED_REPORT).write_text(markdown(summary))
+        plot_confusion(summary, run_dir / ANNOTATED_CONFUSION)
+        return summary
     summary = summarise(run_dir)
     (run_dir / METRICS).write_text(summary.model_dump_json(indent=2))
     (run_dir / REPORT).write_text(markdown(summary))

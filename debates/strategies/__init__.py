@@ -6,8 +6,9 @@
 | ``check`` | :mod:`debates.strategies.check` |
 | ``self-consistency`` | :mod:`debates.strategies.self_consistency` |
 | ``t2agent`` (tree search over forgery sources) | :mod:`debates.strategies.t2agent` |
+| ``factguard`` (video posts) | :mod:`debates.strategies.factguard` |
 """
 
-from debates.strategies import check, debate, self_consistency, t2agent
+from debates.strategies import check, debate, factguard, self_consistency, t2agent
 
-__all__ = ["check", "debate", "self_consistency", "t2agent"]
+__all__ = ["check", "debate", "factguard", "self_consistency", "t2agent"]

@@ -100,7 +100,9 @@ def root_cause(exc: BaseException) -> str:
     """The last line of an error that AutoGen re-raised with the agent's whole traceback in its text."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     last = lines[-1] if lines else type(exc).__name__
-    return last.split(": ", 1)[1] if last.split(": ", 1)[0].endswith(("Error", "Exception")) else last
+    head, sep, rest = last.partition(": ")
+    is_class_name = bool(sep) and (head.endswith(("Error", "Exception")) or ("." in head and head.replace(".", "").replace("_", "").isalnum()))
+    return rest if is_class_name else last
 
 
 async def run_team(team: DebateGroupChat[Any], state: Any, task: str, ctx: RunContext, what: str) -> None:
@@ -170,7 +172,8 @@ class DebateStrategy:
         team = DebateGroupChat([*participants, *extra], state, protocol.next_speakers)
         await run_team(team, state, f"Debate on post {sample.id} begins.", ctx, f"the {config.name} debate on sample {sample.id}")
         decision = protocol.decide(state)
-        cited = [e.id for e in kept] + [e.id for agent in extra for e in getattr(agent, "evidence", [])]
+        answered = [e for agent in extra for e in getattr(agent, "evidence", [])]
+        cited = [e.id for e in kept] + [e.id for e in answered]
         backends = ",".join(sorted({seat_backend_name(s, config, ctx) for s in config.seats}))
         return ctx.verdict(
             sample,
@@ -184,6 +187,7 @@ class DebateStrategy:
             transcript=state.transcript(),
             findings=protocol.findings(state),
             evidence_ids=cited,
+            evidence=(gathered if config.use_evidence else []) + answered,
             diagnostics={
                 **state.diagnostics(decision.label),
                 "decided_by": decision.decided_by if decision.label is not None else None,

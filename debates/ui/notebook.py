@@ -20,6 +20,7 @@ from debates.chat.state import DESK_NAME, DebateState, TurnRecord
 from m3d_agents.backends.config import BackendConfig, load_backend_settings
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.labels import Taxonomy, get_taxonomy
+from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import TranscriptTurn, Verdict
 
@@ -205,7 +206,7 @@ class TranscriptView:
 
     def error(self, exc: BaseException) -> None:
         show_html(f"<b style='color: {_COLOURS['misinformation']}'>The debate failed</b>: "
-                  f"{escape(type(exc).__name__)}: {escape(str(exc))}", self.output)
+                  f"{escape(type(exc).__name__)}: {escape(redact(str(exc)))}", self.output)
 
 
 def line_input(prompt: str) -> str:
@@ -245,7 +246,7 @@ class WidgetInput(QueueInput):
         self.screen.value = f"<pre style='{_TEXT}; max-height: 420px; overflow: auto'>{escape(prompt)}</pre>"
         self.status.value = "<b>Your turn.</b> Read the screen below, write your answer and press Send."
         self.box.disabled = self.send.disabled = False
-        return await self.answers.get()
+        return await self.next_answer(cancellation_token)
 
     def _on_send(self, _button: Any = None) -> None:
         text = self.box.value.strip()

@@ -10,15 +10,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from m3d_agents.errors import InputError
+from m3d_agents.redaction import register_secret_env
+from m3d_agents.safe_yaml import load_yaml
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 BackendKind = Literal["local", "vllm", "openai"]
 
@@ -74,14 +79,18 @@ class BackendConfig(BaseModel):
     base_url: str | None = None
     api_key_env: str | None = Field(
         None,
-        description="the environment variable holding this backend's key; default: OPENAI_API_KEY for openai, "
-        "M3D_VLLM_API_KEY for vllm, none for local",
+        description="the environment variable holding this backend's key (never the key itself); default: "
+        "OPENAI_API_KEY for openai, M3D_VLLM_API_KEY for vllm, none for local",
     )
     temperature: float = Field(0.2, ge=0.0, le=2.0)
     seed: int | None = 0
     max_tokens: int = Field(512, gt=0)
-    timeout_s: float = Field(120.0, gt=0)
+    timeout_s: float = Field(120.0, gt=0, description="one HTTP attempt")
     max_retries: int = Field(3, ge=0)
+    deadline_s: float = Field(
+        300.0, gt=0, description="one whole model call, every attempt and backoff included; a hung server is given up "
+        "on after this (a local server's start-up is counted separately, in local.startup_timeout_s)"
+    )
     transport: Literal["http", "sdk"] = Field(
         "http", description="http: our lean OpenAI-compatible client; sdk: AutoGen's client over the OpenAI SDK"
     )
@@ -90,6 +99,42 @@ class BackendConfig(BaseModel):
     cache_dir: Path | None = None
     vision: bool | None = None
     local: LocalServerSettings = Field(default_factory=LocalServerSettings)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        if value is not None and not ENV_NAME.fullmatch(value):
+            # The value is not repeated: what lands here by mistake is usually the key itself.
+            raise ValueError("is the name of an environment variable (letters, digits and _), not a key; "
+                             "put the key in the environment and name that variable here")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        problem = url_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("cache_dir")
+    @classmethod
+    def _folder(cls, value: Path | None) -> Path | None:
+        problem = folder_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @model_validator(mode="after")
+    def _key_is_secret(self) -> "BackendConfig":
+        register_secret_env(self.key_env)
+        return self
+
+    def call_deadline_s(self, starts_server: bool = False) -> float:
+        """The most one model call may take: :attr:`deadline_s`, plus the embedded server's start when
+        the call has to start it (``starts_server``, and no ``M3D_LOCAL_BASE_URL`` names a running one)."""
+        starting = starts_server and self.kind == "local" and not self.base_url and not os.environ.get("M3D_LOCAL_BASE_URL")
+        return self.deadline_s + (self.local.startup_timeout_s if starting else 0.0)
 
     @property
     def model_name(self) -> str:
@@ -180,12 +225,13 @@ class BackendSettings(BaseModel):
 
     def get(self, name: str) -> BackendConfig:
         if name in self.backends:
-            return self.backends[name]
+            return checked_endpoint(self.backends[name])
         if name == "local":
-            # A CPU-only model on a shared machine can take minutes on one long answer.
-            return BackendConfig(kind="local", timeout_s=600.0)
+            # A CPU-only model on a shared machine can take minutes on one long answer, so one
+            # attempt may use the whole deadline.
+            return checked_endpoint(BackendConfig(kind="local", timeout_s=300.0, deadline_s=300.0))
         if name in DEFAULT_MODELS:
-            return BackendConfig(kind=name)
+            return checked_endpoint(BackendConfig(kind=name))
         known = sorted(set(self.backends) | set(DEFAULT_MODELS))
         raise InputError("backend", f"unknown backend {name!r}; known: {', '.join(known)}")
 
@@ -202,19 +248,37 @@ def default_config_paths() -> list[Path]:
 
 
 def load_backend_settings(config_file: Path | None = None) -> BackendSettings:
-    candidates = [config_file] if config_file is not None else default_config_paths()
+    """The settings of ``config_file``, else of the first config file found; a file that is named
+    (by ``--config-file`` or ``M3D_CONFIG``) and missing is an error, never silently skipped."""
+    named = os.environ.get("M3D_CONFIG")
+    if config_file is not None:
+        candidates, field = [config_file], "config_file"
+    elif named:
+        candidates, field = [Path(named)], "M3D_CONFIG"
+    else:
+        candidates, field = default_config_paths(), ""
     for path in candidates:
-        if path is None or not path.is_file():
-            if config_file is not None:
-                raise InputError("config_file", f"{config_file} does not exist")
+        if not path.exists():
+            if field:
+                raise InputError(field, f"{path} does not exist")
+            continue
+        if not path.is_file():
+            if field:
+                raise InputError(field, f"{path} is not a file")
             continue
         try:
-            raw = yaml.safe_load(path.read_text()) or {}
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(field or str(path), f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        raw = load_yaml(text, str(path))
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise InputError(str(path), f"a config file is a mapping (backend: ..., backends: ...), not a {type(raw).__name__}")
+        try:
             return BackendSettings.model_validate(raw)
-        except yaml.YAMLError as exc:
-            raise InputError(str(path), f"not valid YAML: {exc}") from exc
         except ValidationError as exc:
-            raise InputError(str(path), str(exc)) from exc
+            raise InputError.from_validation(exc, str(path)) from None
     return BackendSettings()
 
 
@@ -223,4 +287,59 @@ def resolve_backend_name(flag: str | None, settings: BackendSettings) -> str:
 
 
 def default_cache_root() -> Path:
-    return Path(os.environ.get("M3D_CACHE_DIR", Path.home() / ".cache" / "m3d"))
+    """``M3D_CACHE_DIR``, else ``~/.cache/m3d``; an error naming the variable if it cannot be a folder."""
+    named = os.environ.get("M3D_CACHE_DIR")
+    if named:
+        return check_folder(Path(named), "M3D_CACHE_DIR")
+    return Path.home() / ".cache" / "m3d"
+
+
+ENDPOINT_ENVS = {"local": "M3D_LOCAL_BASE_URL", "vllm": "M3D_VLLM_BASE_URL"}
+
+
+def checked_endpoint(config: BackendConfig) -> BackendConfig:
+    """``config``, once the variable that gives its URL (when its file gives none) holds a usable one."""
+    variable = ENDPOINT_ENVS.get(config.kind) if config.base_url is None else None
+    if variable and os.environ.get(variable):
+        check_base_url(os.environ[variable], variable)
+    return config
+
+
+def check_base_url(url: str, field: str = "base_url") -> str:
+    problem = url_problem(url)
+    if problem:
+        raise InputError(field, problem)
+    return url
+
+
+def url_problem(url: str) -> str | None:
+    """An OpenAI-compatible endpoint is reached over http(s) at a host; anything else fails late and obscurely.
+
+    The URL is not repeated in the problem: it may carry credentials (``https://user:key@host/v1``).
+    """
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        return "must be an http:// or https:// URL with a host and a numeric port, such as http://gpu-box:8000/v1"
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
+        return "must be an http:// or https:// URL with a host, such as http://gpu-box:8000/v1"
+    return None
+
+
+def check_folder(path: Path, field: str = "cache_dir") -> Path:
+    problem = folder_problem(path)
+    if problem:
+        raise InputError(field, problem)
+    return path
+
+
+def folder_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be a folder: it, or its nearest existing parent, is a file."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        what = "is" if probe == path else f"is inside {probe}, which is"
+        return f"{path} {what} a file, not a folder"
+    return None

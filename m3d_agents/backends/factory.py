@@ -72,11 +72,9 @@ class Backend:
 
     @property
     def call_deadline_s(self) -> float:
-        """A backstop on one whole call: every retry of the HTTP request, plus a local server's start."""
-        deadline = self.config.timeout_s * (self.config.max_retries + 1)
-        if isinstance(self.client, LazyClient) or isinstance(getattr(self.client, "client", None), LazyClient):
-            deadline += self.config.local.startup_timeout_s
-        return deadline
+        """The most one whole call may take (the config's ``deadline_s``), plus a local server's start when it has yet to start."""
+        lazy = self.client if isinstance(self.client, LazyClient) else getattr(self.client, "client", None)
+        return self.config.call_deadline_s(starts_server=isinstance(lazy, LazyClient) and not lazy.built)
 
     def view(self, ledger: UsageLedger, agent: str, role: str) -> MeteredClient:
         return MeteredClient(self.client, self.semaphore, ledger, agent, role, self.call_deadline_s)

@@ -23,6 +23,11 @@ class LazyClient(ChatCompletionClient):
         self._lock = asyncio.Lock()
 
     @property
+    def built(self) -> bool:
+        """Whether the real client exists (for the embedded backend: whether its server has been started)."""
+        return self._client is not None
+
+    @property
     def client(self) -> ChatCompletionClient:
         if self._client is None:
             self._client = self._build()

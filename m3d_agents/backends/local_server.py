@@ -27,7 +27,7 @@ from pathlib import Path
 
 import httpx
 
-from m3d_agents.backends.config import LocalServerSettings
+from m3d_agents.backends.config import LocalServerSettings, check_base_url
 from m3d_agents.errors import BackendError
 
 
@@ -193,7 +193,7 @@ def local_base_url(settings: LocalServerSettings) -> str:
     """The URL of a running local server: ``M3D_LOCAL_BASE_URL`` if set, else one we start."""
     external = os.environ.get("M3D_LOCAL_BASE_URL")
     if external:
-        return external.rstrip("/")
+        return check_base_url(external, "M3D_LOCAL_BASE_URL").rstrip("/")
     key = settings.model_dump_json()
     with _lock:
         server = _servers.get(key)

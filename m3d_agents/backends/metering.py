@@ -17,6 +17,7 @@ from autogen_core.models import ChatCompletionClient, CreateResult, LLMMessage, 
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
+from m3d_agents.backends.recording import ChatMessage, chat_messages
 from m3d_agents.errors import BackendError
 from m3d_agents.verdict import Accounting, RoleUsage
 
@@ -32,14 +33,39 @@ class CallRecord:
 
 
 @dataclass
+class Exchange:
+    """One model call as it was sent and answered, kept when a ledger records trajectories."""
+
+    agent: str
+    role: str
+    messages: list[ChatMessage]
+    completion: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class UsageLedger:
-    """Every model call made for one sample."""
+    """Every model call made for one sample.
+
+    With ``record_messages`` it also keeps each call's messages and answer (:class:`Exchange`), so a
+    run of any strategy can be exported as training data; images are kept once, by hash.
+    """
 
     records: list[CallRecord] = field(default_factory=list)
     parse_retries: int = 0
+    record_messages: bool = False
+    exchanges: list[Exchange] = field(default_factory=list)
+    images: dict[str, bytes] = field(default_factory=dict)
 
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
+
+    def record_exchange(
+        self, agent: str, role: str, messages: Sequence[LLMMessage], result: CreateResult, options: Mapping[str, Any]
+    ) -> None:
+        content = result.content if isinstance(result.content, str) else repr(result.content)
+        kept = {k: v for k, v in options.items() if isinstance(v, (int, float, str, bool)) or v is None}
+        self.exchanges.append(Exchange(agent, role, chat_messages(messages, self.images), content, kept))
 
     def calls(self, role: str | None = None, agent: str | None = None) -> int:
         return sum(1 for r in self.records if (role is None or r.role == role) and (agent is None or r.agent == agent))
@@ -66,7 +92,12 @@ class UsageLedger:
 
 
 class MeteredClient(ChatCompletionClient):
-    """A view of a shared client that limits concurrency, enforces a timeout and records usage."""
+    """A view of a shared client that limits concurrency, enforces a deadline and records usage.
+
+    ``timeout_s`` is the deadline of one whole call, every retry and backoff of the transport
+    included (:meth:`~m3d_agents.backends.config.BackendConfig.call_deadline_s`): whatever a server
+    does, hang or drip, a call ends by then. The wait for the concurrency gate is not counted.
+    """
 
     def __init__(
         self,
@@ -110,7 +141,10 @@ class MeteredClient(ChatCompletionClient):
                         cancellation_token=cancellation_token,
                     )
             except asyncio.TimeoutError as exc:
-                raise BackendError(f"model call by {self.agent} ({self.role}) timed out after {self.timeout_s}s") from exc
+                raise BackendError(
+                    f"model call by {self.agent} ({self.role}) gave no answer within its deadline of {self.timeout_s:g} s, "
+                    "every attempt included (the backend's deadline_s)"
+                ) from exc
             latency = time.perf_counter() - started
         usage = result.usage
         self.ledger.add(
@@ -123,6 +157,8 @@ class MeteredClient(ChatCompletionClient):
                 cached=bool(result.cached),
             )
         )
+        if self.ledger.record_messages:
+            self.ledger.record_exchange(self.agent, self.role, messages, result, extra_create_args)
         return result
 
     async def create_stream(

@@ -1,10 +1,13 @@
-"""Short-video data sets in the style of FakeSV (also FakeTT): JSON Lines keyed by ``video_id``.
+"""FakeSV (Chinese short videos) in its public schema, and data sets in its style: JSON Lines keyed by ``video_id``.
 
-FakeSV annotates ``annotation`` as 假 (fake), 真 (real) or 辨析 (a debunking video); FakeTT
-uses ``fake``/``real``. A debunking video is neither the fake claim nor plain real news, so the
-binary task has no honest place for it: it is skipped and counted. The text is the ``title`` (or
-``description``) plus the on-screen ``ocr`` text when given; the video is referenced by id, and
-by file when ``<video_root>/<video_id>.mp4`` exists.
+The public ``data.json`` holds ``video_id``, ``keywords`` and ``annotation`` only: 假 (fake), 真
+(real) or 辟谣 (a debunking video; older copies and the paper say 辨析). A debunking video is
+neither the fake claim nor plain real news, so the binary task has no honest place for it: it is
+skipped and counted. The text is the ``title`` (or ``description``) when the licensed release
+gives one, else the ``keywords``, plus the on-screen ``ocr`` text when given. The video is
+referenced by id, and by file when ``<video_root>/<video_id>.mp4`` exists. ``split_file`` keeps
+the ids listed in a file (FakingRecipe's ``vid_time3_test.txt``); ``split=temporal`` keeps the
+newest share by ``publish_time``.
 """
 
 from __future__ import annotations
@@ -12,45 +15,72 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from m3d_agents.datasets.base import dataset, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records
+from m3d_agents.datasets.base import dataset, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records, require_file
+from m3d_agents.datasets.splits import Split, temporal_split
+from m3d_agents.errors import InputError
 from m3d_agents.sample import SampleMetadata, VideoRef
 
 TAXONOMY = "binary"
-LABELS: dict[str, str | None] = {"假": "fake", "真": "real", "辨析": None, "fake": "fake", "real": "real"}
+LABELS: dict[str, str | None] = {"假": "fake", "真": "real", "辟谣": None, "辨析": None, "fake": "fake", "real": "real"}
 
 
 class Options(LoaderOptions):
     video_root: Path | None = None
     language: str | None = None
+    split_file: Path | None = None
+    split: Split = "all"
+    test_fraction: float = 0.15
 
 
-def _date(value: object) -> datetime | None:
+def publish_date(value: object, field: str) -> datetime | None:
+    """A publication time in seconds or milliseconds since 1970, or None when absent."""
     if value in (None, ""):
         return None
-    stamp = float(value)  # type: ignore[arg-type]
+    try:
+        stamp = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(field, f"{value!r} is not a timestamp") from None
     return datetime.fromtimestamp(stamp / 1000 if stamp > 1e11 else stamp, tz=timezone.utc)
 
 
-@dataset("fakesv", "FakeSV / FakeTT style JSON Lines of video ids", Options)
+def split_ids(path: Path) -> set[str]:
+    return {line.strip() for line in require_file(path, "split file").read_text(encoding="utf-8").splitlines() if line.strip()}
+
+
+def post_text(data: dict[str, object]) -> str:
+    title = str(data.get("title") or data.get("description") or "").strip()
+    keywords = data.get("keywords")
+    if isinstance(keywords, list):
+        keywords = " ".join(str(k) for k in keywords)
+    if not title:
+        title = str(keywords or "").strip()
+    ocr = str(data.get("ocr") or "").strip()
+    return f"{title}\nOn-screen text: {ocr}" if ocr and ocr != title else title
+
+
+@dataset("fakesv", "FakeSV (public schema: keywords, 辟谣 skipped) and FakeSV-style JSON Lines of video ids", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
     video_root = options.video_root or path.parent / "videos"
+    wanted = split_ids(options.split_file) if options.split_file else None
     samples = []
     for row in read_records(path):
+        video_id = row.text("video_id")
+        if wanted is not None and video_id not in wanted:
+            skips.add("not in the split file")
+            continue
         label = map_label(row, "annotation", row.require("annotation"), LABELS, skips)
         if label is None:
             continue
-        video_id = row.text("video_id")
-        title = str(row.data.get("title") or row.data.get("description") or "")
-        ocr = str(row.data.get("ocr") or "").strip()
-        text = f"{title}\nOn-screen text: {ocr}" if ocr and ocr != title else title
         video_file = video_root / f"{video_id}.mp4"
-        published = _date(row.data.get("publish_time") or row.data.get("publish_time_norm"))
+        published = publish_date(row.data.get("publish_time") or row.data.get("publish_time_norm"), row.field("publish_time"))
         sample = make_sample(
-            row, skips, id=f"video-{video_id}", text=text, gold_label=label, taxonomy=TAXONOMY,
-            video=VideoRef(video_id=video_id, path=video_file if video_file.is_file() else None),
+            row, skips, id=f"video-{video_id}", text=post_text(row.data), gold_label=label, taxonomy=TAXONOMY,
+            video=VideoRef(video_id=video_id, path=video_file if video_file.is_file() else None,
+                           transcript=str(row.data.get("transcript") or "") or None),
             metadata=SampleMetadata(claim_date=published.date() if published else None, language=options.language),
         )
         if sample is not None:
             samples.append(sample)
+    samples = temporal_split(samples, options.split, options.test_fraction, skips)
     return LoadedDataset.build("fakesv", path, options, samples, skips, TAXONOMY)

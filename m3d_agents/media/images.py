@@ -12,11 +12,15 @@ import io
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PIL import Image, ImageFile, UnidentifiedImageError
 
 from m3d_agents.errors import InputError
 from m3d_agents.sample import InputLimits, Sample
+
+if TYPE_CHECKING:
+    from m3d_agents.media.video import VideoInfo
 
 SUPPORTED_FORMATS = {"JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF"}
 
@@ -45,6 +49,8 @@ class PreparedSample:
     """What each image shows, in words, for agents that are given a description rather than (or beside)
     the image: a vision model's grounded description, or OCR and file metadata on text-only backends.
     Filled once per sample by the strategies that use it (see :mod:`m3d_agents.tools.image_descriptions`)."""
+    video: "VideoInfo | None" = None
+    """The probed video file, when the sample has one (probed once, here)."""
 
 
 _cache: dict[tuple[str, int], PreparedImage] = {}
@@ -92,6 +98,9 @@ def _decode(data: bytes, path: Path, sha: str, limits: InputLimits, field: str) 
         raise InputError(field, f"{path} is not an image file PIL can identify") from exc
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise InputError(field, f"{path} looks like a decompression bomb: {exc}") from exc
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        # A file cut inside its header (the first 600 bytes of a JPEG) fails while PIL reads the size.
+        raise InputError(field, f"{path} is corrupt or truncated: {exc}") from exc
     if fmt not in SUPPORTED_FORMATS:
         raise InputError(field, f"{path} has unsupported format {fmt}; supported: {', '.join(sorted(SUPPORTED_FORMATS))}")
     if width * height > limits.max_pixels:
@@ -101,7 +110,7 @@ def _decode(data: bytes, path: Path, sha: str, limits: InputLimits, field: str) 
     try:
         image = Image.open(io.BytesIO(data))
         image.load()
-    except (OSError, SyntaxError, ValueError) as exc:
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
         raise InputError(field, f"{path} is corrupt or truncated: {exc}") from exc
     rgb = image.convert("RGB")
     if max(rgb.size) > limits.max_side:
@@ -117,6 +126,9 @@ def prepare_sample(sample: Sample, limits: InputLimits | None = None) -> Prepare
     if len(sample.images) > limits.max_images:
         raise InputError("images", f"{len(sample.images)} images, over the limit of {limits.max_images}")
     images = [load_image(p, limits, field=f"images[{i}]") for i, p in enumerate(sample.images)]
-    if sample.video is not None and sample.video.path is not None and not Path(sample.video.path).is_file():
-        raise InputError("video.path", f"file {sample.video.path} does not exist")
-    return PreparedSample(sample=sample, images=images)
+    video = None
+    if sample.video is not None and sample.video.path is not None:
+        from m3d_agents.media.video import probe
+
+        video = probe(sample.video.path, limits)
+    return PreparedSample(sample=sample, images=images, video=video)

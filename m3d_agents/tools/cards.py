@@ -9,8 +9,10 @@ ad hoc next to each function. Tools are bound to one sample at a time through a
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Protocol, Sequence
 
 from autogen_core.tools import FunctionTool
 from pydantic import BaseModel, Field, field_validator
@@ -21,6 +23,9 @@ from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.media.images import PreparedImage, PreparedSample
 from m3d_agents.sample import Sample
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 CostClass = Literal["cheap", "moderate", "expensive"]
 
@@ -45,7 +50,7 @@ class ToolCard(BaseModel):
     needs_network: bool = False
     needs_gpu: bool = False
     needs_vision: bool = Field(False, description="needs a backend that can see images")
-    category: Literal["forensics", "image_analysis", "ocr", "text", "time", "web"] = "forensics"
+    category: Literal["forensics", "image_analysis", "ocr", "text", "time", "web", "video"] = "forensics"
     argument: str | None = Field(
         None,
         description="the invocation form: the parameter that an action's bracketed text fills (Google[query] fills "
@@ -81,6 +86,17 @@ class ToolContext:
     """Search by kind (``web``, ``wikipedia``); a kind that is absent is not available in this run."""
     retrieved: list[Evidence] = field(default_factory=list)
     """Evidence the web tools found for this sample, so a verdict can cite it by id."""
+    budgets: dict[str, int | None] = field(default_factory=dict)
+    """Calls allowed per tool for this sample; a tool absent or None is unlimited."""
+    calls: Counter[str] = field(default_factory=Counter)
+    refusals: Counter[str] = field(default_factory=Counter)
+    stats: Counter[str] = field(default_factory=Counter)
+    """Counts a tool keeps about its work (results dropped by a filter, errors ...), named ``tool.what``."""
+    artifacts_dir: Path | None = None
+    """Where images a tool makes are saved as ``<sha256>.png``; None keeps them in memory only."""
+    artifacts: list["Artifact"] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    """Options of tools for this run (``grid_max_side``, ``fact_probe_top_k`` ...)."""
 
     def image(self, index: int) -> PreparedImage:
         count = len(self.prepared.images)
@@ -88,10 +104,30 @@ class ToolContext:
             raise InputError("image_index", f"{index} is out of range; the post has {count} image(s)")
         return self.prepared.images[index]
 
+    def spend(self, tool: str) -> bool:
+        """Count one call of ``tool``; False (and a counted refusal) when its budget for the sample is used."""
+        allowed = self.budgets.get(tool)
+        if allowed is not None and self.calls[tool] >= allowed:
+            self.refusals[tool] += 1
+            return False
+        self.calls[tool] += 1
+        return True
+
     def require_backend(self) -> Backend:
         if self.backend is None:
             raise InputError("backend", "this tool calls a model, but no backend was given to the tools")
         return self.backend
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """An image a tool made (a frame grid), saved by content hash and cited by its evidence id."""
+
+    sha256: str
+    image: "Image.Image"
+    path: Path | None
+    evidence_id: str
+    caption: str
 
 
 ToolFactory = Callable[[ToolContext], Callable[..., Any]]

@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable
 
+from pydantic import BaseModel
+
 from m3d_agents.tools.cards import ToolCard, ToolContext, ToolRegistry
 from m3d_agents.tools.forensics.base import ForensicResult
 from m3d_agents.tools.forensics.fusion import FORENSIC_TOOLS, fuse, run_forensics
 from m3d_agents.tools.forensics.learned import analyse_learned
+from m3d_agents.tools.analysis import clip_scout as clip_scout_tool
+from m3d_agents.tools.analysis import fact_probe as fact_probe_tool
 from m3d_agents.tools.analysis.logic_check import check_logic
 from m3d_agents.tools.analysis.ocr import read_text
 from m3d_agents.tools.analysis.time_detection import earliest_appearance
@@ -211,6 +215,29 @@ def _web(context: ToolContext) -> Callable[..., Any]:
         return await _search(context, "web", "Web search", query)
 
     return web_search
+
+
+@REGISTRY.register(clip_scout_tool.CARD)
+def _clip_scout(context: ToolContext) -> Callable[..., Any]:
+    async def clip_scout(start_s: float, end_s: float) -> str:
+        return await asyncio.to_thread(clip_scout_tool.clip_scout, context, start_s, end_s)
+
+    return clip_scout
+
+
+@REGISTRY.register(fact_probe_tool.CARD)
+def _fact_probe(context: ToolContext) -> Callable[..., Any]:
+    async def fact_probe(query: str) -> str:
+        return await fact_probe_tool.fact_probe(context, query)
+
+    return fact_probe
+
+
+ARGUMENTS: dict[str, type[BaseModel]] = {
+    clip_scout_tool.NAME: clip_scout_tool.ClipScoutArgs,
+    fact_probe_tool.NAME: fact_probe_tool.FactProbeArgs,
+}
+"""The argument models of tools that agents call in text (``<tool_call>{json}</tool_call>``), for the parser."""
 
 
 def default_registry() -> ToolRegistry:

@@ -17,7 +17,7 @@ MR2_MERGE = SHARED_DATA / "mr2-sample" / "queries_dataset" / "merge"
 
 
 class PageServer:
-    """Serves ``/bench/<id>``, ``/mr2/<path>``, ``/redirect?to=``, ``/slow``, ``/big``, ``/image``, ``/api/<name>``."""
+    """Serves ``/bench/<id>``, ``/mr2/<path>``, ``/redirect?to=[&status=307]``, ``/slow``, ``/big``, ``/image``, ``/api/<name>``."""
 
     def __init__(self) -> None:
         self.api_answers: dict[str, Any] = {}
@@ -74,7 +74,8 @@ class PageServer:
         elif path.startswith("/page/"):
             self._send(handler, 200, self.pages[path[6:]].encode(), html)
         elif path == "/redirect":
-            self._send(handler, 302, b"", html, Location=query["to"][0])
+            status = int(query.get("status", ["302"])[0])
+            self._send(handler, status, b"", html, Location=query["to"][0])
         elif path == "/image":
             self._send(handler, 200, b"\x89PNG\r\n\x1a\n", "image/png")
         elif path == "/big":

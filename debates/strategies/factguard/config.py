@@ -1,0 +1,42 @@
+"""The settings of the FactGuard video agent; defaults the paper does not state are marked as ours."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from debates.strategy import StrategyConfig
+
+KNOWN_TOOLS = ("fact_probe", "clip_scout")
+
+
+class FactGuardConfig(StrategyConfig):
+    strategy: Literal["factguard"] = "factguard"
+    backend: str | None = Field(None, description="None: the configured default backend")
+    tools: list[str] = Field(default_factory=lambda: list(KNOWN_TOOLS), description="tools the verifier may call")
+    max_turns: int = Field(2, ge=1, le=8, description="model turns per sample; the last one must answer (ours: 2, App. C)")
+    max_calls_per_turn: int = Field(3, ge=1, le=10, description="tool calls one turn may hold (ours)")
+    budgets: dict[str, int | None] = Field(
+        default_factory=lambda: dict[str, "int | None"]({"clip_scout": 1, "fact_probe": 3}),
+        description="calls per sample; clip_scout 1 is the paper's, fact_probe 3 is ours (null: unlimited)",
+    )
+    overview_frames: int = Field(8, ge=1, le=32, description="frames of the whole video shown first (ours: 8)")
+    grid_max_side: int = Field(1024, ge=64, le=4096, description="longest side of the ClipScout grid (ours)")
+    fact_probe_top_k: int = Field(5, ge=1, le=20, description="results kept per search (ours)")
+    answer_style: Literal["label", "yes_no"] = Field("label", description="answer fake/real, or yes/no to 'is it misinformation'")
+    teacher_gold_hint: bool = Field(False, description="tell the model the gold label (SFT data generation only)")
+    describe_frames: bool = Field(True, description="text-only backends: read on-screen text in the frames with OCR")
+    retries: int = Field(2, ge=0, le=5, description="asks again this many times when a turn cannot be read")
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(768, ge=16, description="tokens per turn; 768 is the paper's response length in training")
+    artifacts_dir: Path | None = Field(None, description="where frame grids are saved; default: the cache folder")
+
+    @field_validator("tools")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = [t for t in value if t not in KNOWN_TOOLS]
+        if unknown:
+            raise ValueError(f"unknown tool {unknown[0]!r}; FactGuard tools: {', '.join(KNOWN_TOOLS)}")
+        return value

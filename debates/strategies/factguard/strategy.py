@@ -1,0 +1,130 @@
+"""Strategy ``factguard``: a verifier that decides whether it needs evidence, calls tools, then answers.
+
+The loop of FactGuard (arXiv 2602.22963, §3.2-3.3, App. C): in its first turn the verifier sees
+the overview frames, the transcript and the title, reasons in ``<think>`` about what is uncertain,
+and either answers in ``<answer>`` or calls FactProbe (web search) and ClipScout (a 2x2 grid of one
+time window) as ``<tool_call>{json}</tool_call>``; the tool desk runs the calls; in its last turn
+tools are closed and it must answer. A turn that cannot be read is asked for again, then the sample
+abstains with the reason. The two participants run in a fresh AutoGen group chat per sample.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import prompts
+from debates.chat.team import DebateGroupChat
+from debates.strategies.debate import run_team
+from debates.strategies.factguard.config import FactGuardConfig
+from debates.strategies.factguard.frames import images_of, shown_frames, video_context
+from debates.strategies.factguard.seats import DESK, VERIFIER, FactGuardState, ToolDesk, VerifierSeat
+from debates.strategy import RunContext, StrategyConfig, strategy
+from m3d_agents.backends.config import default_cache_root
+from m3d_agents.errors import InputError
+from m3d_agents.labels import get_taxonomy
+from m3d_agents.media.images import prepare_sample
+from m3d_agents.parsing import ANSWER_STYLES
+from m3d_agents.sample import Sample
+from m3d_agents.tools.cards import ToolContext
+from m3d_agents.tools.catalogue import ARGUMENTS, REGISTRY
+from m3d_agents.verdict import Finding, Verdict
+
+
+def answer_word(label: str, style: str) -> str:
+    return next(word for word, mapped in ANSWER_STYLES[style].items() if mapped == label)
+
+
+def teacher_hint(sample: Sample, config: FactGuardConfig) -> str:
+    """The gold label told to a teacher model; kept apart so the SFT export can remove it."""
+    if sample.gold_label is None:
+        raise InputError("gold_label", f"the {config.name} configuration writes worked examples and needs the gold label")
+    fake = get_taxonomy(sample.taxonomy).is_misinformation(sample.gold_label)
+    return prompts.render("factguard/teacher_hint", gold=answer_word("fake" if fake else "real", config.answer_style))
+
+
+@strategy("factguard")
+class FactGuard:
+    """The two-turn video agent: verifier and tool desk."""
+
+    config_model: ClassVar[type[StrategyConfig]] = FactGuardConfig
+
+    def __init__(self, config: FactGuardConfig) -> None:
+        self.config = config
+
+    async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
+        config = self.config
+        prepared = prepare_sample(sample, ctx.limits)
+        backend_name = ctx.backend_name(config.backend)
+        backend = ctx.pool.get(backend_name)
+        frames = shown_frames(prepared, config.overview_frames)
+        described = video_context(prepared, frames, backend.vision, config.describe_frames)
+        context = ToolContext(
+            prepared=prepared, ledger=ctx.ledger, backend=backend, agent=DESK, searchers=dict(ctx.searchers),
+            budgets={t: config.budgets.get(t) for t in config.tools},
+            artifacts_dir=config.artifacts_dir or default_cache_root() / "artifacts",
+            settings={"grid_max_side": config.grid_max_side, "fact_probe_top_k": config.fact_probe_top_k},
+        )
+        words = list(ANSWER_STYLES[config.answer_style])
+        system = prompts.render(
+            "factguard/system", max_turns=config.max_turns, max_calls=config.max_calls_per_turn,
+            tool_cards="\n".join(f"- {REGISTRY.card(t).name}: {REGISTRY.card(t).description()}" for t in config.tools)
+            or "- none: answer directly.",
+            answer_words=" or ".join(words), answer_example=words[0],
+        )
+        hint = teacher_hint(sample, config) if config.teacher_gold_hint else ""
+
+        def first(question: str) -> str:
+            text = prompts.render(
+                "factguard/first", text=sample.text,
+                transcript=(sample.video.transcript if sample.video and sample.video.transcript else "(no transcript)"),
+                video_context=described, question=prompts.load(question),
+            )
+            return f"{text}\n\n{hint}" if hint else text
+
+        state = FactGuardState(config.max_turns)
+        create: dict[str, Any] = {"seed": ctx.seed}
+        if config.temperature is not None:
+            create["temperature"] = config.temperature
+        if config.max_tokens is not None:
+            create["max_tokens"] = config.max_tokens
+        verifier = VerifierSeat(
+            config, state, backend.view(ctx.ledger, agent=VERIFIER, role="verifier"), ctx.ledger, system,
+            (first("factguard/question_open"), first("factguard/question_last")),
+            images_of(frames) if backend.vision else [], {t: ARGUMENTS[t] for t in config.tools}, create,
+        )
+        desk = ToolDesk(state, context, REGISTRY, config.tools, backend.vision, config.describe_frames, config.max_turns)
+        team = DebateGroupChat([verifier, desk], state, FactGuardState.next_speakers)
+        await run_team(team, state, f"Check video post {sample.id}.", ctx, f"the {config.name} check of sample {sample.id}")
+
+        turns = state.turns
+        answer = turns[-1].turn.answer if turns and turns[-1].turn is not None else None
+        requested: dict[str, int] = {}
+        for turn in turns:
+            for call in turn.turn.tool_calls if turn.turn is not None else []:
+                requested[call.name] = requested.get(call.name, 0) + 1
+        diagnostics: dict[str, Any] = {
+            "turns": len(turns),
+            "tool_calls": requested,
+            "used_tools": bool(requested),
+            "tool_refusals": dict(context.refusals),
+            "tool_stats": dict(context.stats),
+            "video_seen": bool(frames),
+            "format_ok": bool(turns) and all(t.turn is not None and t.turn.well_formed and t.attempts == 1 for t in turns),
+            "agent_turns": [
+                {"attempts": t.attempts, "error": t.error,
+                 "tool_calls": [c.model_dump() for c in t.turn.tool_calls] if t.turn else [],
+                 "answer": t.turn.answer if t.turn else None, "lenient": t.turn.lenient if t.turn else []}
+                for t in turns
+            ],
+            "stop_reason": state.stop_reason,
+        }
+        if hint:
+            diagnostics["teacher_hint"] = hint
+        evidence_ids = [e.id for e in [*context.evidence, *context.retrieved]]
+        rationale = turns[-1].turn.think or "" if turns and turns[-1].turn is not None else ""
+        return ctx.verdict(
+            sample, config, backend=backend_name, label=answer, label_taxonomy="binary", abstain_reason=state.stop_reason,
+            rationale=rationale, transcript=state.transcript(), evidence_ids=evidence_ids, diagnostics=diagnostics,
+            findings=[Finding(modality="video", label=answer, summary=rationale[:600], evidence_ids=evidence_ids)]
+            if answer else [],
+        )

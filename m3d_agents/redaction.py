@@ -1,0 +1,123 @@
+"""Keeping keys out of everything a person, a log or a file gets to see.
+
+Keys reach error text by routes nobody planned: a server that echoes the ``Authorization`` header
+in its error message, a provider URL with ``api_key=`` in its query, an AutoGen traceback that
+quotes a request. Rather than trust every raiser, text is redacted where errors become text: the
+CLI's error line, a batch run's error rows, the evidence failure lists, and log records.
+
+Two nets, because either alone misses cases: the *values* of the keys this process holds (from
+environment variables whose names say they hold a secret, and from variables a backend config
+names in ``api_key_env``), and *shapes* of credentials (``Bearer ...``, ``api_key=...`` in a URL,
+key headers, OpenAI- and Google-style keys) for keys this process never saw.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import Any
+
+MASK = "***"
+MIN_SECRET_CHARS = 8
+"""Shorter values (``EMPTY``, ``local``, ``1``) are placeholders, and masking them would garble text."""
+
+SECRET_ENV_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|KEYS|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)(?:_|$)", re.IGNORECASE)
+
+_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b(Bearer)(\s+)(?!\*\*\*)[A-Za-z0-9._~+/=:-]{4,}", re.IGNORECASE), rf"\1\2{MASK}"),
+    (
+        re.compile(
+            r"([?&;](?:api[_-]?key|apikey|key|token|access[_-]?token|auth|password|secret|client[_-]?secret|sig|signature)=)"
+            r"[^&#\s'\"\\]*",
+            re.IGNORECASE,
+        ),
+        rf"\1{MASK}",
+    ),
+    (
+        re.compile(
+            r"((?:proxy-)?authorization|x-api-key|x-goog-api-key|api[-_]?key|x-auth-token|cookie)"
+            r"([\"']?\s*[:=]\s*[\"']?)(?!\*\*\*)(?:(?:Bearer|Basic)\s+)?[^\s\"',;)\]}\\]+",
+            re.IGNORECASE,
+        ),
+        rf"\1\2{MASK}",
+    ),
+    (re.compile(r"\b([a-z][a-z0-9+.-]*://)[^/\s:@'\"]+:[^/\s@'\"]+@", re.IGNORECASE), rf"\1{MASK}@"),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{12,}"), MASK),
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), MASK),
+)
+
+_secret_env_names: set[str] = set()
+_secret_values: set[str] = set()
+
+
+def register_secret_env(name: str | None) -> None:
+    """Treat the variable ``name`` as holding a key, whatever it is called (``api_key_env: MY_VAR``)."""
+    if name:
+        _secret_env_names.add(name)
+
+
+def register_secret(value: str | None) -> None:
+    """Treat ``value`` as a key for the rest of the process."""
+    if value and len(value) >= MIN_SECRET_CHARS:
+        _secret_values.add(value)
+
+
+def known_secrets() -> list[str]:
+    """Every key value this process knows of, longest first (so a key's prefix never masks half of it)."""
+    values = set(_secret_values)
+    for name, value in os.environ.items():
+        if (name in _secret_env_names or SECRET_ENV_NAME.search(name)) and len(value) >= MIN_SECRET_CHARS:
+            values.add(value)
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, secrets: list[str] | None = None) -> str:
+    """``text`` with every known key and every credential-shaped string replaced by ``***``."""
+    for value in known_secrets() if secrets is None else secrets:
+        if value in text:
+            text = text.replace(value, MASK)
+    for pattern, replacement in _SHAPES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def redact_data(data: Any, secrets: list[str] | None = None) -> Any:
+    """``data`` (what ``json`` reads and writes) with every string in it redacted, keys of mappings included."""
+    if secrets is None:
+        secrets = known_secrets()
+    if isinstance(data, str):
+        return redact(data, secrets)
+    if isinstance(data, dict):
+        return {redact_data(k, secrets): redact_data(v, secrets) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [redact_data(item, secrets) for item in data]
+    return data
+
+
+def redact_url(url: str) -> str:
+    """A URL for messages and logs: secret query parameters blanked, known keys masked."""
+    return redact(url)
+
+
+class RedactingFormatter(logging.Formatter):
+    """Formats a log record, traceback included, and then redacts the whole text.
+
+    ``with_traceback=False`` gives one line per record: a user sees what happened, and ``--debug``
+    brings the tracebacks back.
+    """
+
+    def __init__(self, fmt: str | None = None, *, with_traceback: bool = True) -> None:
+        super().__init__(fmt)
+        self.with_traceback = with_traceback
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self.with_traceback:
+            return redact(super().format(record))
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        try:
+            text = super().format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+        return redact(text.splitlines()[0] if text else text)

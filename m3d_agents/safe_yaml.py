@@ -1,0 +1,93 @@
+"""Reading YAML that a user, or someone who sent the user a file, wrote: bounded in time and memory.
+
+``yaml.safe_load`` refuses Python tags but not aliases. Nine lines of nested aliases ("billion
+laughs") make a mapping whose expansion has a billion nodes; the loader itself shares the
+objects, but whatever walks the result afterwards (validation, an error message that prints it)
+pays for every one of them. So the loader counts, while it composes the document, how many nodes
+the aliases stand for, and refuses the document once that passes :data:`MAX_ALIAS_NODES`. Sizes are
+memoised per node, so the count costs time linear in the text, however deep the nesting.
+Recursive aliases (a node that contains itself) are refused outright.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from m3d_agents.errors import InputError
+
+MAX_ALIAS_NODES = 10_000
+"""Generous for a configuration (every built-in one uses none); a billion-laughs file passes it at
+its third level."""
+MAX_YAML_CHARS = 2_000_000
+
+
+class AliasBombError(yaml.YAMLError):
+    pass
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    def __init__(self, stream: str, max_alias_nodes: int) -> None:
+        super().__init__(stream)
+        self._max_alias_nodes = max_alias_nodes
+        self._expanded = 0
+        self._sizes: dict[int, int] = {}
+        self._complete: set[int] = set()
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            node = super().compose_node(parent, index)
+            if node is not None:
+                if id(node) not in self._complete:
+                    raise AliasBombError("a recursive alias (a node that contains itself)")
+                self._expanded += self._size(node)
+                if self._expanded > self._max_alias_nodes:
+                    raise AliasBombError(
+                        f"aliases expand to more than {self._max_alias_nodes} nodes (near line {mark.line + 1}); "
+                        "write the values out instead"
+                    )
+            return node
+        node = super().compose_node(parent, index)
+        if node is not None:
+            self._complete.add(id(node))
+        return node
+
+    def _size(self, node: yaml.Node) -> int:
+        """How many nodes ``node`` stands for once every alias inside it is expanded (it is complete)."""
+        key = id(node)
+        if key not in self._sizes:
+            size = 1
+            if isinstance(node, yaml.SequenceNode):
+                size += sum(self._size(child) for child in node.value)
+            elif isinstance(node, yaml.MappingNode):
+                size += sum(self._size(k) + self._size(v) for k, v in node.value)
+            self._sizes[key] = size
+        return self._sizes[key]
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """The problem and where it is, on one line."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        mark = exc.problem_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        return f"{exc.context + ': ' if exc.context else ''}{exc.problem}{where}"
+    return " ".join(str(exc).split())
+
+
+def load_yaml(text: str, origin: str, *, max_alias_nodes: int = MAX_ALIAS_NODES) -> Any:
+    """The one document in ``text``; an :class:`InputError` naming ``origin`` if it is not valid or too costly."""
+    if len(text) > MAX_YAML_CHARS:
+        raise InputError(origin, f"{len(text)} characters of YAML, over the limit of {MAX_YAML_CHARS}")
+    loader = _BoundedLoader(text, max_alias_nodes)
+    try:
+        return loader.get_single_data()
+    except AliasBombError as exc:
+        raise InputError(origin, f"refused: {exc}") from None
+    except RecursionError:
+        raise InputError(origin, "refused: the YAML is nested too deeply") from None
+    except yaml.YAMLError as exc:
+        raise InputError(origin, f"not valid YAML: {yaml_problem(exc)}") from None
+    finally:
+        loader.dispose()
