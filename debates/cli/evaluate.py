@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any, Optional
 
@@ -44,7 +45,7 @@ def evaluate(
     dataset: str = typer.Option(..., "--dataset", help="KIND:PATH, e.g. mediaeval:../shared/data/mediaeval2016-dev"),
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples of the data set."),
-    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once."),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once (with --workers, in all workers together)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run folder; default runs/<config>-<dataset kind>-<backend>."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat (default: the configuration's own)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
@@ -58,6 +59,12 @@ def evaluate(
     record_trajectories: bool = typer.Option(
         False, "--record-trajectories", help="Also write every model call to trajectories.jsonl (for m3d export-sft)."
     ),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Run samples on this many Ray worker processes "
+                                          "(a local Ray cluster is started for the run unless --ray-address is given)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Run on this existing Ray cluster (e.g. ray://head:10001 "
+                                              "or auto); workers default to one per CPU of the cluster."),
+    max_tries: int = typer.Option(3, "--max-tries", min=1, help="With Ray: a sample that kills its worker this many times "
+                                  "is recorded as an error."),
 ) -> None:
     """Run a configuration over a data set; rerun the same command to resume an interrupted run."""
     from m3d_agents.datasets import load_dataset, parse_option_pairs, parse_spec
@@ -109,9 +116,20 @@ def evaluate(
             from debates.training.trajectories import TrajectoryRecorder
 
             recorder = TrajectoryRecorder(run_dir)
-        runner = BatchRunner(config, samples, pool, run_dir, manifest, concurrency=concurrency, backend=override,
-                             prices=price_table, retry_errors=retry_errors, on_progress=show,
-                             context_options=sources.context_options(), recorder=recorder)
+        run_options: dict[str, Any] = dict(concurrency=concurrency, backend=override, prices=price_table,
+                                           retry_errors=retry_errors, on_progress=show, recorder=recorder,
+                                           gold_evidence=loaded.gold_evidence)
+        if workers is not None or ray_address is not None:
+            from debates.eval.ray_runner import RayBatchRunner
+
+            # Each worker opens the run's evidence sources itself, on its own backend pool.
+            opener = partial(open_retrieval, load_config(config), mode=sources.mode,
+                             store_path=evidence_store.resolve() if evidence_store else None, backend=override)
+            runner: BatchRunner = RayBatchRunner(config, samples, pool, run_dir, manifest, workers=workers, address=ray_address,
+                                                 max_tries=max_tries, worker_context=opener, **run_options)
+        else:
+            runner = BatchRunner(config, samples, pool, run_dir, manifest, context_options=sources.context_options(),
+                                 **run_options)
         try:
             with bar:
                 return await runner.run()
@@ -120,15 +138,21 @@ def evaluate(
             await pool.close()
 
     outcome = run_cli(main())
+    deaths = getattr(outcome, "worker_deaths", 0)
+    if deaths:
+        given_up = getattr(outcome, "given_up", [])
+        err_console.print(f"[yellow]{deaths} Ray worker(s) died; their samples ran again on other workers"
+                          + (f"; {len(given_up)} that kept killing workers are recorded as errors" if given_up else "") + "[/]")
     if outcome.repaired_torn_line:
         err_console.print("[yellow]cut off a torn last line left by an earlier hard stop[/]")
     summary = write_report(outcome.out_dir)
     m = summary.metrics
     accuracy = f"{m.classification.accuracy:.3f}" if m.classification else "n/a"
     macro = f"{m.classification.macro_f1:.3f}" if m.classification else "n/a"
+    cited = f", citation_validity {m.citation_validity:.3f} of {m.cited_ids} cited ids" if m.citation_validity is not None else ""
     console.print(
         f"{outcome.out_dir}: {len(outcome.rows)}/{outcome.total} samples done ({outcome.ran} this time), "
-        f"accuracy {accuracy}, macro-F1 {macro}, abstained {m.abstained}, errors {m.errors}; report in "
+        f"accuracy {accuracy}, macro-F1 {macro}, abstained {m.abstained}, errors {m.errors}{cited}; report in "
         f"{outcome.out_dir / 'report.md'}"
     )
     console.print(run_costs_line(outcome.rows))

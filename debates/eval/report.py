@@ -18,9 +18,11 @@ from debates.eval.batch import MANIFEST, RESULTS, RunManifest
 from debates.eval.metrics import RunMetrics, compute_metrics
 from debates.eval.records import EvalRow, read_rows
 from m3d_agents.errors import InputError
+from m3d_agents.verdict import Verdict
 
 METRICS = "metrics.json"
 REPORT = "report.md"
+REVIEWS = "reviews"
 ANNOTATED_METRICS = "metrics.annotations.json"
 ANNOTATED_REPORT = "report.annotations.md"
 ANNOTATED_CONFUSION = "confusion.annotations.png"
@@ -90,8 +92,20 @@ def markdown(summary: RunSummary) -> str:
         f"| accuracy (abstained and failed samples count as wrong) | {_fmt(m.classification.accuracy if m.classification else None)} |",
         f"| macro-F1 | {_fmt(m.classification.macro_f1 if m.classification else None)} |",
         f"| weighted F1 | {_fmt(m.classification.weighted_f1 if m.classification else None)} |",
+        f"| weighted precision / recall | {_fmt(m.classification.weighted_precision if m.classification else None)}"
+        f" / {_fmt(m.classification.weighted_recall if m.classification else None)} |",
         f"| binary accuracy (misinformation or not) | {_fmt(m.binary.accuracy if m.binary else None)} |",
         f"| binary macro-F1 | {_fmt(m.binary.macro_f1 if m.binary else None)} |",
+        *(
+            [f"| true vs not true accuracy / macro-F1 (AgentFact's binary view) | {_fmt(m.true_vs_not_true.accuracy)}"
+             f" / {_fmt(m.true_vs_not_true.macro_f1)} |"]
+            if m.true_vs_not_true else []
+        ),
+        *([f"| citation validity (valid / all cited ids; a proxy, not a human rating) | {_fmt(m.citation_validity)}"
+           f" ({m.cited_ids} cited ids) |"]
+          if m.cited_ids else []),
+        *([f"| leakage filter drops by rule | {', '.join(f'{rule} {n}' for rule, n in m.leakage.items())} |"]
+          if m.leakage else []),
         f"| abstention rate / coverage (answered share of attempted) | {_fmt(m.abstention_rate)} / {_fmt(m.coverage)} |",
         f"| selective accuracy (answered only) | {_fmt(m.selective_accuracy)} |",
         f"| ECE (10 bins) | {_fmt(m.ece)} |",
@@ -201,6 +215,26 @@ def sibling_runs(run_dir: Path) -> list[Path]:
     return sorted(p for p in parent.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
 
 
+def write_reviews(run_dir: Path) -> int:
+    """One review record per explained verdict, ``reviews/<sample id>.json``, in the fields of AgentFact's
+    human review (label, reasons, key points with evidence ids, evidence list, image findings, confidence)."""
+    _, rows = load_run(run_dir)
+    written = 0
+    for row in rows:
+        if not row.verdict or not row.verdict.get("explanation"):
+            continue
+        folder = run_dir / REVIEWS
+        folder.mkdir(exist_ok=True)
+        record = Verdict.model_validate(row.verdict).review_record()
+        (folder / f"{safe_name(row.sample_id)}.json").write_text(record.model_dump_json(indent=2))
+        written += 1
+    return written
+
+
+def safe_name(sample_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in sample_id) or "sample"
+
+
 def write_report(run_dir: Path, gold: GoldSource = "dataset") -> RunSummary:
     """Metrics, report and plots of a run. Scored against the annotations, they go to files of their
     own (``report.annotations.md`` ...), so the report on the data set's labels is never replaced."""
@@ -211,6 +245,7 @@ def write_report(run_dir: Path, gold: GoldSource = "dataset") -> RunSummary:
         plot_confusion(summary, run_dir / ANNOTATED_CONFUSION)
         return summary
     summary = summarise(run_dir)
+    write_reviews(run_dir)
     (run_dir / METRICS).write_text(summary.model_dump_json(indent=2))
     (run_dir / REPORT).write_text(markdown(summary))
     plot_confusion(summary, run_dir / "confusion.png")

@@ -55,7 +55,7 @@ def verite_samples() -> list[Sample]:
     return load_dataset(VERITE_SPEC).samples
 
 
-async def make_run(folder: Path, config: str = "async") -> Path:
+async def make_run(folder: Path, config: str = "async-three") -> Path:
     """A real run folder written by the batch runner over the VERITE fixture, with its report and plots."""
     factory, _ = scripted_pool_factory(verite_responder)
     pool = factory()

@@ -76,9 +76,9 @@ def test_the_report_against_annotations_is_written_beside_the_other(run: Path) -
     assert summary.gold == "annotations" and summary.annotated == 1
     text = (run / ANNOTATED_REPORT).read_text()
     assert "1 sample(s) take their gold label from `annotations.jsonl`" in text
-    assert "| accuracy | 0.667 |" in text
+    assert "| accuracy (abstained and failed samples count as wrong) | 0.667 |" in text
     assert (run / "confusion.annotations.png").stat().st_size > 0
-    assert (run / REPORT).read_text() == report and "| accuracy | 0.333 |" in report
+    assert (run / REPORT).read_text() == report and "| accuracy (abstained and failed samples count as wrong) | 0.333 |" in report
 
 
 def test_m3d_report_and_compare_score_against_the_annotations(tmp_path: Path) -> None:
