@@ -15,28 +15,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, AsyncGenerator, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Literal, Mapping, Optional, Sequence
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
 from autogen_core import CancellationToken
 from autogen_core.models import (
-    ChatCompletionClient,
     CreateResult,
     LLMMessage,
-    ModelCapabilities,
-    ModelInfo,
     RequestUsage,
 )
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
 from m3d_agents.backends.choices import Choices
-from m3d_agents.backends.transports.retry import NO_KEY, TransientFailure, answer_of, with_retries, without_secrets
+from m3d_agents.backends.transports.endpoint import EndpointClient
+from m3d_agents.backends.transports.retry import TransientFailure, answer_of, with_retries, without_secrets
 from m3d_agents.backends.transports.wire import (
-    added,
-    estimated_tokens,
     openai_messages,
     read_choices,
     read_completion,
@@ -44,47 +40,18 @@ from m3d_agents.backends.transports.wire import (
     tool_choice_spec,
     tool_specs,
 )
-from m3d_agents.errors import BackendError
 
 
-class OpenAICompatibleClient(ChatCompletionClient):
+class OpenAICompatibleClient(EndpointClient):
     """``transport: http``: the default, and the cheapest per call (see the module's docstring)."""
 
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        model_info: ModelInfo,
-        api_key: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        seed: int | None = None,
-        timeout_s: float = 120.0,
-        max_retries: int = 3,
-        context_window: int | None = None,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.url = self.base_url + "/chat/completions"
-        self.model = model
-        self._model_info = model_info
-        self._key = api_key or NO_KEY
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
         self._headers = {"Authorization": f"Bearer {self._key}", "Content-Type": "application/json"}
-        self._defaults: dict[str, Any] = {
-            k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens), ("seed", seed)) if v is not None
-        }
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.context_window = context_window
+        self._timeout = aiohttp.ClientTimeout(total=self.timeout_s)
         self._proxy = env_proxy(self.base_url)
         self._session: aiohttp.ClientSession | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
-        self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
-        self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
 
     def _current_session(self) -> aiohttp.ClientSession:
         """One session per event loop: a session cannot outlive the loop it was made in (a notebook runs many)."""
@@ -131,12 +98,7 @@ class OpenAICompatibleClient(ChatCompletionClient):
             raise TransientFailure(without_secrets(problem, self._key)) from None
 
     async def _send(self, body: dict[str, Any], cancellation_token: Optional[CancellationToken]) -> Any:
-        payload = json.dumps(body).encode()
-        if cancellation_token is None:
-            return await self._post(payload)
-        request = asyncio.ensure_future(self._post(payload))
-        cancellation_token.link_future(request)
-        return await request
+        return await self._cancellable(self._post(json.dumps(body).encode()), cancellation_token)
 
     async def create(
         self,
@@ -151,8 +113,7 @@ class OpenAICompatibleClient(ChatCompletionClient):
         body = self.request_body(messages, tools, tool_choice, json_output, extra_create_args)
         data = await self._send(body, cancellation_token)
         content, reason, usage, thought = read_completion(data, self.url, self._key)
-        self._actual = added(self._actual, usage)
-        self._total = added(self._total, usage)
+        self._count(usage)
         return CreateResult(finish_reason=reason, content=content, usage=usage, cached=False, thought=thought)
 
     samples_choices = True
@@ -171,8 +132,7 @@ class OpenAICompatibleClient(ChatCompletionClient):
         body = self.request_body(messages, [], "auto", json_output, {**extra_create_args, "n": n})
         data = await self._send(body, cancellation_token)
         choices, usage = read_choices(data, self.url, self._key)
-        self._actual = added(self._actual, usage)
-        self._total = added(self._total, usage)
+        self._count(usage)
         zero = RequestUsage(prompt_tokens=0, completion_tokens=0)
         results = [
             CreateResult(finish_reason=reason, content=content, usage=zero, cached=False, thought=thought)
@@ -180,62 +140,10 @@ class OpenAICompatibleClient(ChatCompletionClient):
         ]
         return Choices(results=results, usage=usage)
 
-    async def create_stream(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[Tool | ToolSchema] = [],
-        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
-        json_output: Optional[bool | type[BaseModel]] = None,
-        extra_create_args: Mapping[str, Any] = {},
-        cancellation_token: Optional[CancellationToken] = None,
-        include_usage: Optional[bool] = None,
-    ) -> AsyncGenerator[Union[str, CreateResult], None]:
-        """The whole answer as one chunk, then the result: debates read complete turns, never tokens."""
-        result = await self.create(
-            messages, tools=tools, tool_choice=tool_choice, json_output=json_output,
-            extra_create_args=extra_create_args, cancellation_token=cancellation_token,
-        )
-        if isinstance(result.content, str) and result.content:
-            yield result.content
-        yield result
-
     async def close(self) -> None:
         session, self._session = self._session, None
-        if session is not None and not session.closed:
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is self._session_loop:
-                await session.close()
-
-    def actual_usage(self) -> RequestUsage:
-        return self._actual
-
-    def total_usage(self) -> RequestUsage:
-        return self._total
-
-    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
-        """An estimate (four characters a token): the server's tokenizer is not available to the client."""
-        return estimated_tokens(messages, tools, self._model_info)
-
-    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
-        if self.context_window is None:
-            raise BackendError("the context window of this backend is unknown, so its remaining tokens are too")
-        return max(0, self.context_window - self.count_tokens(messages, tools=tools))
-
-    @property
-    def capabilities(self) -> ModelCapabilities:
-        return ModelCapabilities(
-            vision=self._model_info["vision"],
-            function_calling=self._model_info["function_calling"],
-            json_output=self._model_info["json_output"],
-        )
-
-    @property
-    def model_info(self) -> ModelInfo:
-        return self._model_info
+        if session is not None and not session.closed and self._same_loop(self._session_loop):
+            await session.close()
 
 
 def env_proxy(url: str) -> str | None:

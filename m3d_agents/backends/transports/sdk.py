@@ -32,29 +32,24 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from typing import Any, AsyncGenerator, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Literal, Mapping, Optional, Sequence
 
 import openai
 from autogen_core import CancellationToken
 from autogen_core.models import (
-    ChatCompletionClient,
     CreateResult,
     LLMMessage,
-    ModelCapabilities,
-    ModelInfo,
-    RequestUsage,
 )
 from autogen_core.tools import Tool, ToolSchema
 from autogen_ext.models.openai import OpenAIChatCompletionClient
 from openai.types.chat.completion_create_params import CompletionCreateParamsBase
 from pydantic import BaseModel
 
-from m3d_agents.backends.transports.retry import NO_KEY, TransientFailure, answer_of, with_retries, without_secrets
+from m3d_agents.backends.transports.endpoint import EndpointClient
+from m3d_agents.backends.transports.retry import TransientFailure, answer_of, with_retries, without_secrets
 from m3d_agents.backends.transports.wire import (
-    added,
     check_sendable,
     completion_problem,
-    estimated_tokens,
     merged_system_messages,
     not_a_completion,
     response_format,
@@ -69,41 +64,13 @@ SDK_CREATE_ARGS = frozenset(CompletionCreateParamsBase.__annotations__) | {"time
 warnings.filterwarnings("ignore", message="Resolved model mismatch", category=UserWarning)
 
 
-class SdkClient(ChatCompletionClient):
+class SdkClient(EndpointClient):
     """AutoGen's ``OpenAIChatCompletionClient``, made to behave like the lean client (see the module's docstring)."""
 
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        model_info: ModelInfo,
-        api_key: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        seed: int | None = None,
-        timeout_s: float = 120.0,
-        max_retries: int = 3,
-        context_window: int | None = None,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.url = self.base_url + "/chat/completions"
-        self.model = model
-        self._model_info = model_info
-        self._key = api_key or NO_KEY
-        self._defaults: dict[str, Any] = {
-            k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens), ("seed", seed)) if v is not None
-        }
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.context_window = context_window
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
         self._inner: OpenAIChatCompletionClient | None = None
         self._inner_loop: asyncio.AbstractEventLoop | None = None
-        self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
-        self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
 
     def autogen_client(self) -> OpenAIChatCompletionClient:
         """The AutoGen client that serves the running event loop, made on first use in each loop."""
@@ -197,68 +164,12 @@ class SdkClient(ChatCompletionClient):
     ) -> CreateResult:
         sent, extra = self._request(messages, json_output, extra_create_args)
         call = with_retries(lambda: self._attempt(sent, tools, tool_choice, extra), url=self.url, max_retries=self.max_retries)
-        if cancellation_token is None:
-            result = await call
-        else:
-            request = asyncio.ensure_future(call)
-            cancellation_token.link_future(request)
-            result = await request
-        self._actual = added(self._actual, result.usage)
-        self._total = added(self._total, result.usage)
+        result = await self._cancellable(call, cancellation_token)
+        self._count(result.usage)
         return result
-
-    async def create_stream(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[Tool | ToolSchema] = [],
-        tool_choice: Tool | Literal["auto", "required", "none"] = "auto",
-        json_output: Optional[bool | type[BaseModel]] = None,
-        extra_create_args: Mapping[str, Any] = {},
-        cancellation_token: Optional[CancellationToken] = None,
-        include_usage: Optional[bool] = None,
-    ) -> AsyncGenerator[Union[str, CreateResult], None]:
-        """The whole answer as one chunk, then the result: debates read complete turns, never tokens."""
-        result = await self.create(
-            messages, tools=tools, tool_choice=tool_choice, json_output=json_output,
-            extra_create_args=extra_create_args, cancellation_token=cancellation_token,
-        )
-        if isinstance(result.content, str) and result.content:
-            yield result.content
-        yield result
 
     async def close(self) -> None:
         inner, self._inner = self._inner, None
-        if inner is not None:
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is self._inner_loop:
-                await inner.close()
+        if inner is not None and self._same_loop(self._inner_loop):
+            await inner.close()
 
-    def actual_usage(self) -> RequestUsage:
-        return self._actual
-
-    def total_usage(self) -> RequestUsage:
-        return self._total
-
-    def count_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
-        return estimated_tokens(messages, tools, self._model_info)
-
-    def remaining_tokens(self, messages: Sequence[LLMMessage], *, tools: Sequence[Tool | ToolSchema] = []) -> int:
-        if self.context_window is None:
-            raise BackendError("the context window of this backend is unknown, so its remaining tokens are too")
-        return max(0, self.context_window - self.count_tokens(messages, tools=tools))
-
-    @property
-    def capabilities(self) -> ModelCapabilities:
-        return ModelCapabilities(
-            vision=self._model_info["vision"],
-            function_calling=self._model_info["function_calling"],
-            json_output=self._model_info["json_output"],
-        )
-
-    @property
-    def model_info(self) -> ModelInfo:
-        return self._model_info
