@@ -23,7 +23,7 @@ from debates.chat.structured_turns import instruction, read_structured, turn_sch
 from debates.chat.visibility import SeatView
 from debates.config import DebateConfig, SeatConfig
 from debates.protocol import DebateProtocol
-from debates.turns.base import TurnContext, TurnPolicy
+from debates.turns.base import TurnContext, TurnPolicy, TurnRequest
 from debates.turns.scoring import SelectorState
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.errors import ParseError
@@ -100,16 +100,16 @@ class ModelSeat(BaseChatAgent):
             content.append(self._structured_hint)
         content.append(self.view.instruction())
         user = UserMessage(content=content if self._images else "\n\n".join(str(c) for c in content), source="user")
-        producing = asyncio.ensure_future(self._turn.produce(
-            self._client,
-            [SystemMessage(content=self._system), user],
-            self._parse,
+        producing = asyncio.ensure_future(self._turn.produce(TurnRequest(
+            client=self._client,
+            messages=[SystemMessage(content=self._system), user],
+            parse=self._parse,
             retries=self._config.retries,
             create_kwargs={"extra_create_args": dict(self._create_kwargs)},
             on_retry=lambda: setattr(self._client.ledger, "parse_retries", self._client.ledger.parse_retries + 1),
             context=TurnContext(self.seat, self._config, self._prepared, self._selector, self._vision, self.view.own_round,
                                 self._tools),
-        ))
+        )))
         # Every call of the turn (candidates, rewards, critiques, the planner) stops when the debate does.
         cancellation_token.link_future(producing)
         answer = await producing

@@ -9,13 +9,13 @@ the contract, the per-turn context and the registry; it imports no implementatio
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Generic, Protocol, Sequence, TypeVar
 
 from autogen_core.models import LLMMessage
 
 from debates.config import DebateConfig, SeatConfig, TurnPolicyConfig
 from debates.turns.scoring import SelectorState
-from m3d_agents.asking import Answer
+from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.registry import Registry
 from m3d_agents.media.images import PreparedSample
@@ -43,18 +43,32 @@ class TurnContext:
     turn calls tools (``react``); None where the seat has none."""
 
 
+@dataclass(frozen=True)
+class TurnRequest(Generic[T]):
+    """One turn to produce: whom to ask, what to send, how to read the answer, how often to ask again.
+
+    One object instead of seven parameters, so a policy that wraps another (``planned`` around
+    ``best_of_n``) hands the turn on unchanged, and a new field reaches every policy at once.
+    """
+
+    client: MeteredClient
+    messages: Sequence[LLMMessage]
+    parse: Callable[[str], T]
+    retries: int
+    create_kwargs: dict[str, Any]
+    on_retry: Callable[[], None] | None
+    context: TurnContext
+
+    async def ask(self, messages: Sequence[LLMMessage] | None = None, **create_kwargs: Any) -> Answer[T]:
+        """One answer to these messages (or others), retried while unreadable; ``create_kwargs`` replace the turn's."""
+        return await ask(
+            self.client, self.messages if messages is None else messages, self.parse, retries=self.retries,
+            create_kwargs={**self.create_kwargs, **create_kwargs}, on_retry=self.on_retry,
+        )
+
+
 class TurnPolicy(Protocol):
-    async def produce(
-        self,
-        client: MeteredClient,
-        messages: Sequence[LLMMessage],
-        parse: Callable[[str], T],
-        *,
-        retries: int,
-        create_kwargs: dict[str, Any],
-        on_retry: Callable[[], None] | None,
-        context: TurnContext,
-    ) -> Answer[T]: ...
+    async def produce(self, request: TurnRequest[T]) -> Answer[T]: ...
 
 
 TurnPolicyFactory = Callable[[TurnPolicyConfig], TurnPolicy]

@@ -20,7 +20,7 @@ from debates.config import TurnPolicyConfig
 from debates.turns.critics import Critic, ForgeryReport, critic_for
 from debates.turns.rewards import RewardScorer, build_reward_scorer
 from debates.turns.scoring import CandidateScore, TurnSelection, best_index, early_stop_m, gap_exceeds
-from debates.turns.base import TURN_POLICIES, TurnContext
+from debates.turns.base import TURN_POLICIES, TurnContext, TurnRequest
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.metering import MeteredClient
 
@@ -50,17 +50,9 @@ class BestOfN:
         self.reward = reward or build_reward_scorer(config.reward)
         self._forgery_report = forgery_report
 
-    async def produce(
-        self,
-        client: MeteredClient,
-        messages: Sequence[LLMMessage],
-        parse: Callable[[str], T],
-        *,
-        retries: int,
-        create_kwargs: dict[str, Any],
-        on_retry: Callable[[], None] | None,
-        context: TurnContext,
-    ) -> Answer[T]:
+    async def produce(self, request: TurnRequest[T]) -> Answer[T]:
+        client, messages, parse, context = request.client, request.messages, request.parse, request.context
+        retries, create_kwargs, on_retry = request.retries, request.create_kwargs, request.on_retry
         answers = await self._sample(client, messages, parse, retries, create_kwargs, on_retry)
         readable = [i for i, answer in enumerate(answers) if answer.ok]
         critic = critic_for(context.seat.role, self.config, self._forgery_report)

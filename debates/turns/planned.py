@@ -7,15 +7,15 @@ spending more calls is the safe side of an unknown difficulty, and the error is 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, TypeVar
+from typing import TypeVar
 
-from autogen_core.models import LLMMessage, SystemMessage, UserMessage
+from autogen_core.models import SystemMessage, UserMessage
 
 import prompts
 from debates.turns.best_of_n import BestOfN
 from debates.config import TurnPolicyConfig
 from debates.turns.scoring import PlanDecision
-from debates.turns.base import TURN_POLICIES, TurnContext
+from debates.turns.base import TURN_POLICIES, TurnContext, TurnRequest
 from debates.turns.single import SinglePass
 from m3d_agents.media.post_content import described_images, user_content
 from m3d_agents.asking import Answer, ask
@@ -56,24 +56,12 @@ class Planned:
         self.single = SinglePass()
         self.best_of_n = best_of_n or BestOfN(config)
 
-    async def produce(
-        self,
-        client: MeteredClient,
-        messages: Sequence[LLMMessage],
-        parse: Callable[[str], T],
-        *,
-        retries: int,
-        create_kwargs: dict[str, Any],
-        on_retry: Callable[[], None] | None,
-        context: TurnContext,
-    ) -> Answer[T]:
-        plan = await plan_for_sample(client, context, retries)
+    async def produce(self, request: TurnRequest[T]) -> Answer[T]:
+        plan = await plan_for_sample(request.client, request.context, request.retries)
         policy = self.best_of_n if plan.level == 1 else self.single
         if plan.level != 1:
-            context.selector.single_pass_turns += 1
-        return await policy.produce(
-            client, messages, parse, retries=retries, create_kwargs=create_kwargs, on_retry=on_retry, context=context
-        )
+            request.context.selector.single_pass_turns += 1
+        return await policy.produce(request)
 
 
 TURN_POLICIES.add("planned", lambda config: Planned(config), "the planner picks a single pass or best-of-N per sample")

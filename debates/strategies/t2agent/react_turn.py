@@ -11,7 +11,7 @@ agent answering ``Finish[MATCH]``) is unreadable and asked again, as in a single
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Sequence, TypeVar
 
 from autogen_core.models import LLMMessage, UserMessage
 
@@ -19,9 +19,8 @@ import prompts
 from debates.config import TurnPolicyConfig
 from debates.strategies.t2agent.actions import ActionRunner
 from debates.strategies.t2agent.react import FINISH, Step, action_menu, action_specs, parse_step
-from debates.turns.base import TURN_POLICIES, TurnContext
+from debates.turns.base import TURN_POLICIES, TurnRequest
 from m3d_agents.asking import Answer, ask
-from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.tools.cards import ToolContext
 from m3d_agents.tools.catalogue import default_registry
 
@@ -45,17 +44,9 @@ class ReactTurn:
         self.specs = action_specs(config.tools, self.registry)
         self.max_steps = config.max_steps
 
-    async def produce(
-        self,
-        client: MeteredClient,
-        messages: Sequence[LLMMessage],
-        parse: Callable[[str], T],
-        *,
-        retries: int,
-        create_kwargs: dict[str, Any],
-        on_retry: Callable[[], None] | None,
-        context: TurnContext,
-    ) -> Answer[T]:
+    async def produce(self, request: TurnRequest[T]) -> Answer[T]:
+        client, messages, parse, context = request.client, request.messages, request.parse, request.context
+        retries, create_kwargs, on_retry = request.retries, request.create_kwargs, request.on_retry
         runner = ActionRunner(self.registry, context.tools or ToolContext(context.prepared))
         menu = action_menu(self.specs, None)
         done: list[str] = []
