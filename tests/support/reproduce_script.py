@@ -6,14 +6,18 @@ would have got. Each kind of call gets an answer in its own format:
 
 - a call that asks for a JSON schema (debate turns, AgentFact's agents, summaries) gets JSON valid
   under it (:mod:`tests.support.schema_stub`);
-- the tree search's calls get the answers of :mod:`tests.support.t2agent_script`;
+- the tree search's calls get the formats of :mod:`tests.support.t2agent_script`, with a check's
+  answer, its correctness score (4 to 9) and its reliability score (5 to 9) picked by the hash, so
+  some subtasks are pruned, some searched again and some posts stopped early as fake;
+- FactGuard's verifier looks closer at a clip in its first turn for half of the posts, then answers;
 - the cascade's checks, the planner, rewards and critics get the formats of
   :mod:`tests.support.selector_script`, with the check's verdict and a single pass's label picked by
   the hash, so a table's rows differ from one another.
 
-Token counts are estimated as the characters of the request's text, and of the answer, over four
-(images are not counted): the scripted runs' accounting counts the prompts our configurations
-really build.
+Token counts are estimated as the characters of the request's text, and of the answer, over four,
+plus 765 prompt tokens for every image attached (GPT-4o's count for a 1024-pixel image at high
+detail, as benchmarks/search_cost.py assumes): the scripted runs' accounting counts the prompts our
+configurations really build.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from tests.support.selector_script import stub_answer
 from tests.support.t2agent_script import stub_tree_answer
 
 M3D_LABELS = ["original", "textual_veracity_distortion", "visual_veracity_distortion", "cross_modal_consistency_distortion"]
+VIDEO_CHECK = "You check short-video posts"
+SCOUT = '<tool_call>{"name": "clip_scout", "arguments": {"start_s": 0, "end_s": 2}}</tool_call>'
 CHECKS = {"TEXT SUPPORT": "TEXT REFUTE", "IMAGE SUPPORT": "IMAGE REFUTE", "MATCH": "MISMATCH"}
 
 
@@ -43,14 +49,27 @@ def request_text(body: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+IMAGE_TOKENS = 765
+
+
+def images_in(body: Mapping[str, Any]) -> int:
+    return sum(1 for message in body.get("messages", []) if not isinstance(message.get("content", ""), str)
+               for part in message["content"] if isinstance(part, dict) and part.get("type") == "image_url")
+
+
 def scripted_answer(body: Mapping[str, Any]) -> str:
-    digest = hashlib.sha256(json.dumps(body.get("messages", []), sort_keys=True).encode()).digest()
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).digest()
     schema = schema_of(dict(body))
     if schema is not None:
         return json.dumps(fill(schema, digest))
     tree = stub_tree_answer(body)
     if tree is not None:
-        return tree
+        return _varied_tree_answer(tree, body, digest)
+    if VIDEO_CHECK in request_text({"messages": body.get("messages", [])[:1]}):
+        first_turn = not any(m.get("role") == "assistant" for m in body.get("messages", []))
+        if first_turn and digest[1] % 2 == 0:
+            return "<think>The opening seconds need a closer look.</think>" + SCOUT
+        return f"<think>The post and what was seen settle it.</think><answer>{'fake' if digest[0] % 2 else 'real'}</answer>"
     answer = stub_answer(body)
     finish = re.search(r"Finish\[([A-Z ]+)\]", answer)
     if finish is not None and finish.group(1) in CHECKS and digest[0] % 3 == 0:
@@ -60,9 +79,21 @@ def scripted_answer(body: Mapping[str, Any]) -> str:
     return answer
 
 
+def _varied_tree_answer(answer: str, body: Mapping[str, Any], digest: bytes) -> str:
+    if "correctness score is" in answer:
+        return re.sub(r"score is \d+", f"score is {4 + digest[2] % 6}", answer)
+    if "reliability score is" in answer:
+        return re.sub(r"score is \d+", f"score is {5 + digest[2] % 5}", answer)
+    menu = re.search(r"- Finish\[([^\]]+)\] or Finish\[([^\]]+)\]: ends the check", request_text(body))
+    if menu is not None and "Finish[" in answer and digest[3] % 4 == 0:
+        return answer.replace(f"Finish[{menu.group(2)}]", f"Finish[{menu.group(1)}]")
+    return answer
+
+
 def respond(body: dict[str, Any], _n: int) -> tuple[int, dict[str, Any], float]:
     text = scripted_answer(body)
-    return 200, completion_body(text, prompt_tokens=max(1, len(request_text(body)) // 4),
+    prompt_tokens = max(1, len(request_text(body)) // 4) + IMAGE_TOKENS * images_in(body)
+    return 200, completion_body(text, prompt_tokens=prompt_tokens,
                                 completion_tokens=max(1, len(text) // 4)), 0.0
 
 
