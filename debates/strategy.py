@@ -75,6 +75,9 @@ class RunContext:
     seed: int = 0
     evidence: list[Evidence] = field(default_factory=list)
     """Evidence given with the sample (a recorded trace, a data set's gold evidence)."""
+    gold_evidence: list[Evidence] = field(default_factory=list)
+    """A data set's own evidence for the sample (RW-Post's ground truth). It usually states the verdict,
+    so only an evidence-bounded setting reads it (``agentfact-bounded``); every other strategy ignores it."""
     evidence_source: EvidenceSource | None = None
     """Gathers evidence before a strategy starts (reverse image search, pages, summaries)."""
     query_answerer: QueryAnswerer | None = None

@@ -19,11 +19,17 @@ class Taxonomy(BaseModel):
     name: str
     description: str
     misinformation: dict[str, bool]
+    true_label: str | None = None
+    """For fact-check ratings, the label that says the claim is true: AgentFact scores its binary view
+    as this label against every other (false and unproven alike), which differs from the
+    misinformation view where unproven is not misinformation."""
 
     @model_validator(mode="after")
     def _non_empty(self) -> "Taxonomy":
         if not self.misinformation:
             raise ValueError(f"taxonomy {self.name!r} has no labels")
+        if self.true_label is not None and self.true_label not in self.misinformation:
+            raise ValueError(f"taxonomy {self.name!r}: true_label {self.true_label!r} is not one of its labels")
         return self
 
     @property
@@ -73,6 +79,16 @@ TAXONOMIES: dict[str, Taxonomy] = {
                 "mixture": True,
                 "outdated": True,
             },
+            true_label="true",
+        ),
+        Taxonomy(
+            name="factcheck3",
+            description=(
+                "AgentFact's answer set: the three fact-check ratings it predicts. A subset of 'factcheck',"
+                " so its answers are scored on RW-Post's labels unchanged."
+            ),
+            misinformation={"true": False, "false": True, "unproven": False},
+            true_label="true",
         ),
         Taxonomy(
             name="amg",
@@ -105,16 +121,27 @@ def get_taxonomy(name: str) -> Taxonomy:
         raise InputError("taxonomy", f"unknown taxonomy {name!r}; known: {', '.join(TAXONOMIES)}") from None
 
 
+def is_subset(source: Taxonomy, target: Taxonomy) -> bool:
+    """Whether every label of ``source`` is a label of ``target`` with the same misinformation flag.
+
+    Such answers need no bridge: ``factcheck3``'s ``unproven`` is RW-Post's ``unproven``.
+    """
+    return all(target.misinformation.get(label) is flag for label, flag in source.misinformation.items())
+
+
 def collapse_label(label: str, source: Taxonomy, target: Taxonomy) -> str:
     """Carry a label of ``source`` over to ``target`` through the binary misinformation map.
 
     Systems that answer in a finer taxonomy (the cascade answers in m3d) are scored on datasets with
     a two-label one (binary, ooc); the only honest bridge is whether the label is misinformation,
-    so a target needs exactly one label on each side.
+    so a target needs exactly one label on each side. A taxonomy whose labels all belong to the
+    target (``factcheck3`` in ``factcheck``) is carried over label for label.
     """
     label = source.normalise(label)
     if source.name == target.name:
         return label
+    if is_subset(source, target):
+        return target.normalise(label)
     sides = {flag: [name for name, misinfo in target.misinformation.items() if misinfo == flag] for flag in (False, True)}
     if len(sides[False]) != 1 or len(sides[True]) != 1:
         raise ValueError(

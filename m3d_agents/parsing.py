@@ -227,8 +227,10 @@ def _pythonise_literals(candidate: str) -> str:
 
 
 def _load_object(candidate: str) -> dict[str, Any] | None:
+    # strict=False reads raw newlines and tabs inside strings: llama.cpp's JSON grammar lets a small
+    # model write them, and what the text says is unambiguous.
     try:
-        value = json.loads(candidate)
+        value = json.loads(candidate, strict=False)
     except json.JSONDecodeError:
         try:
             value = ast.literal_eval(_pythonise_literals(candidate))

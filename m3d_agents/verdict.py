@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from m3d_agents.evidence import Evidence
 from m3d_agents.labels import get_taxonomy
 
 Modality = Literal["text", "image", "cross_modal", "video", "overall"]
@@ -102,6 +103,55 @@ class EvidenceReport(BaseModel):
         return [first] + (["evidence problems: " + "; ".join(problems)] if problems else [])
 
 
+class KeyPoint(BaseModel):
+    """One point of an explanation and the evidence (by ``Evidence.id``) it rests on."""
+
+    text: str
+    evidence_ids: list[str] = Field(default_factory=list)
+
+
+class Explanation(BaseModel):
+    """Why a verdict says what it says, in the form AgentFact's explainer writes (key points citing
+    evidence), so that a reader can check every point against the evidence it names."""
+
+    claim_understanding: str = ""
+    reasoning_logic: str = ""
+    key_points: list[KeyPoint] = Field(default_factory=list)
+    confidence_level: int | None = Field(None, ge=1, le=5, description="the explainer's own 1-5 scale, not a probability")
+    label_2class: Literal["true", "false"] | None = None
+    dropped_citations: int = Field(0, ge=0, description="cited ids that named no evidence shown, removed after the retries")
+    display_ids: dict[str, str] = Field(
+        default_factory=dict, description="Evidence.id -> the id the agents saw (E3 for text, I1 for image findings)"
+    )
+    image_analysis: list[str] = Field(default_factory=list, description="the image findings the explainer was shown")
+
+    def cited_ids(self) -> list[str]:
+        return list(dict.fromkeys(i for point in self.key_points for i in point.evidence_ids))
+
+
+class ReviewKeyPoint(BaseModel):
+    key_point: str
+    evidence_ids: list[str]
+
+
+class ReviewEvidence(BaseModel):
+    id: str
+    source: str
+    reliability: str
+    content: str
+
+
+class ReviewRecord(BaseModel):
+    """The record a human reviewer reads, with exactly the fields of AgentFact's review protocol."""
+
+    predicted_authenticity_class: str
+    predicted_authenticity_reasons: str
+    predicted_authenticity_key_points: list[ReviewKeyPoint]
+    evidence_list: list[ReviewEvidence]
+    image_analysis_result: list[str]
+    confidence_level: int | None
+
+
 class Verdict(BaseModel):
     sample_id: str
     taxonomy: str = "binary"
@@ -111,6 +161,11 @@ class Verdict(BaseModel):
     rationale: str = ""
     findings: list[Finding] = Field(default_factory=list)
     evidence_ids: list[str] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(
+        default_factory=list,
+        description="the evidence the strategy was given, kept or filtered out, each with its source, reliability "
+        "and reason, so a run's results file shows a reviewer what the agents saw and what was dropped",
+    )
     abstained: bool = False
     abstain_reason: str | None = None
     transcript: list[TranscriptTurn] = Field(default_factory=list)
@@ -121,9 +176,11 @@ class Verdict(BaseModel):
     evidence_report: EvidenceReport | None = Field(
         None, description="what retrieval did for this sample; None when the run path gathers no evidence at all"
     )
+    explanation: Explanation | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> "Verdict":
+        self._check_citations()
         if self.abstained:
             if not self.abstain_reason:
                 raise ValueError("an abstention must say why (abstain_reason)")
@@ -136,6 +193,45 @@ class Verdict(BaseModel):
         self.label = taxonomy.normalise(self.label)
         self.is_misinformation = taxonomy.is_misinformation(self.label)
         return self
+
+    def _check_citations(self) -> None:
+        """An explanation's cited ids are in ``evidence_ids``, and every id there names an item of ``evidence``,
+        so a reader can check each citation from the verdict alone."""
+        if self.explanation is None:
+            return
+        known = {e.id for e in self.evidence}
+        unknown = [i for i in self.evidence_ids if i not in known]
+        if unknown:
+            raise ValueError(f"evidence_ids {unknown} name no item of evidence")
+        if self.explanation is not None:
+            uncited = [i for i in self.explanation.cited_ids() if i not in self.evidence_ids]
+            if uncited:
+                raise ValueError(f"the explanation cites {uncited}, which are not in evidence_ids")
+
+    def review_record(self) -> ReviewRecord:
+        """This verdict as a reviewer sees it: the label, the reasons, the key points with the ids the
+        agents used, the evidence list and the image findings."""
+        explanation = self.explanation or Explanation()
+        shown = explanation.display_ids
+        by_id = {e.id: e for e in self.evidence}
+        listed = [by_id[i] for i in self.evidence_ids if i in by_id]
+        return ReviewRecord(
+            predicted_authenticity_class=self.label if self.label is not None else "abstained",
+            predicted_authenticity_reasons=explanation.reasoning_logic or self.rationale or (self.abstain_reason or ""),
+            predicted_authenticity_key_points=[
+                ReviewKeyPoint(key_point=p.text, evidence_ids=[shown.get(i, i) for i in p.evidence_ids])
+                for p in explanation.key_points
+            ],
+            evidence_list=[
+                ReviewEvidence(
+                    id=shown.get(e.id, e.id), source=e.url or e.title or e.kind, reliability=e.reliability,
+                    content=e.summary or e.text,
+                )
+                for e in listed
+            ],
+            image_analysis_result=list(explanation.image_analysis),
+            confidence_level=explanation.confidence_level,
+        )
 
     @classmethod
     def abstain(cls, sample_id: str, reason: str, **fields: Any) -> "Verdict":

@@ -41,6 +41,7 @@ class LeakageSettings(BaseModel):
 
     enabled: bool = True
     extra_factcheck_domains: list[str] = Field(default_factory=list)
+    drop_factcheck_paths: bool = Field(True, description="drop pages in a fact-check section of a news site (reuters.com/fact-check/...)")
     drop_claim_review: bool = True
     drop_after_claim_date: bool = True
 
@@ -78,6 +79,12 @@ class RetrievalConfig(BaseModel):
     endpoints: ProviderEndpoints = Field(default_factory=ProviderEndpoints)
     max_pages: int = Field(5, ge=0, description="pages scraped per sample (LLM-Consensus reads the top few)")
     max_page_chars: int = Field(20_000, gt=0)
+    web_answers: Literal["snippets", "pages"] = Field(
+        "snippets", description="how the run's web searcher answers an agent's query: search snippets, or pages read, "
+        "rated, filtered and summarised for the query (EvidencePipeline.answer, AgentFact's retrieval)",
+    )
+    query_pages: int = Field(10, ge=1, description="results asked of each web provider per query (EvidencePipeline.answer)")
+    per_query_items: int = Field(3, ge=1, description="evidence items kept per query (EvidencePipeline.answer)")
     public_image_url: str | None = Field(
         None,
         description="template such as 'https://host/images/{sha256}.jpg' for providers that need a public "

@@ -1,10 +1,14 @@
 """The leakage filter: evidence that would hand a debate the answer instead of helping it find one.
 
-Three rules, each logged, each leaving the dropped item in the output with ``kept=False`` and the
+Four rules, each logged, each leaving the dropped item in the output with ``kept=False`` and the
 rule as its reason:
 
 - ``factcheck_domain``: the page is on a fact-checking site, matched by domain labels (so
   ``apnews.com`` is never caught by a rule meant for another site);
+- ``factcheck_path``: the page is in the fact-check section of a site that is otherwise news
+  (``reuters.com/fact-check/...``, ``apnews.com/article/fact-check-...``,
+  ``bbc.co.uk/news/reality_check``, ``usatoday.com/story/news/factcheck/...``): a domain rule
+  cannot catch these without dropping the whole newsroom;
 - ``claim_review``: the page carries schema.org ClaimReview markup, i.e. it is a published verdict
   wherever it is hosted;
 - ``after_claim_date``: the page was published after the claim, when both dates are known: later
@@ -14,8 +18,10 @@ rule as its reason:
 from __future__ import annotations
 
 import logging
+import re
 from datetime import date
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
@@ -26,8 +32,26 @@ from retrieval.reliability import DomainRatings
 
 log = logging.getLogger(__name__)
 
-LeakageRule = Literal["factcheck_domain", "claim_review", "after_claim_date"]
-RULES: tuple[LeakageRule, ...] = ("factcheck_domain", "claim_review", "after_claim_date")
+LeakageRule = Literal["factcheck_domain", "factcheck_path", "claim_review", "after_claim_date"]
+RULES: tuple[LeakageRule, ...] = ("factcheck_domain", "factcheck_path", "claim_review", "after_claim_date")
+DROPPED_BY = "dropped by leakage rule "
+
+FACTCHECK_PATH = re.compile(r"(?:^|[/_-])(?:fact[-_]?check(?:s|ing|er|ers)?|reality[-_]?check)(?=$|[/_.-])", re.IGNORECASE)
+"""A fact-check section in a URL path: a whole path segment, or a word of a hyphenated slug."""
+
+
+def factcheck_section(url: str | None) -> bool:
+    """Whether the URL's path (not its host: fact-checking hosts are the domain rule's) names a fact-check section."""
+    if not url:
+        return False
+    return bool(FACTCHECK_PATH.search(urlsplit(url).path))
+
+
+def rule_of(evidence: Evidence) -> str | None:
+    """The leakage rule that dropped an item, read back from its reason; None for items it kept."""
+    if evidence.kept or not evidence.reason.startswith(DROPPED_BY):
+        return None
+    return evidence.reason[len(DROPPED_BY):].split(":", 1)[0].strip() or None
 
 
 class Candidate(BaseModel):
@@ -66,6 +90,8 @@ class LeakageFilter:
         evidence = candidate.evidence
         if self.is_factcheck_domain(evidence.domain):
             return "factcheck_domain", f"dropped by leakage rule factcheck_domain: {evidence.domain} is a fact-checking site"
+        if self.settings.drop_factcheck_paths and factcheck_section(evidence.url):
+            return "factcheck_path", f"dropped by leakage rule factcheck_path: {evidence.url} is in a fact-check section"
         if self.settings.drop_claim_review and candidate.claim_review:
             return "claim_review", "dropped by leakage rule claim_review: the page carries ClaimReview markup"
         if (

@@ -5,6 +5,12 @@ It implements :class:`retrieval.interfaces.EvidenceSource`. ``gather`` returns e
 looked at: the kept ones, and the dropped ones with ``kept=False`` and the reason, so a run can
 show what was filtered and why. :meth:`EvidencePipeline.collect` also gives the per-rule leakage
 counts and the failures (a page that could not be fetched, a provider that refused).
+
+It is also a :class:`retrieval.interfaces.QueryAnswerer`: :meth:`EvidencePipeline.answer` runs one
+search query through the web providers, then the same pages, reliability and leakage steps, and a
+summary focused on the query; pages that do not help answer it are dropped, and at most
+``per_query_items`` are kept (AgentFact's per-query retrieval). Every provider call and summary
+goes through the store, so a query answered once is answered again offline.
 """
 
 from __future__ import annotations
@@ -91,6 +97,7 @@ class EvidencePipeline:
         self.last_result: GatherResult | None = None
         self.last_ledger: UsageLedger | None = None
         self._recent: OrderedDict[str, GatherResult] = OrderedDict()
+        self.last_answer: GatherResult | None = None
 
     def recent(self, sample_id: str) -> GatherResult | None:
         """The latest result gathered for ``sample_id`` (the last few samples are kept), so that a query
@@ -148,6 +155,48 @@ class EvidencePipeline:
         self._recent[sample.id] = result
         while len(self._recent) > RECENT_RESULTS:
             self._recent.popitem(last=False)
+        return result
+
+    async def answer(self, query: str, sample: Sample, ledger: UsageLedger | None = None) -> list[Evidence]:
+        return (await self.answer_result(query, sample, ledger)).evidence
+
+    async def answer_result(self, query: str, sample: Sample, ledger: UsageLedger | None = None) -> GatherResult:
+        """Every item one query turned up, kept or dropped with its reason, plus the leakage counts.
+
+        Pages are summarised for the query in rank order until ``per_query_items`` helpful ones are
+        kept, so a query costs at most a few summaries beyond the ones it keeps.
+        """
+        ledger = ledger if ledger is not None else UsageLedger()
+        result = GatherResult(sample_id=sample.id)
+        if not query.strip():
+            return result
+        hits: list[tuple[SearchHit, HitOrigin]] = []
+        for searcher in self.web:
+            found = await self._ask(
+                result, searcher, query,
+                lambda p=searcher: p.search(query, self.config.query_pages),  # type: ignore[misc]
+                list[SearchHit], len,
+            )
+            hits += [(hit, "web_page") for hit in found or []]
+        pages = await asyncio.gather(*(self._page(hit, origin, result) for hit, origin in _dedupe(hits)))
+        candidates = _mark_duplicates([page for page in pages if page is not None])
+        for candidate in candidates:
+            rating = await self._rating(candidate.evidence.domain, ledger)
+            candidate.evidence = candidate.evidence.model_copy(update={"reliability": rating})
+        filtered, result.leakage = self.leakage.apply(candidates, sample.metadata.claim_date)
+        limit, kept = self.config.per_query_items, 0
+        for evidence in filtered:
+            if evidence.kept and kept >= limit:
+                evidence = evidence.model_copy(
+                    update={"kept": False, "reason": f"{evidence.reason}; not read: {limit} items were already kept for the query"}
+                )
+            elif evidence.kept:
+                evidence = await self._finish(evidence, sample, "", ledger, focus=query)
+                kept += int(evidence.kept)
+            result.evidence.append(evidence)
+        if self.log is not None:
+            self.log.evidence(sample.id, result.evidence)
+        self.last_answer = result
         return result
 
     async def _articles(self, sample: Sample, result: GatherResult) -> list[Candidate]:
@@ -276,7 +325,9 @@ class EvidencePipeline:
         )
         return Candidate(evidence=evidence, claim_review=bool(extracted and extracted.claim_review))
 
-    async def _finish(self, evidence: Evidence, sample: Sample, image_context: str, ledger: UsageLedger) -> Evidence:
+    async def _finish(
+        self, evidence: Evidence, sample: Sample, image_context: str, ledger: UsageLedger, focus: str | None = None
+    ) -> Evidence:
         if not evidence.kept:
             return evidence
         if self.config.summary.non_english == "exclude" and evidence.language not in (None, "en"):
@@ -291,7 +342,7 @@ class EvidencePipeline:
                 return evidence.model_copy(update={"reason": f"{evidence.reason}; {note}"})
             return evidence
         try:
-            return await self.summariser.summarise(evidence, sample.text, image_context, ledger)
+            return await self.summariser.summarise(evidence, sample.text, image_context, ledger, focus=focus)
         except StoreMiss:
             if self.replay_misses == "raise":
                 raise
@@ -333,6 +384,15 @@ def text_query(text: str, max_words: int = 6) -> str:
     words = [w for w in dict.fromkeys(_QUERY_WORD.findall(cleaned)) if w.lower() not in stop and len(w) > 1]
     ranked = sorted(range(len(words)), key=lambda i: (not words[i][0].isupper(), -len(words[i]), i))[:max_words]
     return " ".join(words[i] for i in sorted(ranked)) or " ".join(cleaned.split())[:80]
+
+
+_FOUND_BY = re.compile(r"^found by \S+ \((full|partial|similar|page|web) match")
+
+
+def match_kind(evidence: Evidence) -> str | None:
+    """How a page's image matched the post's (``full``, ``partial``, ...), as the pipeline recorded it."""
+    found = _FOUND_BY.match(evidence.reason)
+    return found.group(1) if found else None
 
 
 def describe_reverse_result(found: ReverseImageResult) -> str:

@@ -151,7 +151,7 @@ def open_retrieval(
 
     searchers: dict[str, QueryAnswerer] = {"wikipedia": answerer([wikipedia])}
     if web:
-        searchers["web"] = answerer(web)
+        searchers["web"] = pipeline if settings.web_answers == "pages" else answerer(web)
     corpus = _corpus(settings)
     if corpus is not None:
         searchers["corpus"] = answerer([corpus])

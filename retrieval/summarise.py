@@ -1,11 +1,13 @@
-"""One model summary per page, focused on the claim and on the image's context (who, what, where, when).
+"""One model summary per page, focused on the claim and on the image's context (who, what, where, when),
+or, for evidence found by a search query, focused on that query.
 
 Debates read summaries rather than whole pages: LLM-Consensus summarises the top pages found by
 reverse image search so that each agent's context stays small and on topic. The summary is kept on
 the same Evidence (same id), so a verdict can cite it. Length is bounded by the schema: an answer
 that runs over is asked again, and after the retries the page keeps its text with no summary and a
 reason saying why; a summary is never made up. Pages not in English are flagged, then either
-summarised in English (translated) or excluded, per config.
+summarised in English (translated) or excluded, per config. A page summarised for a query that it
+does not help answer is dropped (``kept=False``), as AgentFact's page filter drops it.
 """
 
 from __future__ import annotations
@@ -55,36 +57,45 @@ class Summariser:
             )
         return None
 
-    async def summarise(self, evidence: Evidence, claim: str, image_context: str, ledger: UsageLedger) -> Evidence:
-        """The page with its summary; with ``condition_on_caption`` off the summariser never sees ``claim``."""
+    async def summarise(
+        self, evidence: Evidence, claim: str, image_context: str, ledger: UsageLedger, focus: str | None = None
+    ) -> Evidence:
+        """The page with its summary; with ``condition_on_caption`` off the summariser never sees ``claim``;
+        with ``focus`` (a search query) the summary answers that query."""
         dropped = self.excluded(evidence)
         if dropped is not None:
             return dropped
         if not self.settings.condition_on_caption:
             claim = ""
-        outcome = await self._outcome(evidence, claim, image_context, ledger)
+        outcome = await self._outcome(evidence, claim, image_context, ledger, focus)
         notes = [evidence.reason] if evidence.reason else []
         if evidence.language not in (None, "en"):
             notes.append(f"not in English ({evidence.language}); summary translated to English")
         if outcome.summary is None:
             notes.append(f"no summary: {outcome.error}")
             return evidence.model_copy(update={"reason": "; ".join(notes)})
+        if outcome.relevant is False and focus is not None:
+            notes.append(f"the summariser found nothing on the page that helps answer the query {focus!r}")
+            return evidence.model_copy(update={"summary": outcome.summary, "kept": False, "reason": "; ".join(notes)})
         if outcome.relevant is False:
             notes.append("the summariser found nothing relevant to the post")
         return evidence.model_copy(update={"summary": outcome.summary, "reason": "; ".join(notes)})
 
-    async def _outcome(self, evidence: Evidence, claim: str, image_context: str, ledger: UsageLedger) -> SummaryOutcome:
+    async def _outcome(
+        self, evidence: Evidence, claim: str, image_context: str, ledger: UsageLedger, focus: str | None
+    ) -> SummaryOutcome:
         if self.store is None:
-            return await self._ask(evidence, claim, image_context, ledger)
-        inputs = "\n".join(
-            [self.backend.config.fingerprint(), evidence.id, claim, image_context, str(self.settings.max_chars),
-             str(self.settings.page_chars), hashlib.sha256(evidence.text.encode()).hexdigest()]
-        )
+            return await self._ask(evidence, claim, image_context, ledger, focus)
+        parts = [self.backend.config.fingerprint(), evidence.id, claim, image_context, str(self.settings.max_chars),
+                 str(self.settings.page_chars), hashlib.sha256(evidence.text.encode()).hexdigest()]
+        inputs = "\n".join(parts + ([f"query: {focus}"] if focus is not None else []))
         return await self.store.fetch(
-            "summary", inputs, lambda: self._ask(evidence, claim, image_context, ledger), SummaryOutcome
+            "summary", inputs, lambda: self._ask(evidence, claim, image_context, ledger, focus), SummaryOutcome
         )
 
-    async def _ask(self, evidence: Evidence, claim: str, image_context: str, ledger: UsageLedger) -> SummaryOutcome:
+    async def _ask(
+        self, evidence: Evidence, claim: str, image_context: str, ledger: UsageLedger, focus: str | None = None
+    ) -> SummaryOutcome:
         schema = summary_schema(self.settings.max_chars)
         language_note = (
             f"The page is in language '{evidence.language}'; translate what you report into English."
@@ -92,20 +103,26 @@ class Summariser:
             else ""
         )
         page = evidence.model_copy(update={"summary": None})
-        post = prompts.render("retrieval/summary_post", claim=claim) if claim else prompts.load("retrieval/summary_without_post")
-        task = prompts.render(
-            "retrieval/evidence_summary_task",
-            post=post,
-            focus="as they relate to the post" if claim else "about the image and the event it shows",
-            relevance="bears on the post" if claim else "says anything about the image or its event",
-            image_context=image_context or "nothing",
-            evidence_id=evidence.id,
-            domain=evidence.domain or "an unknown site",
-            title=(evidence.title or "untitled").replace('"', "'"),
-            language_note=language_note,
-            quoted_page=page.quoted(max_chars=self.settings.page_chars),
-            max_chars=self.settings.max_chars,
-        )
+        shared = {
+            "evidence_id": evidence.id,
+            "domain": evidence.domain or "an unknown site",
+            "title": (evidence.title or "untitled").replace('"', "'"),
+            "language_note": language_note,
+            "quoted_page": page.quoted(max_chars=self.settings.page_chars),
+            "max_chars": self.settings.max_chars,
+        }
+        if focus is not None:
+            task = prompts.render("retrieval/query_summary_task", query=focus.replace('"', "'"), claim=claim, **shared)
+        else:
+            post = prompts.render("retrieval/summary_post", claim=claim) if claim else prompts.load("retrieval/summary_without_post")
+            task = prompts.render(
+                "retrieval/evidence_summary_task",
+                post=post,
+                focus="as they relate to the post" if claim else "about the image and the event it shows",
+                relevance="bears on the post" if claim else "says anything about the image or its event",
+                image_context=image_context or "nothing",
+                **shared,
+            )
         client = self.backend.view(ledger, agent="summariser", role="summary")
 
         def count_retry() -> None:

@@ -49,4 +49,13 @@ class QueueInput:
 
     async def __call__(self, prompt: str, cancellation_token: Optional[CancellationToken] = None) -> str:
         await self.prompts.put(prompt)
-        return await self.answers.get()
+        return await self.next_answer(cancellation_token)
+
+    async def next_answer(self, cancellation_token: Optional[CancellationToken] = None) -> str:
+        """The next answer put in; a cancelled debate stops waiting for it. AutoGen's team lets a
+        cancellation through only once every agent has returned, so a seat still waiting for a person
+        who has left (closed the page, stopped the cell) would otherwise hold the debate for ever."""
+        waiting = asyncio.ensure_future(self.answers.get())
+        if cancellation_token is not None:
+            cancellation_token.link_future(waiting)
+        return await waiting

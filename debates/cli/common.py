@@ -1,4 +1,5 @@
-"""What every ``m3d`` command shares: the consoles, one-line errors, building a sample, printing a verdict."""
+"""What every ``m3d`` command shares: the consoles, one-line errors, building a sample (typed, or replayed
+from a recorded MR2 trace), printing a verdict."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from rich.text import Text
 
 from debates.strategy import StrategyConfig, run_sample
 from m3d_agents.backends.config import BackendSettings
-from m3d_agents.backends.factory import BackendPool
+from m3d_agents.backends.factory import Backend, BackendPool
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.redaction import RedactingFormatter, redact, redact_data
 from m3d_agents.sample import Sample, SampleMetadata, VideoRef
@@ -181,6 +182,26 @@ def build_sample(
         raise InputError(field, first["msg"]) from exc
 
 
+def replayed_sample(root: Path, sample_id: str | None, summariser: Backend | None) -> tuple[Sample, dict[str, Any]]:
+    """A claim from an MR2 trace, with an evidence source and query answers that never go online.
+
+    Debaters' queries (``query_answerer``) and searching agents' web queries (``searchers["web"]``)
+    are both answered from the pages recorded for the claim.
+    """
+    from retrieval.answerer import GatheredEvidenceAnswerer
+    from retrieval.pipeline import mr2_replay_pipeline
+    from retrieval.providers.mr2_trace import MR2Trace
+    from retrieval.report import EvidenceLog
+
+    if sample_id is None:
+        raise InputError("sample_id", f"--replay-mr2 needs --sample-id; the trace has {', '.join(MR2Trace(root).ids())}")
+    log = EvidenceLog("replay", f"answers recorded in the MR2 trace at {root}")
+    pipeline = mr2_replay_pipeline(root, summariser, log=log)
+    sample = MR2Trace(root).sample(sample_id)
+    answerer = GatheredEvidenceAnswerer(pipeline)
+    return sample, {"evidence_source": pipeline, "query_answerer": answerer, "searchers": {"web": answerer}, "evidence_log": log}
+
+
 RETRIEVAL_HELP = (
     "Where evidence comes from: live (ask the providers whose keys are set), record (reuse the evidence "
     "store, ask for the rest), replay (the store only, no network), off. Default: record when the "
@@ -252,6 +273,11 @@ def print_verdict(
         )
         if verdict.rationale:
             console.print(verdict.rationale)
+        if verdict.explanation is not None:
+            shown = verdict.explanation.display_ids
+            for point in verdict.explanation.key_points:
+                cited = ", ".join(shown.get(i, i) for i in point.evidence_ids)
+                console.print(f"- {point.text} [{cited}]", markup=False)
     if verdict.evidence_report is not None:
         for line in verdict.evidence_report.lines():
             console.print(line, markup=False)

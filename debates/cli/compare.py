@@ -18,19 +18,29 @@ def compare(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write comparison.json and the trade-off plots here."),
     as_json: bool = typer.Option(False, "--json"),
+    gold: str = typer.Option(
+        "dataset", "--gold",
+        help="Score against the data set's labels, or against them with the reviewers' overrides (annotations.jsonl "
+        "of every run given; the latest override of a sample counts, so all runs share one gold label).",
+    ),
 ) -> None:
     """Print runs side by side, with paired bootstrap 95% intervals on the differences to the first."""
+    from debates.eval.annotations import GoldSource, read_annotations
     from debates.eval.compare import paired_bootstrap
     from debates.eval.report import load_run, plot_tradeoffs, run_label, summarise
     from m3d_agents.errors import InputError
 
     async def main() -> tuple[list, list]:
-        summaries = [summarise(r) for r in runs]
+        if gold not in ("dataset", "annotations"):
+            raise InputError("gold", f"{gold!r} is neither 'dataset' nor 'annotations'")
+        source: GoldSource = "annotations" if gold == "annotations" else "dataset"
+        pooled = [a for r in runs for a in read_annotations(r)] if source == "annotations" else None
+        summaries = [summarise(r, source, pooled) for r in runs]
         taxonomies = {s.manifest.taxonomy for s in summaries}
         if len(taxonomies) > 1:
             raise InputError("runs", f"the runs use different taxonomies ({', '.join(sorted(taxonomies))})")
         names = [f"{run_label(s)} ({Path(s.path).name})" for s in summaries]
-        rows = [load_run(r)[1] for r in runs]
+        rows = [load_run(r, source, pooled)[1] for r in runs]
         return summaries, paired_bootstrap(names, rows, taxonomies.pop(), resamples=resamples, seed=seed)
 
     summaries, comparisons = run_cli(main())
@@ -67,3 +77,5 @@ def compare(
         )
     console.print(diff)
     console.print(f"[dim]paired bootstrap, {resamples} resamples, seed {seed}[/]")
+    if gold == "annotations":
+        console.print(f"[dim]scored against the reviewers' labels: {summaries[0].annotated} annotated sample(s) per run[/]")

@@ -8,30 +8,16 @@ from typing import Any, Optional
 import typer
 
 from debates.chat.human_input import console_input
-from debates.cli.common import build_sample, evidence_store_option, print_verdict, retrieval_option, run_cli, stream_turn
+from debates.cli.common import (
+    build_sample, evidence_store_option, print_verdict, replayed_sample, retrieval_option, run_cli, stream_turn,
+)
 from debates.config import DebateConfig
 from debates.strategy import available_configs, load_config, run_sample, with_overrides
 from m3d_agents.backends.config import BackendSettings, load_backend_settings
-from m3d_agents.backends.factory import Backend, BackendPool
+from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
-
-
-def replayed_sample(root: Path, sample_id: str | None, summariser: Backend | None) -> tuple[Sample, dict[str, Any]]:
-    """A claim from an MR2 trace, with an evidence source and a query answerer that never go online."""
-    from retrieval.answerer import GatheredEvidenceAnswerer
-    from retrieval.pipeline import mr2_replay_pipeline
-    from retrieval.providers.mr2_trace import MR2Trace
-
-    from retrieval.report import EvidenceLog
-
-    if sample_id is None:
-        raise InputError("sample_id", f"--replay-mr2 needs --sample-id; the trace has {', '.join(MR2Trace(root).ids())}")
-    log = EvidenceLog("replay", f"answers recorded in the MR2 trace at {root}")
-    pipeline = mr2_replay_pipeline(root, summariser, log=log)
-    sample = MR2Trace(root).sample(sample_id)
-    return sample, {"evidence_source": pipeline, "query_answerer": GatheredEvidenceAnswerer(pipeline), "evidence_log": log}
 
 
 def debate(

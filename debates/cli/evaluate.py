@@ -84,9 +84,10 @@ def evaluate(
     m = result.summary.metrics
     accuracy = f"{m.classification.accuracy:.3f}" if m.classification else "n/a"
     macro = f"{m.classification.macro_f1:.3f}" if m.classification else "n/a"
+    cited = f", citation_validity {m.citation_validity:.3f} of {m.cited_ids} cited ids" if m.citation_validity is not None else ""
     console.print(
         f"{outcome.out_dir}: {len(outcome.rows)}/{outcome.total} samples done ({outcome.ran} this time), "
-        f"accuracy {accuracy}, macro-F1 {macro}, abstained {m.abstained}, errors {m.errors}; report in "
+        f"accuracy {accuracy}, macro-F1 {macro}, abstained {m.abstained}, errors {m.errors}{cited}; report in "
         f"{outcome.out_dir / 'report.md'}"
     )
     console.print(run_costs_line(outcome.rows))

@@ -34,6 +34,7 @@ from debates.strategy import run_sample
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
+from m3d_agents.evidence import Evidence
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample
@@ -195,6 +196,7 @@ class BatchRunner:
         on_progress: Callable[[Tally], None] | None = None,
         context_options: Mapping[str, Any] | None = None,
         recorder: SampleRecorder | None = None,
+        gold_evidence: Mapping[str, list[Evidence]] | None = None,
     ) -> None:
         """``context_options`` are further :class:`~debates.strategy.RunContext` fields given to every
         sample (the run's evidence sources from :func:`retrieval.runpath.open_retrieval`)."""
@@ -212,6 +214,8 @@ class BatchRunner:
         self.on_progress = on_progress
         self.context_options = dict(context_options or {})
         self.recorder = recorder
+        self.gold_evidence = dict(gold_evidence or {})
+        """The data set's own evidence by sample id; only an evidence-bounded strategy setting reads it."""
         self.tally = Tally()
         self.results = ResultsFile(out_dir / RESULTS)
 
@@ -240,7 +244,10 @@ class BatchRunner:
         ledger = self.recorder.ledger() if self.recorder is not None else None
         try:
             options: dict[str, Any] = {**self.context_options, **({"ledger": ledger} if ledger is not None else {})}
-            verdict = await run_sample(self.config, sample, self.pool, backend=self.backend, seed=seed, **options)
+            verdict = await run_sample(
+                self.config, sample, self.pool, backend=self.backend, seed=seed,
+                gold_evidence=list(self.gold_evidence.get(sample.id, [])), **options,
+            )
             if self.recorder is not None and ledger is not None:
                 self.recorder.write(sample, verdict, ledger)
         except Exception as exc:  # noqa: BLE001 - a failed sample is recorded and the run goes on

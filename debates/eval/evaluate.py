@@ -15,7 +15,7 @@ import importlib.util
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from debates.eval.batch import BatchOutcome, BatchRunner, RunManifest, Tally, check_run_dir
 from debates.eval.prices import PriceTable, load_price_table
@@ -25,6 +25,7 @@ from debates.strategy import available_configs, load_config
 from m3d_agents.backends.config import BackendSettings, load_backend_settings, resolve_backend_name
 from m3d_agents.datasets import LoadedDataset, load_dataset, parse_spec
 from m3d_agents.errors import InputError
+from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import RetrievalMode
 
@@ -173,7 +174,7 @@ async def run_evaluation(
             from debates.training.trajectories import TrajectoryRecorder
 
             recorder = TrajectoryRecorder(checked.run_dir)
-        runner = _runner(checked, samples, pool, manifest, sources.context_options(), progress, recorder)
+        runner = _runner(checked, samples, pool, manifest, sources.context_options(), progress, recorder, loaded.gold_evidence)
         outcome = await runner.run()
     finally:
         await sources.close()
@@ -183,14 +184,15 @@ async def run_evaluation(
 
 
 def _runner(checked: CheckedRequest, samples: list[Sample], pool: RateLimitedPool, manifest: RunManifest,
-            context_options: dict[str, Any], progress: RunProgress | None, recorder: Any) -> BatchRunner:
+            context_options: dict[str, Any], progress: RunProgress | None, recorder: Any,
+            gold_evidence: Mapping[str, list[Evidence]] | None) -> BatchRunner:
     """The batch runner of this run. Runs on Ray workers are refused in :func:`check_request` while
     this build has no Ray runner, so this is the in-process one."""
     request = checked.request
     return BatchRunner(request.config, samples, pool, checked.run_dir, manifest, concurrency=request.concurrency,
                        backend=checked.override, prices=checked.price_table, retry_errors=request.retry_errors,
                        on_progress=progress.update if progress is not None else None,
-                       context_options=context_options, recorder=recorder)
+                       context_options=context_options, recorder=recorder, gold_evidence=gold_evidence)
 
 
 def run_costs_line(rows: list[Any]) -> str:

@@ -12,7 +12,15 @@ Conventions, chosen so that a run cannot look better by refusing to answer:
   samples that finished;
 * macro averages run over the taxonomy labels that occur in the gold labels or the predictions;
 * ECE uses equal-width confidence bins closed on the right, ``(a, b]`` (the first also holds 0),
-  over answered samples that report a confidence.
+  over answered samples that report a confidence;
+* weighted precision, recall and F1 weight each label by its gold support, as the AgentFact paper
+  reports them (weighted recall is then the accuracy);
+* ``true_vs_not_true`` is AgentFact's binary view for fact-check taxonomies: the true rating
+  against every other one, unproven included. It is not the misinformation view of ``binary``,
+  where unproven counts as not misinformation; the two are named apart and never compared;
+* ``citation_validity`` is the share of evidence ids cited by explanations that exist in the
+  evidence shown, counted before unknown ids are removed; leakage counts are summed per rule over
+  the verdicts that report them.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from debates.eval.records import EvalRow
 from m3d_agents.labels import get_taxonomy
@@ -42,6 +50,8 @@ class ClassificationScores(BaseModel):
     accuracy: float
     macro_f1: float
     weighted_f1: float
+    weighted_precision: float = 0.0
+    weighted_recall: float = 0.0
     per_class: dict[str, ClassScores]
     confusion: list[list[int]]
     confusion_columns: list[str]
@@ -89,6 +99,10 @@ class RunMetrics(BaseModel):
     error_types: dict[str, int]
     fake_class: FakeClassRow | None = None
     tools: ToolStatistics | None = None
+    true_vs_not_true: ClassificationScores | None = None
+    citation_validity: float | None = None
+    cited_ids: int = 0
+    leakage: dict[str, int] = Field(default_factory=dict)
 
 
 def fake_class_row(binary: ClassificationScores | None) -> FakeClassRow | None:
@@ -150,13 +164,21 @@ def classification_scores(gold: Sequence[str], pred: Sequence[str], label_order:
     per_class = per_class_scores(gold, pred, labels)
     supports = np.array([per_class[label].support for label in labels], dtype=float)
     f1s = np.array([per_class[label].f1 for label in labels], dtype=float)
+    precisions = np.array([per_class[label].precision for label in labels], dtype=float)
+    recalls = np.array([per_class[label].recall for label in labels], dtype=float)
+
+    def weighted(values: np.ndarray) -> float:
+        return float((values * supports).sum() / supports.sum()) if supports.sum() else 0.0
+
     columns = list(labels) + [column for column in NO_ANSWER if column in present]
     rows = [label for label in label_order if label in set(gold)]
     return ClassificationScores(
         labels=labels,
         accuracy=float(np.mean(np.asarray(gold, dtype=object) == np.asarray(pred, dtype=object))) if gold else 0.0,
         macro_f1=float(f1s.mean()) if labels else 0.0,
-        weighted_f1=float((f1s * supports).sum() / supports.sum()) if supports.sum() else 0.0,
+        weighted_f1=weighted(f1s),
+        weighted_precision=weighted(precisions),
+        weighted_recall=weighted(recalls),
         per_class=per_class,
         confusion=confusion_matrix(gold, pred, rows, columns),
         confusion_columns=columns,
@@ -195,6 +217,31 @@ def predicted(row: EvalRow, label: str | None) -> str:
     return label if row.status == "ok" and label else ABSTAIN
 
 
+def true_or_not(label: str | None, true_label: str) -> str | None:
+    if label is None:
+        return None
+    return "true" if label == true_label else "not_true"
+
+
+def citation_counts(rows: Sequence[EvalRow]) -> tuple[int, int]:
+    """(valid cited ids, all cited ids) over the explanations of the rows, before clean-up."""
+    valid = cited = 0
+    for row in rows:
+        explanation = (row.verdict or {}).get("explanation") or {}
+        kept = sum(len(point.get("evidence_ids") or []) for point in explanation.get("key_points") or [])
+        valid += kept
+        cited += kept + int(explanation.get("dropped_citations") or 0)
+    return valid, cited
+
+
+def leakage_counts(rows: Sequence[EvalRow]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for row in rows:
+        for rule, count in ((row.verdict or {}).get("diagnostics", {}).get("leakage") or {}).items():
+            totals[rule] = totals.get(rule, 0) + int(count)
+    return totals
+
+
 def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
     label_order = get_taxonomy(taxonomy).labels + list(NO_ANSWER)
     finished = [r for r in rows if r.status != "error"]
@@ -209,6 +256,15 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
             [predicted(r, binary_name(r.is_misinformation)) for r in scored],
             ["misinformation", "not_misinformation", *NO_ANSWER],
         )
+    true_label = get_taxonomy(taxonomy).true_label
+    true_view = None
+    if scored and true_label is not None:
+        true_view = classification_scores(
+            [str(true_or_not(r.gold, true_label)) for r in scored],
+            [predicted(r, true_or_not(r.label, true_label)) for r in scored],
+            ["true", "not_true", *NO_ANSWER],
+        )
+    valid_cited, all_cited = citation_counts(finished)
     answered = [r for r in scored if r.status == "ok"]
     calibrated = [r for r in answered if r.confidence is not None]
     abstained = sum(1 for r in finished if r.status == "abstained")
@@ -241,5 +297,9 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         error_types=error_types,
         fake_class=fake_class_row(binary),
         tools=tool_statistics(rows),
+        true_vs_not_true=true_view,
+        citation_validity=valid_cited / all_cited if all_cited else None,
+        cited_ids=all_cited,
+        leakage=leakage_counts(finished),
     )
 

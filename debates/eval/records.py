@@ -63,7 +63,7 @@ class EvalRow(BaseModel):
 
 
 class ResultsFile:
-    """Append-only JSONL of :class:`EvalRow`, one fsync per row."""
+    """Append-only JSONL of :class:`EvalRow` (or any other row model), one fsync per row."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -80,7 +80,7 @@ class ResultsFile:
             finally:
                 os.close(directory)
 
-    def append(self, row: EvalRow) -> None:
+    def append(self, row: BaseModel) -> None:
         if self._fd is None:
             raise RuntimeError("the results file is not open")
         # Every row passes here, so no key reaches results.jsonl or the report built from it,

@@ -13,33 +13,60 @@ from typing import Sequence
 
 from pydantic import BaseModel
 
+from debates.eval.annotations import ANNOTATIONS, Annotation, GoldSource, read_annotations, with_annotated_gold
 from debates.eval.batch import MANIFEST, RESULTS, RunManifest
 from debates.eval.metrics import RunMetrics, compute_metrics
 from debates.eval.records import EvalRow, read_rows
 from m3d_agents.errors import InputError
+from m3d_agents.verdict import Verdict
 
 METRICS = "metrics.json"
 REPORT = "report.md"
+REVIEWS = "reviews"
+ANNOTATED_METRICS = "metrics.annotations.json"
+ANNOTATED_REPORT = "report.annotations.md"
+ANNOTATED_CONFUSION = "confusion.annotations.png"
 
 
 class RunSummary(BaseModel):
     path: str
     manifest: RunManifest
     metrics: RunMetrics
+    gold: GoldSource = "dataset"
+    annotated: int = 0
+    """With ``gold="annotations"``: how many samples were scored against a reviewer's label."""
 
 
-def load_run(run_dir: Path) -> tuple[RunManifest, list[EvalRow]]:
+def load_run(
+    run_dir: Path, gold: GoldSource = "dataset", annotations: Sequence[Annotation] | None = None
+) -> tuple[RunManifest, list[EvalRow]]:
+    """The manifest and the rows in data set order; with ``gold="annotations"`` the gold labels carry
+    the reviewers' overrides (the run's own ``annotations.jsonl`` unless ``annotations`` are given)."""
+    manifest, rows, _ = _load(run_dir, gold, annotations)
+    return manifest, rows
+
+
+def _load(
+    run_dir: Path, gold: GoldSource, annotations: Sequence[Annotation] | None
+) -> tuple[RunManifest, list[EvalRow], int]:
     manifest_path = run_dir / MANIFEST
     if not manifest_path.is_file():
         raise InputError("run", f"{run_dir} is not a run folder (no {MANIFEST})")
     manifest = RunManifest.model_validate(json.loads(manifest_path.read_text()))
     rows, _ = read_rows(run_dir / RESULTS)
-    return manifest, sorted(rows, key=lambda r: r.index)
+    rows = sorted(rows, key=lambda r: r.index)
+    annotated = 0
+    if gold == "annotations":
+        rows, annotated = with_annotated_gold(
+            rows, read_annotations(run_dir) if annotations is None else annotations, manifest.taxonomy
+        )
+    return manifest, rows, annotated
 
 
-def summarise(run_dir: Path) -> RunSummary:
-    manifest, rows = load_run(run_dir)
-    return RunSummary(path=str(run_dir), manifest=manifest, metrics=compute_metrics(rows, manifest.taxonomy))
+def summarise(run_dir: Path, gold: GoldSource = "dataset", annotations: Sequence[Annotation] | None = None) -> RunSummary:
+    manifest, rows, annotated = _load(run_dir, gold, annotations)
+    return RunSummary(path=str(run_dir), manifest=manifest, metrics=compute_metrics(rows, manifest.taxonomy),
+                      gold=gold, annotated=annotated)
 
 
 def run_label(summary: RunSummary) -> str:
@@ -57,14 +84,28 @@ def markdown(summary: RunSummary) -> str:
         "",
         f"backend `{man.backend}`, seed {man.seed}, taxonomy `{man.taxonomy}`, created {man.created}",
         "",
+        *([f"Scored against the reviewers' labels: {summary.annotated} sample(s) take their gold label from "
+           f"`{ANNOTATIONS}`, the others keep the data set's.", ""] if summary.gold == "annotations" else []),
         "| figure | value |",
         "|---|---|",
         f"| samples (scored / errors) | {m.samples} ({m.scored} / {m.errors}) |",
         f"| accuracy (abstained and failed samples count as wrong) | {_fmt(m.classification.accuracy if m.classification else None)} |",
         f"| macro-F1 | {_fmt(m.classification.macro_f1 if m.classification else None)} |",
         f"| weighted F1 | {_fmt(m.classification.weighted_f1 if m.classification else None)} |",
+        f"| weighted precision / recall | {_fmt(m.classification.weighted_precision if m.classification else None)}"
+        f" / {_fmt(m.classification.weighted_recall if m.classification else None)} |",
         f"| binary accuracy (misinformation or not) | {_fmt(m.binary.accuracy if m.binary else None)} |",
         f"| binary macro-F1 | {_fmt(m.binary.macro_f1 if m.binary else None)} |",
+        *(
+            [f"| true vs not true accuracy / macro-F1 (AgentFact's binary view) | {_fmt(m.true_vs_not_true.accuracy)}"
+             f" / {_fmt(m.true_vs_not_true.macro_f1)} |"]
+            if m.true_vs_not_true else []
+        ),
+        *([f"| citation validity (valid / all cited ids; a proxy, not a human rating) | {_fmt(m.citation_validity)}"
+           f" ({m.cited_ids} cited ids) |"]
+          if m.cited_ids else []),
+        *([f"| leakage filter drops by rule | {', '.join(f'{rule} {n}' for rule, n in m.leakage.items())} |"]
+          if m.leakage else []),
         f"| abstention rate / coverage (answered share of attempted) | {_fmt(m.abstention_rate)} / {_fmt(m.coverage)} |",
         f"| selective accuracy (answered only) | {_fmt(m.selective_accuracy)} |",
         f"| ECE (10 bins) | {_fmt(m.ece)} |",
@@ -102,8 +143,11 @@ def markdown(summary: RunSummary) -> str:
         lines += ["## Failed samples", "", *[f"- {name}: {count}" for name, count in m.error_types.items()], ""]
     if man.load_report is not None and man.load_report.skipped:
         lines += ["## Rows the loader left out", "", *[f"- {reason}: {n}" for reason, n in man.load_report.skipped.items()], ""]
-    lines += ["![confusion matrix](confusion.png)", "", "![accuracy vs latency](accuracy_vs_latency.png)", "",
-              "![accuracy vs cost](accuracy_vs_cost.png)", ""]
+    if summary.gold == "annotations":
+        lines += [f"![confusion matrix]({ANNOTATED_CONFUSION})", ""]
+    else:
+        lines += ["![confusion matrix](confusion.png)", "", "![accuracy vs latency](accuracy_vs_latency.png)", "",
+                  "![accuracy vs cost](accuracy_vs_cost.png)", ""]
     return "\n".join(lines)
 
 
@@ -171,8 +215,37 @@ def sibling_runs(run_dir: Path) -> list[Path]:
     return sorted(p for p in parent.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
 
 
-def write_report(run_dir: Path) -> RunSummary:
+def write_reviews(run_dir: Path) -> int:
+    """One review record per explained verdict, ``reviews/<sample id>.json``, in the fields of AgentFact's
+    human review (label, reasons, key points with evidence ids, evidence list, image findings, confidence)."""
+    _, rows = load_run(run_dir)
+    written = 0
+    for row in rows:
+        if not row.verdict or not row.verdict.get("explanation"):
+            continue
+        folder = run_dir / REVIEWS
+        folder.mkdir(exist_ok=True)
+        record = Verdict.model_validate(row.verdict).review_record()
+        (folder / f"{safe_name(row.sample_id)}.json").write_text(record.model_dump_json(indent=2))
+        written += 1
+    return written
+
+
+def safe_name(sample_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in sample_id) or "sample"
+
+
+def write_report(run_dir: Path, gold: GoldSource = "dataset") -> RunSummary:
+    """Metrics, report and plots of a run. Scored against the annotations, they go to files of their
+    own (``report.annotations.md`` ...), so the report on the data set's labels is never replaced."""
+    if gold == "annotations":
+        summary = summarise(run_dir, gold)
+        (run_dir / ANNOTATED_METRICS).write_text(summary.model_dump_json(indent=2))
+        (run_dir / ANNOTATED_REPORT).write_text(markdown(summary))
+        plot_confusion(summary, run_dir / ANNOTATED_CONFUSION)
+        return summary
     summary = summarise(run_dir)
+    write_reviews(run_dir)
     (run_dir / METRICS).write_text(summary.model_dump_json(indent=2))
     (run_dir / REPORT).write_text(markdown(summary))
     plot_confusion(summary, run_dir / "confusion.png")

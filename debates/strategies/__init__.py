@@ -7,8 +7,9 @@
 | ``self-consistency`` | :mod:`debates.strategies.self_consistency` |
 | ``t2agent`` (tree search over forgery sources) | :mod:`debates.strategies.t2agent` |
 | ``factguard`` (video posts) | :mod:`debates.strategies.factguard` |
+| ``agentfact`` (planned, evidence-grounded fact-checking) | :mod:`debates.strategies.agentfact` |
 """
 
-from debates.strategies import check, debate, factguard, self_consistency, t2agent
+from debates.strategies import agentfact, check, debate, factguard, self_consistency, t2agent
 
-__all__ = ["check", "debate", "factguard", "self_consistency", "t2agent"]
+__all__ = ["agentfact", "check", "debate", "factguard", "self_consistency", "t2agent"]

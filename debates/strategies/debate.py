@@ -172,7 +172,8 @@ class DebateStrategy:
         team = DebateGroupChat([*participants, *extra], state, protocol.next_speakers)
         await run_team(team, state, f"Debate on post {sample.id} begins.", ctx, f"the {config.name} debate on sample {sample.id}")
         decision = protocol.decide(state)
-        cited = [e.id for e in kept] + [e.id for agent in extra for e in getattr(agent, "evidence", [])]
+        answered = [e for agent in extra for e in getattr(agent, "evidence", [])]
+        cited = [e.id for e in kept] + [e.id for e in answered]
         backends = ",".join(sorted({seat_backend_name(s, config, ctx) for s in config.seats}))
         return ctx.verdict(
             sample,
@@ -186,6 +187,7 @@ class DebateStrategy:
             transcript=state.transcript(),
             findings=protocol.findings(state),
             evidence_ids=cited,
+            evidence=(gathered if config.use_evidence else []) + answered,
             diagnostics={
                 **state.diagnostics(decision.label),
                 "decided_by": decision.decided_by if decision.label is not None else None,

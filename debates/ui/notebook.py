@@ -246,7 +246,7 @@ class WidgetInput(QueueInput):
         self.screen.value = f"<pre style='{_TEXT}; max-height: 420px; overflow: auto'>{escape(prompt)}</pre>"
         self.status.value = "<b>Your turn.</b> Read the screen below, write your answer and press Send."
         self.box.disabled = self.send.disabled = False
-        return await self.answers.get()
+        return await self.next_answer(cancellation_token)
 
     def _on_send(self, _button: Any = None) -> None:
         text = self.box.value.strip()

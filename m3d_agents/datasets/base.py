@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from m3d_agents.errors import InputError
+from m3d_agents.evidence import Evidence
 from m3d_agents.registry import Registry
 from m3d_agents.sample import Sample
 
@@ -56,6 +57,7 @@ class LoadReport(BaseModel):
     loaded: int
     skipped: dict[str, int]
     taxonomy: str
+    labels: dict[str, int] = Field(default_factory=dict, description="loaded samples per gold label")
 
     @property
     def skipped_total(self) -> int:
@@ -66,16 +68,21 @@ class LoadReport(BaseModel):
 class LoadedDataset:
     samples: list[Sample]
     report: LoadReport
+    gold_evidence: dict[str, list[Evidence]] = field(default_factory=dict)
+    """Sample id -> the data set's own evidence for it, where the data set ships some. Kept apart from
+    the samples because it usually states the verdict: only an evidence-bounded setting may read it."""
 
     @classmethod
     def build(
-        cls, kind: str, path: Path, options: LoaderOptions, samples: list[Sample], skips: Skips, taxonomy: str
+        cls, kind: str, path: Path, options: LoaderOptions, samples: list[Sample], skips: Skips, taxonomy: str,
+        gold_evidence: dict[str, list[Evidence]] | None = None,
     ) -> "LoadedDataset":
+        labels = Counter(s.gold_label for s in samples if s.gold_label is not None)
         report = LoadReport(
             kind=kind, path=str(path), options=options.model_dump(mode="json", exclude_defaults=True),
-            loaded=len(samples), skipped=skips.as_dict(), taxonomy=taxonomy,
+            loaded=len(samples), skipped=skips.as_dict(), taxonomy=taxonomy, labels=dict(labels.most_common()),
         )
-        return cls(samples=samples, report=report)
+        return cls(samples=samples, report=report, gold_evidence=dict(gold_evidence or {}))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from datetime import date
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -49,6 +50,8 @@ class CorpusDocument(BaseModel):
     text: str
     title: str | None = None
     url: str | None = None
+    published: date | None = None
+    """When the document appeared, if the corpus knows: the leakage filter drops documents after a claim."""
 
 
 class CorpusHit(BaseModel):
@@ -141,6 +144,7 @@ class LocalCorpus:
             SearchHit(
                 url=h.document.url or f"corpus:{self.name}/{h.document.id}",
                 title=h.document.title, snippet=h.document.text, provider=self.name, rank=rank, match="page",
+                published=h.document.published,
             )
             for rank, h in enumerate(await self.search_documents(query, limit))
         ]
@@ -177,10 +181,16 @@ def read_jsonl_documents(
         text = row.get(text_field)
         if not isinstance(text, str) or not text.strip():
             raise InputError(f"{path.name}:{number}", f"no text in field {text_field!r}")
+        published = row.get("published")
+        try:
+            day = date.fromisoformat(str(published)[:10]) if published else None
+        except ValueError as exc:
+            raise InputError(f"{path.name}:{number}", f"published {published!r} is not a YYYY-MM-DD date") from exc
         docs.append(
             CorpusDocument(
                 id=str(row.get(id_field, number)), text=text,
                 title=row.get(title_field) if title_field else None, url=row.get(url_field) if url_field else None,
+                published=day,
             )
         )
     return docs

@@ -247,3 +247,11 @@ def test_label_refuses_to_guess() -> None:
         parse_label("It might be real or it might be fake.", get_taxonomy("binary"))
     with pytest.raises(ParseError):
         parse_label("YES", get_taxonomy("m3d"))
+
+
+def test_a_raw_newline_inside_a_json_string_is_still_read() -> None:
+    from m3d_agents.parsing import parse_json_object
+
+    assert parse_json_object('{"reason": "first line\nsecond line\tend", "label": "false"}') == {
+        "reason": "first line\nsecond line\tend", "label": "false",
+    }

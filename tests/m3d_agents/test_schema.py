@@ -17,7 +17,7 @@ from tests.support.paths import EXAMPLE_IMAGE
 
 
 def test_every_taxonomy_maps_each_label_to_misinformation() -> None:
-    assert set(TAXONOMIES) == {"m3d", "ooc", "factcheck", "amg", "binary"}
+    assert set(TAXONOMIES) == {"m3d", "ooc", "factcheck", "factcheck3", "amg", "binary"}
     assert get_taxonomy("binary").is_misinformation("fake") is True
     assert get_taxonomy("binary").is_misinformation("REAL") is False
     assert get_taxonomy("m3d").is_misinformation("original") is False

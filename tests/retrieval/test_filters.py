@@ -12,7 +12,7 @@ from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from retrieval.config import LeakageSettings
 from retrieval.domains import domain_candidates, registered_domain
-from retrieval.leakage import Candidate, LeakageFilter
+from retrieval.leakage import Candidate, LeakageFilter, rule_of
 from retrieval.providers.base import SearchHit
 from retrieval.reliability import DomainRatings, ReliabilityRater
 from retrieval.store import EvidenceStore, StoreMiss, entry_key
@@ -58,7 +58,7 @@ def test_leakage_rules_drop_and_count() -> None:
     assert "factcheck_domain" in dropped["https://www.snopes.com/fact-check/moon-cheese/"]
     assert "ClaimReview" in dropped["https://example.org/review"]
     assert "after the claim date 2024-05-01" in dropped["https://example.org/later"]
-    assert report.dropped == {"factcheck_domain": 2, "claim_review": 1, "after_claim_date": 1}
+    assert report.dropped == {"factcheck_domain": 2, "factcheck_path": 0, "claim_review": 1, "after_claim_date": 1}
     assert report.checked == 10 and len(out) == 10
 
 
@@ -146,3 +146,34 @@ async def test_store_record_replay_refresh(tmp_path: Path) -> None:
 
     with pytest.raises(InputError, match="replay-only mode needs an existing store"):
         EvidenceStore(tmp_path / "none.sqlite", "replay")
+
+
+def test_fact_check_sections_of_news_sites_are_dropped_by_their_path() -> None:
+    kept_urls = [
+        "https://www.reuters.com/world/europe/storm-hits-coast-2023-04-10/",
+        "https://apnews.com/article/storm-123",
+        "https://www.bbc.co.uk/news/uk-12345",
+        "https://example.org/how-to-check-facts",
+    ]
+    dropped_urls = [
+        "https://www.reuters.com/fact-check/photo-shows-old-storm-2023-04-11/",
+        "https://apnews.com/article/fact-check-bridge-collapse-photo-123",
+        "https://www.bbc.co.uk/news/reality_check",
+        "https://eu.usatoday.com/story/news/factcheck/2023/05/02/fact-check-photo/123/",
+    ]
+    out, report = LeakageFilter().apply([page(u) for u in kept_urls + dropped_urls], claim_date=None)
+    assert [e.url for e in out if e.kept] == kept_urls
+    assert report.dropped["factcheck_path"] == 4 and report.dropped["factcheck_domain"] == 0
+    assert all(rule_of(e) == "factcheck_path" for e in out if not e.kept)
+    assert all(rule_of(e) is None for e in out if e.kept)
+    off = LeakageFilter(settings=LeakageSettings(drop_factcheck_paths=False))
+    assert all(e.kept for e in off.apply([page(dropped_urls[0])], claim_date=None)[0])
+
+
+def test_the_fact_checkers_agentfact_filters_are_rated_factcheck() -> None:
+    ratings = DomainRatings.shipped()
+    for domain in ("hoax-slayer.net", "mediabiasfactcheck.com", "poynter.org", "factnameh.com", "faktisk.no",
+                   "pagellapolitica.it", "factcheck.ge", "dubawa.org", "tsek.ph", "dpa-factchecking.com"):
+        found = ratings.lookup(domain)
+        assert found is not None and found.rating == "factcheck", domain
+    assert LeakageFilter().is_factcheck_domain("www.poynter.org")

@@ -1,7 +1,9 @@
 """Run the loopback OpenAI-compatible stub as a process, for tests that drive ``m3d`` in a subprocess.
 
 Every answer is a valid check answer whose label and confidence depend only on the request
-text, so two runs over the same samples get the same answers whatever the order. Posts whose
+text, so two runs over the same samples get the same answers whatever the order. A request for an
+AgentFact agent (its prompt has a ``Task: agentfact/...`` line) gets a valid instance of the JSON
+schema it carries, its enums (labels, evidence ids) chosen by the same digest. Posts whose
 text contains ``FAIL-ME`` get HTTP 400, to exercise recorded failures. Prints the base URL on
 its first line, then serves until killed.
 
@@ -18,6 +20,7 @@ import time
 from typing import Any
 
 from tests.support.openai_stub_server import StubOpenAIServer, completion_body
+from tests.support.schema_stub import fill, schema_of
 
 
 def answer(request: dict[str, Any], _n: int, delay: float) -> tuple[int, dict[str, Any], float]:
@@ -25,6 +28,10 @@ def answer(request: dict[str, Any], _n: int, delay: float) -> tuple[int, dict[st
     if "FAIL-ME" in text:
         return 400, {"error": {"message": "refused by the stub", "type": "invalid_request_error"}}, 0.0
     digest = hashlib.sha256(text.encode()).digest()
+    schema = schema_of(request)
+    if "Task: agentfact/" in text and schema is not None:
+        body = fill(schema, digest, fill_arrays=True)
+        return 200, completion_body(json.dumps(body)), delay
     label = "fake" if digest[0] % 2 else "real"
     confidence = round(0.5 + digest[1] / 510, 3)
     body = {"rationale": f"stub answer {digest[:4].hex()}", "label": label, "confidence": confidence}

@@ -55,7 +55,7 @@ CASES = [
     Case("date-bad-month", ["check", "--text", "x", "--claim-date", "2020-13-45"], "claim_date", "valid date"),
     Case("date-word", ["check", "--text", "x", "--claim-date", "yesterday"], "claim_date", "valid date"),
     Case("taxonomy-unknown", ["check", "--text", "x", "--taxonomy", "nosuch"], "taxonomy", "unknown taxonomy 'nosuch'"),
-    Case("missing-text", ["check"], "--text", "Missing option"),
+    Case("missing-text", ["check"], "text", "give the post with --text, or a recorded claim with --replay-mr2"),
     Case("unknown-option", ["check", "--text", "x", "--colour", "red"], "--colour", "No such option"),
     # backends and their config files
     Case("backend-unknown", ["check", "--text", "x", "--backend", "nosuch"], "backend", "unknown backend 'nosuch'"),

@@ -1,0 +1,76 @@
+"""Strategy ``agentfact``: AgentFact's planned, evidence-grounded fact-checking workflow on one sample.
+
+The agents are hosted in the project's group chat (:class:`~debates.chat.team.DebateGroupChat`)
+under a deterministic policy over the run's board, as AgentFact's controller is deterministic:
+the chat gives streaming of every finished turn, cancellation in the middle of a model call, and
+a participant seat per agent, while the policy, the board and the agents stay plain, tested code.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from debates.chat.team import DebateGroupChat
+from debates.strategies.agentfact.board import Board
+from debates.strategies.agentfact.explain import diagnostics_of, evidence_of, explanation_of, findings_of
+from debates.strategies.agentfact.participants import Workflow, build_participants
+from debates.strategies.agentfact.settings import AgentFactConfig, Role
+from debates.strategies.agentfact.state import AgentFactState, speakers
+from debates.strategies.debate import run_team
+from debates.strategy import RunContext, StrategyConfig, strategy
+from m3d_agents.errors import InputError
+from m3d_agents.labels import collapse_label, get_taxonomy
+from m3d_agents.media.images import prepare_sample
+from m3d_agents.sample import Sample
+from m3d_agents.verdict import Verdict
+
+ANSWER_TAXONOMY = "factcheck3"
+
+
+@strategy("agentfact")
+class AgentFact:
+    """Plan, retrieve, screen, reason, explain: the five AgentFact agents under their controller."""
+
+    config_model: ClassVar[type[StrategyConfig]] = AgentFactConfig
+
+    def __init__(self, config: AgentFactConfig) -> None:
+        self.config = config
+
+    async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
+        config = self.config
+        if ctx.human_seats:
+            raise InputError("human-seat", f"the {config.name} workflow has no seat a person can take")
+        answering, taxonomy = get_taxonomy(ANSWER_TAXONOMY), get_taxonomy(sample.taxonomy)
+        try:
+            collapse_label("unproven", answering, taxonomy)
+        except ValueError as exc:
+            raise InputError("taxonomy", f"the {config.name} configuration answers in {answering.name}: {exc}") from None
+        gold = list(ctx.gold_evidence) if config.setting == "evidence_bounded" else []
+        if config.setting == "evidence_bounded" and not gold:
+            raise InputError(
+                "evidence", f"the {config.name} configuration reasons over a data set's own evidence, and none came with "
+                f"sample {sample.id} (m3d evaluate passes RW-Post's)",
+            )
+        prepared = prepare_sample(sample, ctx.limits)
+        state = AgentFactState(lambda: Board.start(config, sample.text, has_images=bool(prepared.images), gold=gold))
+        backends: dict[Role, str] = {seat.role: ctx.backend_name(seat.backend, config.backend) for seat in config.seats}
+        flow = Workflow(
+            config=config, board=state.board, sample=sample, prepared=prepared, ctx=ctx,
+            backends={role: ctx.pool.get(name, model=config.seat(role).model) for role, name in backends.items()},
+            notes=state.notes,
+        )
+        team = DebateGroupChat(list(build_participants(flow)), state, speakers)
+        await run_team(team, state, f"Check post {sample.id}.", ctx, f"the {config.name} workflow on sample {sample.id}")
+        board = state.board
+        explanation = explanation_of(board)
+        label = board.explanation["label_3class"] if board.explanation else None
+        evidence, shown = evidence_of(board)
+        reason = f"the explainer's answer could not be read after {board.explanation_attempts} attempts: {board.explanation_error}"
+        return ctx.verdict(
+            sample, config, backend=",".join(sorted(set(backends.values()))), label=label, label_taxonomy=ANSWER_TAXONOMY,
+            abstain_reason=reason if board.explanation_attempts else f"the run ended before the explainer spoke ({board.stop_reason})",
+            confidence=explanation.confidence_level / 5 if explanation and explanation.confidence_level else None,
+            rationale=explanation.reasoning_logic if explanation else "", findings=findings_of(board, explanation, label),
+            transcript=state.transcript(), evidence_ids=shown, evidence=evidence, explanation=explanation,
+            diagnostics=diagnostics_of(board),
+        )

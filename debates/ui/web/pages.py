@@ -1,0 +1,76 @@
+"""Server-rendered pages: one Jinja2 environment, with autoescaping, for every page and fragment.
+
+Model output, posts and notes are untrusted text; autoescaping everywhere (and a CSP that allows
+no inline script or style) keeps them text. Fragments such as a turn or a verdict are rendered
+here too, so the live page (which receives them over the websocket) and the review page show a
+debate the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import HTTPConnection
+from starlette.responses import HTMLResponse
+
+from debates.ui.web.security import CsrfSigner, redact
+
+TEMPLATES = Path(__file__).parent / "templates"
+STATIC = Path(__file__).parent / "static"
+
+SECURITY_HEADERS = [
+    (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+                                 b"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+]
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.0f}%"
+
+
+def _fixed(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+
+
+class Pages:
+    """Renders templates with what every page needs: the form token and the redaction of secrets."""
+
+    def __init__(self, signer: CsrfSigner, secrets: tuple[str, ...] = ()) -> None:
+        self.signer = signer
+        self.secrets = secrets
+        self.env = Environment(
+            loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True, default_for_string=True),
+            trim_blocks=True, lstrip_blocks=True,
+        )
+        self.env.filters.update(percent=_percent, fixed=_fixed, pretty=_pretty, redact=self.redact)
+
+    def redact(self, text: Any) -> str:
+        return redact(str(text), self.secrets)
+
+    def csrf(self, connection: HTTPConnection) -> str:
+        return self.signer.token_for(connection.scope.get("state", {}).get("csrf_cookie", ""))
+
+    def fragment(self, name: str, **context: Any) -> str:
+        return self.env.get_template(name).render(**context)
+
+    def render(self, request: HTTPConnection, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        html = self.env.get_template(name).render(request=request, csrf=self.csrf(request), **context)
+        return HTMLResponse(html, status_code=status, headers={"cache-control": "no-store"})
+
+    def error(self, request: HTTPConnection, status: int, message: str) -> HTMLResponse:
+        return self.render(request, "error.html", status=status, status_code=status, message=self.redact(message))
+
+    def render_plain_error(self, status: int, message: str) -> HTMLResponse:
+        """An error page for a request refused before any route saw it (no form token to give)."""
+        html = self.env.get_template("error.html").render(request=None, csrf="", status_code=status, message=self.redact(message))
+        return HTMLResponse(html, status_code=status, headers={"cache-control": "no-store"})

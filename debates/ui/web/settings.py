@@ -1,0 +1,51 @@
+"""What ``m3d serve`` hands the web application: backends, run roots, data sets and limits."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from debates.ui.web.security import is_loopback
+from m3d_agents.backends.factory import BackendPool
+from m3d_agents.errors import InputError
+from m3d_agents.sample import InputLimits, Sample
+
+RunOptions = Callable[[Sample], Mapping[str, Any]]
+"""Extra :class:`~debates.strategy.RunContext` fields for a post (an evidence source, a query answerer)."""
+
+
+@dataclass
+class WebSettings:
+    """Everything a request may use; built once per server, never changed by a request."""
+
+    pool_factory: Callable[[], BackendPool]
+    """A fresh pool per debate, closed when that debate ends."""
+    backends: list[str]
+    default_backend: str
+    run_roots: list[Path] = field(default_factory=list)
+    """The only folders whose run folders the review page opens."""
+    datasets: dict[str, list[Sample]] = field(default_factory=dict)
+    """Posts a person may pick, by data set name (``KIND:PATH`` as given at start-up)."""
+    study_dir: Path = Path("studies")
+    host: str = "127.0.0.1"
+    token: str | None = None
+    max_upload_bytes: int = 10 * 1024 * 1024
+    limits: InputLimits = field(default_factory=InputLimits)
+    run_options: RunOptions | None = None
+    unopened_debate_s: float = 600.0
+    """A debate whose page never connects is dropped after this long, with its upload."""
+    upload_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="m3d-serve-uploads-")))
+
+    def check(self) -> None:
+        """Refuse settings that would expose the server: another address needs a token."""
+        if not is_loopback(self.host) and not self.token:
+            raise InputError("host", f"{self.host} is not a loopback address: set a token (M3D_SERVE_TOKEN) to serve there")
+        if self.token is not None and len(self.token) < 16:
+            raise InputError("token", "a server token needs at least 16 characters")
+        if self.default_backend not in self.backends:
+            raise InputError("backend", f"{self.default_backend!r} is not one of the backends {', '.join(self.backends)}")
+        for root in self.run_roots:
+            if not root.is_dir():
+                raise InputError("runs", f"{root} is not a folder")
