@@ -184,7 +184,8 @@ def describe_setting(table: PaperTable, kind: str, spec: str, loaded: LoadedData
         else:
             differences.append(f"backend {backend} runs {model}; the paper ran {', '.join(others)}")
     if without_evidence:
-        differences.append(f"retrieval off for {', '.join(without_evidence)}, which gather evidence in the paper's setting")
+        them = "it" if len(without_evidence) == 1 else "them"
+        differences.append(f"retrieval off for {', '.join(without_evidence)} (the paper's setting gathers evidence for {them})")
     return Setting(
         dataset=spec, dataset_kind=kind, samples=samples, available=len(loaded.samples), limit=limit,
         fixture=is_fixture(path), paper_split=paper.split, paper_samples=paper.samples, backend=backend, model=model,

@@ -198,7 +198,7 @@ def test_the_header_calls_a_run_the_papers_setting_only_when_model_and_size_are_
     small = describe_setting(table, "mmfakebench", f"mmfakebench:{fixture}", fake_loaded(4), 4, None, "openai", "gpt-4o",
                              without_evidence=["standard"])
     assert small.differences == ["a test fixture in the data set's format, not the data set",
-                                 "retrieval off for standard, which gather evidence in the paper's setting"]
+                                 "retrieval off for standard (the paper's setting gathers evidence for it)"]
 
     unknown = table.model_copy(update={"datasets": {"mmfakebench": table.datasets["mmfakebench"].model_copy(update={"samples": None})}})
     assert not describe_setting(unknown, "mmfakebench", spec, fake_loaded(4), 4, None, "openai", "gpt-4o").papers_setting

@@ -57,7 +57,7 @@ def test_a_table_runs_end_to_end_and_prints_the_papers_numbers_beside_ours(tmp_p
     text = result.output
     assert "setting: NOT the paper's setting: a test fixture in the data set's format, not the data set; " \
            "3 samples, where the paper scored 1000; backend scripted runs scripted-model; the paper ran" in text
-    assert "retrieval off for mmd-agent-wikipedia, t2agent, which gather evidence" in text
+    assert "retrieval off for mmd-agent-wikipedia, t2agent (the paper's setting gathers evidence for them)" in text
     for number in ("0.759", "0.753", "0.568", "0.614", "0.716"):
         assert number in text, f"the paper's {number} is printed"
     assert "not run (no configuration)" in text, "LRQ-FACT has no configuration and says so"
