@@ -53,7 +53,6 @@ class EvaluateRequest:
     record_trajectories: bool = False
     workers: int | None = None
     ray_address: str | None = None
-    max_tries: int = 3
 
 
 @dataclass

@@ -175,14 +175,16 @@ def describe_setting(table: PaperTable, kind: str, spec: str, loaded: LoadedData
         differences.append(f"{samples} samples, where the paper scored {paper.samples}")
     if not known:
         differences.append("the paper's backbone is not transcribed, so the model cannot be checked against it")
-    elif any(same_model(model, b) is not True for b in run_backbones):
+    else:
         matching = sorted({b for b in known if same_model(model, b)})
         others = sorted({b for b in known if not same_model(model, b)})
-        if matching:
+        if matching and others:
             differences.append(f"backend {backend} runs {model}, the paper's backbone for the rows marked yes only; "
                                f"the others ran on {', '.join(others)}")
-        else:
+        elif others:
             differences.append(f"backend {backend} runs {model}; the paper ran {', '.join(others)}")
+        if len(known) < len(run_backbones):
+            differences.append("the paper's backbone of some rows is not transcribed")
     if without_evidence:
         them = "it" if len(without_evidence) == 1 else "them"
         differences.append(f"retrieval off for {', '.join(without_evidence)} (the paper's setting gathers evidence for {them})")

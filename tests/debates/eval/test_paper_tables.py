@@ -202,3 +202,13 @@ def test_the_header_calls_a_run_the_papers_setting_only_when_model_and_size_are_
 
     unknown = table.model_copy(update={"datasets": {"mmfakebench": table.datasets["mmfakebench"].model_copy(update={"samples": None})}})
     assert not describe_setting(unknown, "mmfakebench", spec, fake_loaded(4), 4, None, "openai", "gpt-4o").papers_setting
+
+
+def test_a_table_with_several_backbones_marks_the_rows_run_on_ours(tmp_path: Path) -> None:
+    table = load_table("t2agent-table1")
+    spec = f"mmfakebench:{tmp_path / 'val.json'}"
+    setting = describe_setting(table, "mmfakebench", spec, fake_loaded(1000), 1000, None, "openai", "gpt-4o")
+    assert setting.differences == ["backend openai runs gpt-4o, the paper's backbone for the rows marked yes only; "
+                                   "the others ran on BLIP-2, GPT-4.1-nano, GPT-4o-mini, LLaVA-1.6"]
+    agentm3d = describe_setting(load_table("agentm3d-table1"), "mmfakebench", spec, fake_loaded(1000), 1000, None, "openai", "gpt-4o")
+    assert "the paper's backbone is not transcribed, so the model cannot be checked against it" in agentm3d.differences
