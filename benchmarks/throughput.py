@@ -1,38 +1,65 @@
-"""Throughput of the batch runner against a model server that always takes 50 ms.
+"""Throughput of batch runs, one process and on Ray workers, and how much of each prompt a model
+server's prefix cache can reuse.
 
-A loopback OpenAI-compatible server (asyncio HTTP/1.1 in a child process, so its CPU time is
-not counted) answers every request after exactly ``--delay`` seconds, with no limit on parallel
-requests. Answers follow the JSON schema of the request (``response_format``), so every
-configuration parses them. The framework then runs ``--samples`` samples of ``--config`` at
-``--concurrency`` through the real path: BatchRunner, run_sample, AutoGen agents and the
-backend's default HTTP client, with the response cache off.
+A loopback OpenAI-compatible server (asyncio HTTP/1.1 in a child process, so its CPU time is not
+counted) answers every request after a delay, with no limit on parallel requests. Answers follow
+the JSON schema of the request (``response_format``) or are scripted per role, so every
+configuration parses them. The framework runs through the real path: BatchRunner (or
+RayBatchRunner), run_sample, AutoGen agents and the backend's default HTTP client, with the
+response cache off. Each figure is the best of ``--repeat`` runs (default 3), as timeit does: other
+jobs on a shared machine only ever add time.
 
-Printed figures:
-  wall time; ideal time = (samples / concurrency) x depth x delay, where depth (the number of
-  model calls on one sample's critical path) is measured by the server while one sample runs
-  alone, as the most requests of that sample of which none overlaps another; their
-  ratio (target <= 1.15); the CPU time of this process per model call; the same for the bare
-  HTTP client sending the same request bodies directly (and, for reference, the bare OpenAI SDK);
-  and the framework's own CPU per call, the difference from the bare client (target <= 2 ms).
-  Each measurement is repeated (``--repeat``, default 3) and the best kept, as timeit does:
-  other jobs on a shared machine only ever add time.
+Sections (``--only cpu,realistic,prefix``; all by default):
 
-    python benchmarks/throughput.py [--config async] [--samples 64] [--concurrency 32]
+cpu
+  The CPU-bound regime: a 50 ms server, ``--samples 128`` samples of ``--config async`` at
+  ``--concurrency 64``. Ideal time = ceil(samples / concurrency) x depth x delay, where depth (the
+  model calls on one sample's critical path) is measured by the server while one sample runs alone.
+  Measured in one process, then on a local Ray cluster with one worker and with ``--workers 2``
+  (wall time from the first sample sent to the last row written, so the workers' start is not
+  counted). Prints ``speedup 2 workers: X`` (one worker's wall over two workers'; target >= 1.7),
+  the two-worker ratio to the ideal (target <= 1.15), and the framework's own CPU per model call
+  (one process's CPU per call minus a bare aiohttp client's sending the same bodies; target <= 1 ms).
+
+realistic
+  A server whose latency is lognormal (median 1 s, 95th percentile 3 s), ``--realistic-samples
+  1000`` samples at ``--realistic-concurrency 256``. The ideal is computed from what the server
+  measured: each sample's model time (the union of its requests' intervals), scheduled in order
+  on ``concurrency`` slots with no overhead. Prints ``realistic ratio: X`` (target <= 1.10).
+
+prefix
+  The share of prompt tokens of each call that repeat a prefix of an earlier call of the same
+  sample: what vLLM's automatic prefix caching can skip. Measured on ``async`` and ``agentm3d``
+  for a post with an image and three pieces of evidence on a vision backend, with answers of
+  realistic length (and, for reference, a text-only post with no evidence). Images count as
+  ceil(w/32) x ceil(h/32) tokens (Qwen3-VL: 16-pixel patches merged 2 x 2); text is counted with
+  the packaged Gemma 3 tokenizer. Prints ``prefix reuse async: X%`` and ``prefix reuse agentm3d:
+  X%`` (target >= 70%).
+
+Every section prints the machine's load average and how much CPU other processes took meanwhile.
+
+    python benchmarks/throughput.py [--only cpu,realistic,prefix] [--workers 2] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import contextlib
+import heapq
+import io
 import json
 import math
+import os
+import random
 import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Awaitable, Callable, Iterator
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -40,13 +67,13 @@ sys.path.insert(0, str(REPO))
 
 # ---- the server (child process) -------------------------------------------------------------
 
-def instance_of(schema: dict[str, Any], defs: dict[str, Any], pick: int = 0) -> Any:
+def instance_of(schema: dict[str, Any], defs: dict[str, Any], pick: int = 0, text: str = "benchmark answer") -> Any:
     """A small valid instance of a JSON schema: the ``pick``-th enum value, the middle of a number range, ..."""
     if "$ref" in schema:
-        return instance_of(defs[schema["$ref"].split("/")[-1]], defs, pick)
+        return instance_of(defs[schema["$ref"].split("/")[-1]], defs, pick, text)
     for key in ("anyOf", "oneOf", "allOf"):
         if key in schema:
-            return instance_of(schema[key][0], defs, pick)
+            return instance_of(schema[key][0], defs, pick, text)
     if "const" in schema:
         return schema["const"]
     if "enum" in schema:
@@ -55,9 +82,9 @@ def instance_of(schema: dict[str, Any], defs: dict[str, Any], pick: int = 0) -> 
     if isinstance(kind, list):
         kind = kind[0]
     if kind == "object":
-        return {name: instance_of(sub, defs, pick) for name, sub in schema.get("properties", {}).items()}
+        return {name: instance_of(sub, defs, pick, text) for name, sub in schema.get("properties", {}).items()}
     if kind == "array":
-        return [instance_of(schema["items"], defs, pick) for _ in range(schema.get("minItems", 0))] if "items" in schema else []
+        return [instance_of(schema["items"], defs, pick, text) for _ in range(schema.get("minItems", 0))] if "items" in schema else []
     if kind in ("number", "integer"):
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
         high = schema.get("maximum", schema.get("exclusiveMaximum", low + 1))
@@ -65,29 +92,59 @@ def instance_of(schema: dict[str, Any], defs: dict[str, Any], pick: int = 0) -> 
         return int(middle) if kind == "integer" else middle
     if kind == "boolean":
         return True
-    return "benchmark answer"
+    return text[: schema.get("maxLength", len(text))]
 
 
 POST_KEY = re.compile(rb"Benchmark post \d+")
 
+REASONING = ("The caption names a place and an event that the photo could show, and the quoted reports describe "
+             "flooding in the same district on the same evening. The lighting and the water line look consistent "
+             "across the frame, and nothing in the picture contradicts the stated time. One report doubts the "
+             "location, but it gives no source, so I weigh it less than the two that agree.")
+"""A realistic answer body (about 70 words) for the prefix section: the debate so far then has the
+length it has with a real model, not a few words."""
 
-def answer_text(request: dict[str, Any], raw: bytes, seen: dict[bytes, int]) -> str:
-    """An answer in the requested schema. The k-th request about one post, whoever sends it, picks
-    the k-th label: consecutive turns alternate, so the three seats of ``async`` never all agree
-    and every debate runs its three rounds."""
-    form = request.get("response_format") or {}
-    schema = (form.get("json_schema") or {}).get("schema") or form.get("schema")
+
+def scripted_answer(request: dict[str, Any], raw: bytes, seen: dict[bytes, int], long: bool, count: int) -> str:
+    """An answer in the requested schema or the role's scripted format.
+
+    The k-th request about one post, whoever sends it, picks the k-th label: consecutive turns
+    alternate, so the three seats of ``async`` never all agree and every debate runs its three
+    rounds. A modality agent's candidate finds a distortion when its seed is a multiple of 5 (one
+    candidate in five), graders score those lower, so best-of-N turns are scored and the cascade
+    runs to its end.
+    """
     found = POST_KEY.search(raw)
     post = found.group(0) if found else raw[:200]
     pick = seen.get(post, 0)
     seen[post] = pick + 1
+    body = f"Answer {count}. {REASONING}" if long else "benchmark answer"
+    form = request.get("response_format") or {}
+    schema = (form.get("json_schema") or {}).get("schema") or form.get("schema")
     if schema:
-        return json.dumps(instance_of(schema, schema.get("$defs", {}), pick))
-    prompt = " ".join(str(m.get("content")) for m in request.get("messages", []))
+        return json.dumps(instance_of(schema, schema.get("$defs", {}), pick, body))
+    messages = request.get("messages", [])
+    system = " ".join(str(m.get("content")) for m in messages if m.get("role") == "system")
+    last = messages[-1] if messages else {}
+    last_text = json.dumps(last.get("content"))
+    if "SCORE: <" in last_text:
+        judged = json.dumps(messages[-2].get("content")) if len(messages) > 1 else ""
+        return "SCORE: 0.3" if re.search(r"REFUTE\]|MISMATCH\]", judged) else "SCORE: 0.9"
+    if "The score is <" in system:
+        return "The score is 3" if re.search(r"REFUTE\]|MISMATCH\]", last_text) else "The score is 8"
+    if "Reply with the score alone" in system:
+        return "0.2" if re.search(r"REFUTE\]|MISMATCH\]", last_text) else "0.8"
+    if "[BON level-1]" in system:
+        return "A specific claim about a breaking event, with a photo that could come from elsewhere. [BON level-1]"
+    actions = re.search(r"Finish\[([A-Z ]+)\] if .*?, or Finish\[([A-Z ]+)\] if", system, re.S)
+    if actions:
+        distorted = int(request.get("seed") or 0) % 5 == 0
+        return f"{body}\nFinish[{actions.group(1) if distorted else actions.group(2)}]\nCONFIDENCE: 0.8"
+    prompt = " ".join(str(m.get("content")) for m in messages)
     offered = re.search(r"one of: ([^>\n]+)>", prompt)
     if offered:
         labels = [label.strip() for label in offered.group(1).split(",")]
-        return f"The post is weighed against what is known.\nFINAL ANSWER: {labels[pick % len(labels)]}\nCONFIDENCE: 0.7"
+        return f"{body}\nFINAL ANSWER: {labels[pick % len(labels)]}\nCONFIDENCE: 0.7"
     return "yes"
 
 
@@ -103,12 +160,35 @@ def sequential_depth(intervals: list[tuple[float, float]]) -> int:
     return depth
 
 
+def union_length(intervals: list[tuple[float, float]]) -> float:
+    """The time covered by some interval: a sample's model time when its parallel calls overlap."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
+class Latency:
+    """A fixed delay, or a lognormal one given its median and 95th percentile (seeded)."""
+
+    def __init__(self, delay: float, median: float | None, p95: float | None, seed: int = 0) -> None:
+        self.delay = delay
+        self.random = random.Random(seed)
+        self.mu = math.log(median) if median else 0.0
+        self.sigma = math.log(p95 / median) / 1.6448536 if median and p95 else 0.0
+
+    def __call__(self) -> float:
+        return self.random.lognormvariate(self.mu, self.sigma) if self.sigma else self.delay
+
+
 class ModelServer(asyncio.Protocol):
     """HTTP/1.1 with keep-alive, parsed by hand and answered from a timer, not a coroutine per request:
     the server's own CPU per request must stay far below the client's, or it would slow what it measures."""
 
-    def __init__(self, delay: float, shared: dict[str, Any]) -> None:
-        self.delay = delay
+    def __init__(self, latency: Latency, shared: dict[str, Any]) -> None:
+        self.latency = latency
         self.shared = shared
         self.buffer = b""
         self.transport: asyncio.Transport | None = None
@@ -142,9 +222,13 @@ class ModelServer(asyncio.Protocol):
             self.send(stats)
         elif path.endswith("/reset"):
             intervals.clear()
+            self.shared["per_post"].clear()
+            stats["max_in_flight"] = 0
             self.send({})
         elif path.endswith("/depth"):
             self.send({"depth": sequential_depth(intervals)})
+        elif path.endswith("/model_time"):
+            self.send({post.decode(): union_length(spans) for post, spans in self.shared["per_post"].items()})
         elif request_line[0] == "GET":
             self.send({"object": "list", "data": [{"id": "bench-model", "object": "model"}]})
         else:
@@ -152,13 +236,17 @@ class ModelServer(asyncio.Protocol):
             stats["requests"] += 1
             stats["in_flight"] += 1
             stats["max_in_flight"] = max(stats["max_in_flight"], stats["in_flight"])
-            text = answer_text(request, body, self.shared["seen"])
+            text = scripted_answer(request, body, self.shared["seen"], self.shared["long"], stats["requests"])
+            found = POST_KEY.search(body)
             started = time.monotonic()
-            asyncio.get_running_loop().call_later(self.delay, self.answer, request, text, started)
+            asyncio.get_running_loop().call_later(self.latency(), self.answer, request, text, started,
+                                                  found.group(0) if found else b"")
 
-    def answer(self, request: dict[str, Any], text: str, started: float) -> None:
+    def answer(self, request: dict[str, Any], text: str, started: float, post: bytes) -> None:
         stats = self.shared["stats"]
-        self.shared["intervals"].append((started, time.monotonic()))
+        span = (started, time.monotonic())
+        self.shared["intervals"].append(span)
+        self.shared["per_post"].setdefault(post, []).append(span)
         stats["in_flight"] -= 1
         self.send({
             "id": "chatcmpl-bench", "object": "chat.completion", "created": int(time.time()),
@@ -175,173 +263,457 @@ class ModelServer(asyncio.Protocol):
                              + str(len(data)).encode() + b"\r\n\r\n" + data)
 
 
-async def serve(delay: float) -> None:
-    shared: dict[str, Any] = {"stats": {"requests": 0, "in_flight": 0, "max_in_flight": 0}, "intervals": [], "seen": {}}
+async def serve(latency: Latency, long: bool) -> None:
+    shared: dict[str, Any] = {"stats": {"requests": 0, "in_flight": 0, "max_in_flight": 0}, "intervals": [],
+                              "per_post": {}, "seen": {}, "long": long}
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: ModelServer(delay, shared), "127.0.0.1", 0, backlog=4096)
+    server = await loop.create_server(lambda: ModelServer(latency, shared), "127.0.0.1", 0, backlog=4096)
     sys.stdout.write(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1\n")
     sys.stdout.flush()
     async with server:
         await server.serve_forever()
 
 
-# ---- the client (this process) --------------------------------------------------------------
+class Server:
+    """The model server in a child process, for one section."""
 
-async def run(config: str, samples: int, concurrency: int, repeat: int, base_url: str, workdir: Path,
-              profile: Path | None = None) -> dict[str, float]:
-    from debates.eval.batch import BatchRunner, RunManifest
-    from m3d_agents.backends.config import BackendConfig, BackendSettings
-    from m3d_agents.backends.factory import BackendPool
-    from m3d_agents.sample import Sample
+    def __init__(self, *options: str) -> None:
+        self.process = subprocess.Popen([sys.executable, __file__, "--serve", *options], stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        self.url = self.process.stdout.readline().strip()
 
-    backend = BackendConfig(kind="vllm", base_url=base_url, model="bench-model", cache=False, vision=False,
-                            concurrency=4096, max_retries=0, timeout_s=60)
-    pool = BackendPool(BackendSettings(backend="bench", backends={"bench": backend}))
-    posts = [Sample(id=f"bench-{i:03d}", text=f"Benchmark post {i}: flooding reported downtown, photo attached.",
-                    gold_label="fake" if i % 2 else "real") for i in range(samples)]
-    manifest = dict(config=config, dataset="benchmark", backend="bench", seed=0, taxonomy="binary")
-
-    async def batch(items: list[Any], name: str, k: int) -> tuple[float, float, int]:
-        runner = BatchRunner(config, items, pool, workdir / name, RunManifest(**manifest), concurrency=k, backend="bench")
-        cpu, wall = time.process_time(), time.perf_counter()
-        outcome = await runner.run()
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        failed = [r for r in outcome.rows if r.status == "error"]
-        if failed:
-            raise SystemExit(f"{len(failed)} samples failed, e.g. {failed[0].error}")
-        return wall, cpu, sum(r.model_calls for r in outcome.rows)
-
-    sent: list[bytes] = []
-
-    async def bare(calls: int, how: str) -> tuple[float, float]:
-        """The probe's request bodies, replayed ``calls`` times straight through a bare HTTP client:
-        the floor that no framework on that client goes below."""
-        import aiohttp
-        from openai import AsyncOpenAI
-
-        semaphore = asyncio.Semaphore(concurrency)
-        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
-        sdk = AsyncOpenAI(base_url=base_url, api_key="EMPTY", max_retries=0)
-        headers = {"Content-Type": "application/json", "Authorization": "Bearer EMPTY"}
-
-        async def one(i: int) -> None:
-            body = sent[i % len(sent)]
-            async with semaphore:
-                if how == "sdk":
-                    await sdk.chat.completions.create(**json.loads(body))
-                else:
-                    async with session.post(base_url + "/chat/completions", data=body, headers=headers) as response:
-                        json.loads(await response.read())
-
-        await asyncio.gather(*[one(i) for i in range(concurrency)])
-        cpu, wall = time.process_time(), time.perf_counter()
-        await asyncio.gather(*[one(i) for i in range(calls)])
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        await session.close()
-        await sdk.close()
-        return wall, cpu
-
-    try:
-        await batch(posts[:2], "warmup", 2)
+    def get(self, path: str) -> Any:
         import httpx
 
-        httpx.get(base_url + "/reset", timeout=5)
-        from m3d_agents.backends.transports.lean_http import OpenAICompatibleClient
+        return httpx.get(self.url + path, timeout=30).json()
 
-        post = OpenAICompatibleClient._post
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
 
-        async def recording(self: OpenAICompatibleClient, payload: bytes) -> Any:
-            sent.append(payload)
-            return await post(self, payload)
 
-        OpenAICompatibleClient._post = recording  # type: ignore[method-assign]
-        try:
-            probe_wall, _, probe_calls = await batch([Sample(id="probe", text=posts[0].text, gold_label="real")], "probe", 1)
-        finally:
-            OpenAICompatibleClient._post = post  # type: ignore[method-assign]
-        depth = int(httpx.get(base_url + "/depth", timeout=5).json()["depth"])
-        profiler = None
-        if profile is not None:
-            import cProfile
+# ---- the machine ------------------------------------------------------------------------------
 
-            profiler = cProfile.Profile(time.process_time)
-            profiler.enable()
-        best: tuple[float, float, int] | None = None
-        for attempt in range(repeat):
-            measured = await batch(posts, f"run-{attempt}", concurrency)
-            best = measured if best is None else (min(best[0], measured[0]), min(best[1], measured[1]), measured[2])
-        assert best is not None
-        wall, cpu, calls = best
-        if profiler is not None:
-            profiler.disable()
-            profiler.dump_stats(str(profile))
-        bare_runs = [await bare(calls, "aiohttp") for _ in range(repeat)]
-        sdk_runs = [await bare(calls, "sdk") for _ in range(repeat)]
-        bare_wall, bare_cpu = min(w for w, _ in bare_runs), min(c for _, c in bare_runs)
-        sdk_wall, sdk_cpu = min(w for w, _ in sdk_runs), min(c for _, c in sdk_runs)
+def _cpu_jiffies() -> tuple[float, float]:
+    """(busy, total) CPU time of the whole machine so far, from /proc/stat."""
+    fields = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def _own_cpu() -> float:
+    """CPU seconds of this process and every process it started (the server, Ray), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            stats[int(entry.name)] = fields
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, stack = 0.0, [os.getpid()]
+    while stack:
+        pid = stack.pop()
+        if pid in stats:
+            fields = stats[pid]
+            total += (int(fields[11]) + int(fields[12])) / ticks
+        stack.extend(children.get(pid, []))
+    return total
+
+
+class Machine:
+    """What else the machine did during a section: load average and other processes' CPU."""
+
+    def __enter__(self) -> "Machine":
+        self.busy, self.total = _cpu_jiffies()
+        self.own = _own_cpu()
+        self.wall = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        busy, total = _cpu_jiffies()
+        ticks = os.sysconf("SC_CLK_TCK")
+        cores = os.cpu_count() or 1
+        wall = time.perf_counter() - self.wall
+        machine_busy = (busy - self.busy) / ticks
+        own = _own_cpu() - self.own
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"  machine: {cores} cores, load average {load}; over this section's {wall:.0f} s the cores were "
+              f"{machine_busy / (wall * cores) * 100:.0f}% busy, {max(0.0, machine_busy - own) / wall:.2f} cores of it "
+              f"by other processes than this benchmark")
+
+
+# ---- the client (this process) --------------------------------------------------------------
+
+def bench_pool(url: str, vision: bool = False) -> Any:
+    from m3d_agents.backends.config import BackendConfig, BackendSettings
+    from m3d_agents.backends.factory import BackendPool
+
+    backend = BackendConfig(kind="vllm", base_url=url, model="bench-model", cache=False, vision=vision,
+                            concurrency=4096, max_retries=0, timeout_s=120)
+    return BackendPool(BackendSettings(backend="bench", backends={"bench": backend}))
+
+
+def bench_posts(count: int) -> list[Any]:
+    from m3d_agents.sample import Sample
+
+    return [Sample(id=f"bench-{i:04d}", text=f"Benchmark post {i}: flooding reported downtown, photo attached.",
+                   gold_label="fake" if i % 2 else "real") for i in range(count)]
+
+
+MANIFEST = dict(dataset="benchmark", backend="bench", seed=0, taxonomy="binary")
+
+
+async def batch(config: str, items: list[Any], pool: Any, out: Path, concurrency: int, **ray: Any) -> dict[str, Any]:
+    """One run: wall time and CPU of this process (and, on Ray, of the workers), and the model calls."""
+    from debates.eval.batch import BatchRunner, RunManifest
+    from debates.eval.ray_runner import RayBatchRunner
+
+    kind = RayBatchRunner if ray else BatchRunner
+    runner = kind(config, items, pool, out, RunManifest(config=config, **MANIFEST), concurrency=concurrency,
+                  backend="bench", **ray)
+    cpu, wall = time.process_time(), time.perf_counter()
+    outcome = await runner.run()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    failed = [r for r in outcome.rows if r.status == "error"]
+    if failed:
+        raise SystemExit(f"{len(failed)} samples failed, e.g. {failed[0].error}")
+    figures = {"wall": wall, "cpu": cpu, "calls": sum(r.model_calls for r in outcome.rows)}
+    if ray:
+        figures["wall"] = outcome.dispatch_wall_s
+        figures.update({f"cpu_{k}": v for k, v in outcome.cpu_s.items()})
+    return figures
+
+
+def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per figure, the best (smallest) of the runs."""
+    return {key: min(run[key] for run in runs) for key in runs[0]}
+
+
+async def record_bodies(run: Awaitable[Any]) -> tuple[Any, list[bytes]]:
+    """Await ``run`` (not started yet) while keeping every request body the lean HTTP client sends."""
+    from m3d_agents.backends.transports.lean_http import OpenAICompatibleClient
+
+    sent: list[bytes] = []
+    post = OpenAICompatibleClient._post
+
+    async def recording(self: OpenAICompatibleClient, payload: bytes) -> Any:
+        sent.append(payload)
+        return await post(self, payload)
+
+    OpenAICompatibleClient._post = recording  # type: ignore[method-assign]
+    try:
+        return await run, sent
+    finally:
+        OpenAICompatibleClient._post = post  # type: ignore[method-assign]
+
+
+async def bare_client(url: str, bodies: list[bytes], calls: int, concurrency: int) -> tuple[float, float]:
+    """The recorded bodies replayed ``calls`` times through bare aiohttp: the floor of any framework on it."""
+    import aiohttp
+
+    semaphore = asyncio.Semaphore(concurrency)
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer EMPTY"}
+
+    async def one(i: int) -> None:
+        async with semaphore:
+            async with session.post(url + "/chat/completions", data=bodies[i % len(bodies)], headers=headers) as response:
+                json.loads(await response.read())
+
+    await asyncio.gather(*[one(i) for i in range(concurrency)])
+    cpu, wall = time.process_time(), time.perf_counter()
+    await asyncio.gather(*[one(i) for i in range(calls)])
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    await session.close()
+    return wall, cpu
+
+
+def start_ray(workers: int) -> None:
+    import logging
+
+    import ray
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    logging.getLogger("ray").setLevel(logging.ERROR)
+    if not ray.is_initialized():
+        ray.init(num_cpus=max(workers, 1), include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+                 runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
+
+
+async def cpu_regime(args: argparse.Namespace, workdir: Path) -> None:
+    server = Server("--delay", str(args.delay))
+    pool = bench_pool(server.url)
+    posts = bench_posts(args.samples)
+    try:
+        await batch(args.config, posts[:2], pool, workdir / "warmup", 2)
+        server.get("/reset")
+        probe, bodies = await record_bodies(batch(args.config, bench_posts(1), pool, workdir / "probe", 1))
+        depth = int(server.get("/depth")["depth"])
+        ideal = math.ceil(args.samples / args.concurrency) * depth * args.delay
+        print(f"CPU-bound regime: config {args.config}, {args.samples} samples at concurrency {args.concurrency} in all, "
+              f"server delay {args.delay * 1000:.0f} ms; {probe['calls']} calls per sample, depth {depth}; "
+              f"ideal {ideal:.3f} s = ceil({args.samples} / {args.concurrency}) x {depth} x {args.delay * 1000:.0f} ms")
+        with Machine():
+            local = best([await batch(args.config, posts, pool, workdir / f"local-{i}", args.concurrency)
+                          for i in range(args.repeat)])
+            bare = [await bare_client(server.url, bodies, int(local["calls"]), args.concurrency) for _ in range(args.repeat)]
+            bare_cpu = min(c for _, c in bare) / local["calls"] * 1000
+            own = local["cpu"] / local["calls"] * 1000 - bare_cpu
+            print(f"  one process:     wall {local['wall']:.3f} s, ratio {local['wall'] / ideal:.3f}, "
+                  f"CPU {local['cpu'] / local['calls'] * 1000:.2f} ms per call "
+                  f"(bare aiohttp sending the same bodies at the same concurrency: {bare_cpu:.2f} ms, wall "
+                  f"{min(w for w, _ in bare):.3f} s, ratio {min(w for w, _ in bare) / ideal:.3f})")
+            start_ray(args.workers)
+            on_ray: dict[int, dict[str, Any]] = {}
+            for count in sorted({1, args.workers}):
+                on_ray[count] = best([await batch(args.config, posts, pool, workdir / f"ray{count}-{i}", args.concurrency,
+                                                  workers=count) for i in range(args.repeat)])
+                figures = on_ray[count]
+                per_call = {k: figures[f"cpu_{k}"] / figures["calls"] * 1000 for k in ("workers", "driver", "broker")}
+                print(f"  Ray, {count} worker{'s' if count > 1 else ' '}:  wall {figures['wall']:.3f} s, ratio "
+                      f"{figures['wall'] / ideal:.3f}, CPU per call: workers {per_call['workers']:.2f} ms, driver "
+                      f"{per_call['driver']:.2f} ms, permit broker {per_call['broker']:.3f} ms")
+        two = on_ray[args.workers]
+        speedup = on_ray[1]["wall"] / two["wall"]
+        ratio = two["wall"] / ideal
+        print(f"speedup {args.workers} workers: {speedup:.2f} (target >= 1.7) {'OK' if speedup >= 1.7 else 'MISSED'}")
+        print(f"ratio {args.workers} workers: {ratio:.3f} (target <= 1.15) {'OK' if ratio <= 1.15 else 'MISSED'}")
+        print(f"framework CPU per model call: {own:.2f} ms (one process, beyond the bare client; target <= 1 ms) "
+              f"{'OK' if own <= 1 else 'MISSED'}")
     finally:
         await pool.close()
-    return {"depth": depth, "probe_wall": probe_wall, "probe_calls": probe_calls, "wall": wall, "cpu": cpu, "calls": calls,
-            "bare_wall": bare_wall, "bare_cpu": bare_cpu, "sdk_wall": sdk_wall, "sdk_cpu": sdk_cpu}
+        server.close()
+
+
+def ideal_schedule(durations: list[float], slots: int) -> float:
+    """The makespan of running samples in order on ``slots`` slots, each taking its model time."""
+    free = [0.0] * slots
+    end = 0.0
+    for duration in durations:
+        start = heapq.heappop(free)
+        heapq.heappush(free, start + duration)
+        end = max(end, start + duration)
+    return end
+
+
+async def realistic_regime(args: argparse.Namespace, workdir: Path) -> None:
+    server = Server("--median", str(args.median), "--p95", str(args.p95))
+    pool = bench_pool(server.url)
+    posts = bench_posts(args.realistic_samples)
+    how = f"{args.realistic_workers} Ray workers" if args.realistic_workers else "one process"
+    print(f"Realistic regime: config {args.config}, {args.realistic_samples} samples at concurrency "
+          f"{args.realistic_concurrency}, lognormal latency (median {args.median:g} s, 95th percentile {args.p95:g} s), {how}")
+    try:
+        if args.realistic_workers:
+            start_ray(args.realistic_workers)
+        ray = {"workers": args.realistic_workers} if args.realistic_workers else {}
+        ratios = []
+        with Machine():
+            for attempt in range(args.repeat):
+                server.get("/reset")
+                figures = await batch(args.config, posts, pool, workdir / f"realistic-{attempt}", args.realistic_concurrency, **ray)
+                model_time = server.get("/model_time")
+                durations = [model_time[f"Benchmark post {i}"] for i in range(len(posts))]
+                ideal = ideal_schedule(durations, args.realistic_concurrency)
+                ratios.append(figures["wall"] / ideal)
+                print(f"  run {attempt + 1}: wall {figures['wall']:.2f} s, ideal {ideal:.2f} s (mean model time per "
+                      f"sample {sum(durations) / len(durations):.2f} s, {figures['calls'] / len(posts):.1f} calls each), "
+                      f"ratio {ratios[-1]:.3f}; CPU {figures['cpu'] / figures['calls'] * 1000:.2f} ms per call")
+        ratio = min(ratios)
+        print(f"realistic ratio: {ratio:.3f} (target <= 1.10) {'OK' if ratio <= 1.10 else 'MISSED'}")
+    finally:
+        await pool.close()
+        server.close()
+
+
+# ---- prefix reuse ---------------------------------------------------------------------------------
+
+EVIDENCE = [
+    ("reuters.com", "Floodwater filled streets in lower Manhattan on the evening the storm made landfall. Photographs "
+     "from the area showed cars submerged along the waterfront and power cut to large parts of the district. The city "
+     "said the surge exceeded earlier records and that tunnels had been closed as a precaution before the peak."),
+    ("apnews.com", "Several images shared widely during the storm were later found to be composites or pictures of "
+     "earlier events. A widely shared picture of a dark storm cloud over the Statue of Liberty combined a real photo "
+     "of the statue with a separate image of a supercell taken in another state."),
+    ("example-blog.net", "Readers sent in pictures of the harbour that night. Some showed the statue lit up under "
+     "heavy skies, others the flooded promenade. We could not verify where each picture was taken, and several were "
+     "posted without any date or author."),
+]
+
+
+def prefix_sample(index: int, with_media: bool, image: Path) -> tuple[Any, list[Any]]:
+    from m3d_agents.evidence import Evidence
+    from m3d_agents.sample import Sample
+
+    if not with_media:
+        return bench_posts(index + 1)[index], []
+    sample = Sample(id=f"prefix-{index}", text=f"Benchmark post {index}: my favourite place in the world tonight "
+                    "#nyc #hurricane #sandy #statueofliberty", images=[image])
+    evidence = [Evidence(kind="web_page", url=f"https://{domain}/story-{index}", domain=domain, text=text)
+                for domain, text in EVIDENCE]
+    return sample, evidence
+
+
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """llama.cpp writes a context warning to file descriptor 2 even with verbose off."""
+    saved = os.dup(2)
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+class Tokens:
+    """Prompt tokens as a server sees them: a chat template's role markers, the text's tokens, and a
+    block of tokens per image (identical images give identical tokens, as they do for a prefix cache)."""
+
+    def __init__(self) -> None:
+        try:
+            from llama_cpp import Llama
+
+            from m3d_agents.backends.local_server import packaged_model_path
+
+            with quiet_stderr():
+                model = Llama(model_path=str(packaged_model_path()), vocab_only=True, verbose=False)
+            self.encode: Callable[[str], list[Any]] = lambda text: model.tokenize(text.encode(), add_bos=False, special=True)
+            self.name = "the packaged Gemma 3 tokenizer"
+        except Exception:  # noqa: BLE001 - the figure stays meaningful with a plain word splitter
+            self.encode = lambda text: re.findall(r"\w+|[^\w\s]|\s+", text)
+            self.name = "a word-and-punctuation splitter (llama-cpp-python or its model is not installed)"
+
+    def image(self, url: str) -> list[Any]:
+        from PIL import Image
+
+        data = base64.b64decode(url.split(",", 1)[1])
+        width, height = Image.open(io.BytesIO(data)).size
+        key = hash(data)
+        return [("image", key, k) for k in range(math.ceil(width / 32) * math.ceil(height / 32))]
+
+    def of(self, body: bytes) -> list[Any]:
+        tokens: list[Any] = []
+        for message in json.loads(body)["messages"]:
+            tokens += self.encode(f"<|im_start|>{message['role']}\n")
+            content = message.get("content") or ""
+            for part in [content] if isinstance(content, str) else content:
+                if isinstance(part, str):
+                    tokens += self.encode(part)
+                elif part.get("type") == "text":
+                    tokens += self.encode(part["text"])
+                elif part.get("type") == "image_url":
+                    tokens += self.image(part["image_url"]["url"])
+            tokens += self.encode("<|im_end|>\n")
+        return tokens + self.encode("<|im_start|>assistant\n")
+
+
+def common_prefix(a: list[Any], b: list[Any]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def reuse_of(calls: list[list[Any]]) -> tuple[int, int]:
+    """(tokens that repeat a prefix of an earlier call, all tokens) over the calls of one sample."""
+    reused = total = 0
+    for i, tokens in enumerate(calls):
+        total += len(tokens)
+        reused += max((common_prefix(tokens, earlier) for earlier in calls[:i]), default=0)
+    return reused, total
+
+
+async def prefix_reuse(args: argparse.Namespace) -> None:
+    from debates.strategy import run_sample
+
+    server = Server("--delay", "0", "--long-answers")
+    tokens = Tokens()
+    from PIL import Image
+
+    width, height = Image.open(args.prefix_image).size
+    print(f"Prefix reuse: {args.prefix_samples} posts per configuration, answers of about 70 words; tokens counted "
+          f"with {tokens.name}, images as ceil(w/32) x ceil(h/32) tokens ({args.prefix_image.name}: {width} x {height})")
+    try:
+        for with_media in (True, False):
+            for config in ("async", "agentm3d"):
+                pool = bench_pool(server.url, vision=with_media)
+                reused = total = calls = 0
+                try:
+                    for index in range(args.prefix_samples):
+                        sample, evidence = prefix_sample(index, with_media, args.prefix_image)
+                        _, bodies = await record_bodies(run_sample(config, sample, pool, backend="bench",
+                                                                           evidence=evidence))
+                        counted = [tokens.of(body) for body in bodies]
+                        r, t = reuse_of(counted)
+                        reused, total, calls = reused + r, total + t, calls + len(counted)
+                finally:
+                    await pool.close()
+                share = reused / max(1, total) * 100
+                if with_media:
+                    print(f"prefix reuse {config}: {share:.1f}% (target >= 70%) {'OK' if share >= 70 else 'MISSED'}; "
+                          f"{calls / args.prefix_samples:.1f} calls and {total / max(1, calls):.0f} prompt tokens per call, "
+                          f"post with an image and 3 pieces of evidence")
+                else:
+                    print(f"  for reference, {config} on a text-only post with no evidence: {share:.1f}% "
+                          f"({total / max(1, calls):.0f} prompt tokens per call)")
+    finally:
+        server.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default="cpu,realistic,prefix", help="sections to run, comma-separated")
     parser.add_argument("--config", default="async")
-    parser.add_argument("--samples", type=int, default=64)
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--samples", type=int, default=128)
+    parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--delay", type=float, default=0.05)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--realistic-samples", type=int, default=1000)
+    parser.add_argument("--realistic-concurrency", type=int, default=256)
+    parser.add_argument("--realistic-workers", type=int, default=0, help="run the realistic regime on this many Ray workers")
+    parser.add_argument("--median", type=float, default=1.0)
+    parser.add_argument("--p95", type=float, default=3.0)
+    parser.add_argument("--prefix-samples", type=int, default=3)
+    parser.add_argument("--prefix-image", type=Path, default=REPO / "examples" / "sandy_fake_29.jpg",
+                        help="the image of the prefix section's post (default: the example post's, 306 x 306)")
     parser.add_argument("--repeat", type=int, default=3,
-                        help="measure the batch this many times and keep the best wall and CPU time, as timeit does: "
+                        help="measure each figure this many times and keep the best, as timeit does: "
                              "other jobs on a shared machine only ever add time")
-    parser.add_argument("--profile", type=Path, help="write cProfile stats of the measured batch here")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--long-answers", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        asyncio.run(serve(args.delay))
+        median = args.median if "--median" in sys.argv else None
+        asyncio.run(serve(Latency(args.delay, median, args.p95 if median else None), args.long_answers))
         return
 
     from debates.strategy import available_configs
 
     if args.config not in available_configs():
-        raise SystemExit(f"configuration {args.config!r} is not available yet (available: "
-                         f"{', '.join(available_configs())}); run with --config check to measure the runner alone")
-    server = subprocess.Popen([sys.executable, __file__, "--serve", "--delay", str(args.delay)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert server.stdout is not None
-        base_url = server.stdout.readline().strip()
-        with tempfile.TemporaryDirectory() as tmp:
-            figures = asyncio.run(run(args.config, args.samples, args.concurrency, args.repeat, base_url,
-                                      Path(tmp), args.profile))
-        import httpx
+        raise SystemExit(f"configuration {args.config!r} is not available (available: {', '.join(available_configs())})")
+    sections = {s.strip() for s in args.only.split(",") if s.strip()}
+    unknown = sections - {"cpu", "realistic", "prefix"}
+    if unknown:
+        raise SystemExit(f"unknown sections {sorted(unknown)}; choose from cpu, realistic, prefix")
 
-        stats = httpx.get(base_url + "/stats", timeout=5).json()
-    finally:
-        server.kill()
-        server.wait()
-    depth = int(figures["depth"])
-    ideal = math.ceil(args.samples / args.concurrency) * depth * args.delay
-    ratio = figures["wall"] / ideal
-    cpu_per_call_ms = figures["cpu"] / figures["calls"] * 1000
-    print(f"config {args.config}: {args.samples} samples at concurrency {args.concurrency}, server delay "
-          f"{args.delay * 1000:.0f} ms")
-    print(f"model calls: {figures['calls']} ({figures['calls'] / args.samples:.1f} per sample), "
-          f"depth of sequential calls: {depth} (one sample alone took {figures['probe_wall'] * 1000:.0f} ms), "
-          f"server saw at most {stats['max_in_flight']} requests in flight")
-    print(f"wall time:  {figures['wall']:.3f} s (best of {args.repeat})")
-    print(f"ideal time: {ideal:.3f} s = ({args.samples} / {args.concurrency}) x {depth} x {args.delay * 1000:.0f} ms")
-    print(f"ratio:      {ratio:.3f} (target <= 1.15) {'OK' if ratio <= 1.15 else 'MISSED'}")
-    bare_ms = figures["bare_cpu"] / figures["calls"] * 1000
-    sdk_ms = figures["sdk_cpu"] / figures["calls"] * 1000
-    own_ms = cpu_per_call_ms - bare_ms
-    print(f"CPU per model call, all of this process: {cpu_per_call_ms:.2f} ms")
-    print(f"  of which the bare HTTP client (aiohttp sending the same bodies directly): {bare_ms:.2f} ms "
-          f"(wall {figures['bare_wall']:.3f} s for the same calls at the same concurrency)")
-    print(f"  for reference, the bare OpenAI SDK sending them: {sdk_ms:.2f} ms per call (wall {figures['sdk_wall']:.3f} s)")
-    print(f"framework's own CPU per model call: {own_ms:.2f} ms (target <= 2 ms) {'OK' if own_ms <= 2 else 'MISSED'}")
-    print(f"model server's CPU over the whole benchmark: {stats['cpu_s']:.2f} s for {stats['requests']} requests "
-          f"({stats['cpu_s'] / max(1, stats['requests']) * 1000:.2f} ms each; it runs in its own process)")
+    async def run_all() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            if "cpu" in sections:
+                await cpu_regime(args, Path(tmp))
+            if "realistic" in sections:
+                await realistic_regime(args, Path(tmp))
+        if "prefix" in sections:
+            with Machine():
+                await prefix_reuse(args)
+
+    asyncio.run(run_all())
 
 
 if __name__ == "__main__":

@@ -6,12 +6,14 @@ outcome is always an :class:`Answer` whose ``value`` is None and ``error`` says 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
-from autogen_core.models import AssistantMessage, ChatCompletionClient, LLMMessage, UserMessage
+from autogen_core.models import AssistantMessage, ChatCompletionClient, CreateResult, LLMMessage, UserMessage
 
 import prompts
+from m3d_agents.backends.choices import can_sample_choices
 from m3d_agents.errors import ParseError
 
 T = TypeVar("T")
@@ -46,10 +48,23 @@ async def ask(
     on_retry: Callable[[], None] | None = None,
 ) -> Answer[T]:
     """Call ``client`` and ``parse`` its text, asking again up to ``retries`` times when it fails."""
+    return await _settle(client, messages, parse, None, retries, create_kwargs or {}, on_retry)
+
+
+async def _settle(
+    client: ChatCompletionClient,
+    messages: Sequence[LLMMessage],
+    parse: Callable[[str], T],
+    first: CreateResult | None,
+    retries: int,
+    create_kwargs: dict[str, Any],
+    on_retry: Callable[[], None] | None,
+) -> Answer[T]:
+    """Parse ``first`` (or a fresh call's result), then follow an unreadable answer up as :func:`ask` does."""
     history = list(messages)
     text, error = "", "no attempt was made"
     for attempt in range(1, retries + 2):
-        result = await client.create(history, **(create_kwargs or {}))
+        result = first if attempt == 1 and first is not None else await client.create(history, **create_kwargs)
         try:
             text = answer_text(result.content)
             return Answer(value=parse(text), text=text, error=None, attempts=attempt)
@@ -65,3 +80,42 @@ async def ask(
                 UserMessage(content=prompts.render("common/retry_unreadable", reason=error), source="user"),
             ]
     return Answer(value=None, text=text, error=error, attempts=retries + 1)
+
+
+def choice_seed(create_kwargs: dict[str, Any], i: int) -> dict[str, Any]:
+    """``create_kwargs`` for choice ``i``: the request's seed plus ``i`` (modulo 2**31), when it has one."""
+    extra = dict(create_kwargs.get("extra_create_args") or {})
+    if extra.get("seed") is None:
+        return create_kwargs
+    extra["seed"] = (int(extra["seed"]) + i) % 2**31
+    return {**create_kwargs, "extra_create_args": extra}
+
+
+async def ask_choices(
+    client: ChatCompletionClient,
+    messages: Sequence[LLMMessage],
+    parse: Callable[[str], T],
+    n: int,
+    *,
+    retries: int = 2,
+    create_kwargs: dict[str, Any] | None = None,
+    on_retry: Callable[[], None] | None = None,
+    one_request: bool = True,
+) -> list[Answer[T]]:
+    """``n`` independent answers to the same messages, each parsed and followed up like :func:`ask`.
+
+    With ``one_request`` and a client that can (:mod:`m3d_agents.backends.choices`), they are the
+    ``n`` choices of one request, so the prompt is sent and billed once; otherwise, and for any
+    choice a server did not return, ``n`` concurrent calls. Choice ``i`` is asked with the seed of
+    ``create_kwargs`` plus ``i``, so both ways draw from the same seeds. An unreadable choice is
+    asked again on its own.
+    """
+    kwargs = create_kwargs or {}
+    firsts: list[CreateResult] = []
+    if one_request and n > 1 and can_sample_choices(client):
+        choices = await client.create_choices(messages, n, **kwargs)  # type: ignore[attr-defined]
+        firsts = list(choices.results[:n])
+    return list(await asyncio.gather(*(
+        _settle(client, messages, parse, firsts[i] if i < len(firsts) else None, retries, choice_seed(kwargs, i), on_retry)
+        for i in range(n)
+    )))

@@ -92,11 +92,13 @@ class ModelSeat(BaseChatAgent):
 
     async def on_messages(self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken) -> Response:
         self.view.add(messages)
+        # What is the same for every turn of this seat (post, images, evidence, answer format) comes
+        # before what changes (the debate so far), so a server's prefix cache reuses all of it.
         content: list[str | AgentImage] = [self._prefix]
         content.extend(self._images)
-        content.append(self.view.instruction())
         if self._schema is not None:
             content.append(self._structured_hint)
+        content.append(self.view.instruction())
         user = UserMessage(content=content if self._images else "\n\n".join(str(c) for c in content), source="user")
         producing = asyncio.ensure_future(self._turn.produce(
             self._client,

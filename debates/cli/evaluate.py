@@ -33,7 +33,13 @@ def workers_option() -> Any:
 
 
 def ray_address_option() -> Any:
-    return typer.Option(None, "--ray-address", help="Run on this existing Ray cluster (e.g. ray://head:10001 or auto).")
+    return typer.Option(None, "--ray-address", help="Run on this existing Ray cluster (e.g. ray://head:10001 "
+                        "or auto); workers default to one per CPU of the cluster.")
+
+
+def max_tries_option() -> Any:
+    return typer.Option(3, "--max-tries", min=1, help="With Ray: a sample that kills its worker this many times "
+                        "is recorded as an error.")
 
 
 def evaluate(
@@ -41,7 +47,7 @@ def evaluate(
     dataset: str = typer.Option(..., "--dataset", help="KIND:PATH, e.g. mediaeval:../shared/data/mediaeval2016-dev"),
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples of the data set."),
-    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once."),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once (with --workers, in all workers together)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run folder; default runs/<config>-<dataset kind>-<backend>."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat (default: the configuration's own)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
@@ -57,14 +63,14 @@ def evaluate(
     ),
     workers: Optional[int] = workers_option(),
     ray_address: Optional[str] = ray_address_option(),
+    max_tries: int = max_tries_option(),
 ) -> None:
     """Run a configuration over a data set; rerun the same command to resume an interrupted run."""
     from m3d_agents.datasets import parse_option_pairs
-    from debates.eval.evaluate import EvaluateRequest, check_request, run_costs_line, run_evaluation
+    from debates.eval.evaluate import EvaluateRequest, check_request, run_costs_line, run_evaluation, worker_deaths_line
 
     if config not in available_configs():
         fail(f"config: unknown configuration {config!r}; available: {', '.join(available_configs())}")
-    refuse_ray_without_runner(workers, ray_address)
 
     async def main() -> Any:
         request = EvaluateRequest(
@@ -72,6 +78,7 @@ def evaluate(
             concurrency=concurrency, out=out, backend=backend, config_file=config_file, seed=seed,
             rate_limits=_rate_limits(rate_limit), prices=prices, retry_errors=retry_errors, retrieval=retrieval,
             evidence_store=evidence_store, record_trajectories=record_trajectories, workers=workers, ray_address=ray_address,
+            max_tries=max_tries,
         )
         checked = check_request(request)
         with ProgressBar(progress) as bar:
@@ -79,6 +86,9 @@ def evaluate(
 
     result = run_cli(main())
     outcome = result.outcome
+    deaths = worker_deaths_line(outcome)
+    if deaths:
+        err_console.print(f"[yellow]{deaths}[/]")
     if outcome.repaired_torn_line:
         err_console.print("[yellow]cut off a torn last line left by an earlier hard stop[/]")
     m = result.summary.metrics
@@ -94,11 +104,3 @@ def evaluate(
     if outcome.interrupted:
         err_console.print("[yellow]interrupted: finished rows are saved; rerun the same command to resume[/]")
         raise typer.Exit(130)
-
-
-def refuse_ray_without_runner(workers: Optional[int], ray_address: Optional[str]) -> None:
-    """One line, before any work, when a run asks for Ray workers and this build has no Ray runner."""
-    from debates.eval.evaluate import RAY_MISSING, ray_runner_available, wants_ray
-
-    if wants_ray(workers, ray_address) and not ray_runner_available():
-        fail(RAY_MISSING)

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli
-from debates.cli.evaluate import _rate_limits, ray_address_option, refuse_ray_without_runner, workers_option
+from debates.cli.evaluate import _rate_limits, max_tries_option, ray_address_option, workers_option
 
 
 def list_tables() -> None:
@@ -47,7 +47,7 @@ def reproduce(
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat of every row (see m3d backends)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Folder of the table: one run folder per configuration, then table.md, table.json, table.png."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples (the table then says it is a subset)."),
-    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once, per row."),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once, per row (with --workers, in all workers together)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     seed: int = typer.Option(0, "--seed", help="Run seed, as m3d evaluate's."),
     rate_limit: list[str] = typer.Option([], "--rate-limit", help="NAME=RPM: requests per minute for a backend; repeat."),
@@ -57,6 +57,7 @@ def reproduce(
     evidence_store: Optional[Path] = evidence_store_option(),
     workers: Optional[int] = workers_option(),
     ray_address: Optional[str] = ray_address_option(),
+    max_tries: int = max_tries_option(),
     resamples: int = typer.Option(2000, "--resamples", min=100, help="Bootstrap resamples for the 95% intervals."),
     bootstrap_seed: int = typer.Option(0, "--bootstrap-seed", help="Seed of the bootstrap."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bars."),
@@ -70,7 +71,6 @@ def reproduce(
                if value is None]
     if missing:
         fail(f"reproduce: give {', '.join(missing)} (or --list to see the tables)")
-    refuse_ray_without_runner(workers, ray_address)
     from m3d_agents.datasets import parse_option_pairs
     from debates.eval.reproduce import ReproduceOutcome, ReproduceRequest, check_reproduction
     from debates.eval.reproduce import reproduce as run_table
@@ -83,7 +83,7 @@ def reproduce(
             table=table, dataset=dataset, backend=backend, out=out, dataset_options=parse_option_pairs(dataset_option),
             limit=limit, concurrency=concurrency, config_file=config_file, seed=seed, rate_limits=_rate_limits(rate_limit),
             prices=prices, retry_errors=retry_errors, retrieval=retrieval, evidence_store=evidence_store, workers=workers,
-            ray_address=ray_address, resamples=resamples, bootstrap_seed=bootstrap_seed,
+            ray_address=ray_address, max_tries=max_tries, resamples=resamples, bootstrap_seed=bootstrap_seed,
         )
         checked = check_reproduction(request)
         err_console.print(f"[dim]{checked.table.id}: {len(checked.runs)} configuration(s) to run into {out}/<configuration>[/]")
@@ -91,6 +91,8 @@ def reproduce(
             return await run_table(checked, progress=bar, note=lambda line: err_console.print(f"[dim]{line}[/]"))
 
     outcome = run_cli(main())
+    for config, deaths in outcome.worker_deaths.items():
+        err_console.print(f"[yellow]{config}: {deaths}[/]")
     if outcome.interrupted or outcome.result is None:
         err_console.print("[yellow]interrupted: finished samples are saved in each row's run folder; "
                           "rerun the same command to resume[/]")

@@ -20,6 +20,7 @@ import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
@@ -30,7 +31,7 @@ from m3d_agents.datasets.base import LoadReport
 from debates.eval.lock import RunLock
 from debates.eval.prices import PriceTable
 from debates.eval.records import EvalRow, ResultsFile, RowError, read_rows, row_from_verdict
-from debates.strategy import run_sample
+from debates.strategy import StrategyConfig, load_config, run_sample
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
@@ -178,6 +179,25 @@ def error_row(sample: Sample, exc: BaseException, *, index: int, seed: int, late
     )
 
 
+def cancel_on_signals(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
+    """SIGTERM and SIGINT cancel the current task, so a run stops with its finished rows saved;
+    returns what puts the previous handlers back."""
+    current = asyncio.current_task()
+    caught = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, current.cancel)  # type: ignore[union-attr]
+            caught.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+
+    def restore() -> None:
+        for sig in caught:
+            loop.remove_signal_handler(sig)
+
+    return restore
+
+
 class BatchRunner:
     """Runs the pending samples of one run folder; see the module docstring for the guarantees."""
 
@@ -219,6 +239,11 @@ class BatchRunner:
         self.tally = Tally()
         self.results = ResultsFile(out_dir / RESULTS)
 
+    @cached_property
+    def strategy_config(self) -> StrategyConfig:
+        """The configuration, loaded once for the run rather than once per sample."""
+        return load_config(self.config)
+
     def pending(self) -> tuple[list[tuple[int, Sample]], list[EvalRow], bool]:
         prepare_run_dir(self.out_dir, self.manifest)
         rows, torn = read_rows(self.out_dir / RESULTS, repair=True)
@@ -245,7 +270,7 @@ class BatchRunner:
         try:
             options: dict[str, Any] = {**self.context_options, **({"ledger": ledger} if ledger is not None else {})}
             verdict = await run_sample(
-                self.config, sample, self.pool, backend=self.backend, seed=seed,
+                self.strategy_config, sample, self.pool, backend=self.backend, seed=seed,
                 gold_evidence=list(self.gold_evidence.get(sample.id, [])), **options,
             )
             if self.recorder is not None and ledger is not None:
@@ -297,13 +322,7 @@ class BatchRunner:
                     self.on_progress(self.tally)
 
         current = asyncio.current_task()
-        stop_signals = []
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, current.cancel)  # type: ignore[union-attr]
-                stop_signals.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
+        restore_signals = cancel_on_signals(loop)
         workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, len(todo)))]
         try:
             await asyncio.gather(*workers)
@@ -315,8 +334,7 @@ class BatchRunner:
             if current is not None:
                 current.uncancel()
         finally:
-            for sig in stop_signals:
-                loop.remove_signal_handler(sig)
+            restore_signals()
             writer.shutdown(wait=True)
             self.results.close()
         outcome.rows = read_rows(self.out_dir / RESULTS)[0]

@@ -11,11 +11,11 @@ no wait; a data set loaded once can be handed to several runs.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from debates.eval.batch import BatchOutcome, BatchRunner, RunManifest, Tally, check_run_dir
 from debates.eval.prices import PriceTable, load_price_table
@@ -29,8 +29,8 @@ from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import RetrievalMode
 
-RAY_MISSING = "--workers needs the Ray runner, which this build lacks"
-
+if TYPE_CHECKING:
+    from retrieval.runpath import RunRetrieval
 
 @dataclass
 class EvaluateRequest:
@@ -53,6 +53,7 @@ class EvaluateRequest:
     record_trajectories: bool = False
     workers: int | None = None
     ray_address: str | None = None
+    max_tries: int = 3
 
 
 @dataclass
@@ -85,18 +86,9 @@ class RunProgress(Protocol):
     def update(self, tally: Tally) -> None: ...
 
 
-def ray_runner_available() -> bool:
-    return importlib.util.find_spec("debates.eval.ray_runner") is not None
-
-
-def wants_ray(workers: int | None, ray_address: str | None) -> bool:
-    """A run on Ray workers: more than one worker, or a cluster named. One worker is this process."""
-    return (workers is not None and workers > 1) or ray_address is not None
-
-
-def check_workers(workers: int | None, ray_address: str | None) -> None:
-    if wants_ray(workers, ray_address) and not ray_runner_available():
-        raise InputError("workers", RAY_MISSING)
+def on_ray(workers: int | None, ray_address: str | None) -> bool:
+    """A run on Ray workers: any number of workers, or a cluster named (as ``m3d evaluate`` takes them)."""
+    return workers is not None or ray_address is not None
 
 
 def check_request(request: EvaluateRequest) -> CheckedRequest:
@@ -109,7 +101,10 @@ def check_request(request: EvaluateRequest) -> CheckedRequest:
         raise InputError("concurrency", "must be at least 1")
     if request.limit is not None and request.limit < 1:
         raise InputError("limit", "must be at least 1")
-    check_workers(request.workers, request.ray_address)
+    if request.workers is not None and request.workers < 1:
+        raise InputError("workers", "must be at least 1")
+    if request.max_tries < 1:
+        raise InputError("max-tries", "must be at least 1")
     kind, _ = parse_spec(request.dataset)
     for name, rpm in request.rate_limits.items():
         if rpm <= 0:
@@ -173,7 +168,7 @@ async def run_evaluation(
             from debates.training.trajectories import TrajectoryRecorder
 
             recorder = TrajectoryRecorder(checked.run_dir)
-        runner = _runner(checked, samples, pool, manifest, sources.context_options(), progress, recorder, loaded.gold_evidence)
+        runner = _runner(checked, samples, pool, manifest, sources, progress, recorder, loaded.gold_evidence)
         outcome = await runner.run()
     finally:
         await sources.close()
@@ -183,15 +178,36 @@ async def run_evaluation(
 
 
 def _runner(checked: CheckedRequest, samples: list[Sample], pool: RateLimitedPool, manifest: RunManifest,
-            context_options: dict[str, Any], progress: RunProgress | None, recorder: Any,
+            sources: RunRetrieval, progress: RunProgress | None, recorder: Any,
             gold_evidence: Mapping[str, list[Evidence]] | None) -> BatchRunner:
-    """The batch runner of this run. Runs on Ray workers are refused in :func:`check_request` while
-    this build has no Ray runner, so this is the in-process one."""
+    """The batch runner of this run: in this process, or on Ray workers (``workers``/``ray_address``)."""
+    from retrieval.runpath import open_retrieval
+
     request = checked.request
-    return BatchRunner(request.config, samples, pool, checked.run_dir, manifest, concurrency=request.concurrency,
-                       backend=checked.override, prices=checked.price_table, retry_errors=request.retry_errors,
-                       on_progress=progress.update if progress is not None else None,
-                       context_options=context_options, recorder=recorder, gold_evidence=gold_evidence)
+    options: dict[str, Any] = dict(concurrency=request.concurrency, backend=checked.override, prices=checked.price_table,
+                                   retry_errors=request.retry_errors, recorder=recorder, gold_evidence=gold_evidence,
+                                   on_progress=progress.update if progress is not None else None)
+    if on_ray(request.workers, request.ray_address):
+        from debates.eval.ray_runner import RayBatchRunner
+
+        # Each worker opens the run's evidence sources itself, on its own backend pool.
+        opener = partial(open_retrieval, load_config(request.config), mode=sources.mode,
+                         store_path=request.evidence_store.resolve() if request.evidence_store else None,
+                         backend=checked.override)
+        return RayBatchRunner(request.config, samples, pool, checked.run_dir, manifest, workers=request.workers,
+                              address=request.ray_address, max_tries=request.max_tries, worker_context=opener, **options)
+    return BatchRunner(request.config, samples, pool, checked.run_dir, manifest, context_options=sources.context_options(),
+                       **options)
+
+
+def worker_deaths_line(outcome: Any) -> str | None:
+    """What Ray workers that died cost the run, when any did."""
+    deaths = getattr(outcome, "worker_deaths", 0)
+    if not deaths:
+        return None
+    given_up = getattr(outcome, "given_up", [])
+    return (f"{deaths} Ray worker(s) died; their samples ran again on other workers"
+            + (f"; {len(given_up)} that kept killing workers are recorded as errors" if given_up else ""))
 
 
 def run_costs_line(rows: list[Any]) -> str:

@@ -20,7 +20,8 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel
 
-from debates.eval.evaluate import CheckedRequest, EvaluateRequest, RunProgress, check_request, load_samples, run_evaluation
+from debates.eval.evaluate import (CheckedRequest, EvaluateRequest, RunProgress, check_request, load_samples, run_evaluation,
+                                   worker_deaths_line)
 from debates.eval.metrics import compute_metrics
 from debates.eval.paper_tables import Missing, PaperTable, check_runnable, load_table
 from debates.eval.records import EvalRow
@@ -56,6 +57,7 @@ class ReproduceRequest:
     evidence_store: Path | None = None
     workers: int | None = None
     ray_address: str | None = None
+    max_tries: int = 3
     resamples: int = 2000
     bootstrap_seed: int = 0
 
@@ -65,6 +67,7 @@ class ReproduceRequest:
             concurrency=self.concurrency, out=self.out / config, backend=self.backend, config_file=self.config_file,
             seed=self.seed, rate_limits=dict(self.rate_limits), prices=self.prices, retry_errors=self.retry_errors,
             retrieval=self.retrieval, evidence_store=self.evidence_store, workers=self.workers, ray_address=self.ray_address,
+            max_tries=self.max_tries,
         )
 
 
@@ -307,6 +310,8 @@ class ReproduceOutcome:
     interrupted: bool
     ran: dict[str, int]
     """Samples each configuration ran this time (0 for a row already complete)."""
+    worker_deaths: dict[str, str] = field(default_factory=dict)
+    """Per configuration run on Ray, what workers that died cost it (none when no worker died)."""
 
 
 async def reproduce(
@@ -320,11 +325,15 @@ async def reproduce(
     wanted = {s.id for s in samples}
     runs: dict[str, tuple[Path, list[EvalRow], str | None]] = {}
     ran: dict[str, int] = {}
+    deaths: dict[str, str] = {}
     for position, (config, run) in enumerate(checked.runs.items()):
         done = await run_evaluation(run, loaded=loaded, progress=progress, note=note if position == 0 else None)
         ran[config] = done.outcome.ran
+        died = worker_deaths_line(done.outcome)
+        if died:
+            deaths[config] = died
         if done.outcome.interrupted:
-            return ReproduceOutcome(result=None, interrupted=True, ran=ran)
+            return ReproduceOutcome(result=None, interrupted=True, ran=ran, worker_deaths=deaths)
         manifest, rows = load_run(done.outcome.out_dir)
         runs[config] = (done.outcome.out_dir, [r for r in rows if r.sample_id in wanted], manifest.retrieval)
     settings = first.settings.get(first.backend_name)
@@ -334,4 +343,4 @@ async def reproduce(
                                first.backend_name, settings.model_name, without_evidence)
     result = table_result(checked.table, setting, runs, resamples=request.resamples, seed=request.bootstrap_seed,
                           kind=checked.kind)
-    return ReproduceOutcome(result=result, interrupted=False, ran=ran)
+    return ReproduceOutcome(result=result, interrupted=False, ran=ran, worker_deaths=deaths)

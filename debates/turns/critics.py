@@ -66,17 +66,20 @@ async def _ask_critic(
     critic never sees the caption (on a text-only backend it reads the shared description instead).
     """
     prepared = context.prepared
+    candidate = values.pop("candidate")
     task = prompts.render(
         template, text=prepared.sample.text, image_context=described_images(prepared, context.vision, descriptions=False),
-        **values,
+        candidate=_CANDIDATE, **values,
     )
+    fixed, varying = split_before_candidate(task)
     prose = context.seat.turn_policy.critic_format == "prose"
     parse: Callable[[str], float] = parse_ten_point_score if prose else parse_unit_score
     answer = await ask(
         client.with_role("critique", agent=name),
         [
             SystemMessage(content=prompts.load("turns/critic_system" if prose else "turns/critic_score_system")),
-            UserMessage(content=user_content(task, prepared, context.vision and with_images), source="user"),
+            UserMessage(content=user_content(fixed, prepared, context.vision and with_images,
+                                             then=varying.replace(_CANDIDATE, candidate)), source="user"),
         ],
         parse,
         retries=retries,
@@ -85,6 +88,18 @@ async def _ask_critic(
     if answer.value is None:
         return Score(None, answer.error)
     return Score(unit_from_ten_point(answer.value) if prose else answer.value)
+
+
+_CANDIDATE = "\x00candidate\x00"
+
+
+def split_before_candidate(task: str) -> tuple[str, str]:
+    """A critic's task cut at the paragraph that quotes the candidate: every critique of a turn shares
+    what comes before (the post, the tool's report), and the images are placed there, not after the
+    candidate, so a server's prefix cache reuses them. The text itself is unchanged."""
+    cut = task.rfind("\n\n", 0, task.index(_CANDIDATE))
+    cut = cut if cut >= 0 else task.index(_CANDIDATE)
+    return task[:cut], task[cut:]
 
 
 class TextCritic:

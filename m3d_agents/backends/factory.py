@@ -112,13 +112,14 @@ def _with_cache(config: BackendConfig, client: ChatCompletionClient) -> ChatComp
     if not config.cache:
         return client
     from autogen_ext.cache_store.diskcache import DiskCacheStore
-    from autogen_ext.models.cache import ChatCompletionCache
     from diskcache import Cache
+
+    from m3d_agents.backends.response_cache import ResponseCache
 
     root = config.cache_dir or default_cache_root() / "responses"
     store_dir = root / config.fingerprint()
     store_dir.mkdir(parents=True, exist_ok=True)
-    return ChatCompletionCache(client, DiskCacheStore(Cache(str(store_dir))))
+    return ResponseCache(client, DiskCacheStore(Cache(str(store_dir))))
 
 
 def build_backend(config: BackendConfig, name: str | None = None) -> Backend:

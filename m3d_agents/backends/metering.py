@@ -10,16 +10,19 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncGenerator, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncGenerator, Awaitable, Callable, Literal, Mapping, Optional, Sequence, TypeVar, Union
 
 from autogen_core import CancellationToken
 from autogen_core.models import ChatCompletionClient, CreateResult, LLMMessage, ModelCapabilities, ModelInfo, RequestUsage
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
+from m3d_agents.backends.choices import Choices, can_sample_choices
 from m3d_agents.backends.recording import ChatMessage, chat_messages
 from m3d_agents.errors import BackendError
 from m3d_agents.verdict import Accounting, RoleUsage
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -118,6 +121,20 @@ class MeteredClient(ChatCompletionClient):
     def with_role(self, role: str, agent: str | None = None) -> "MeteredClient":
         return MeteredClient(self.inner, self.semaphore, self.ledger, agent or self.agent, role, self.timeout_s)
 
+    async def _limited(self, call: Callable[[], Awaitable[R]]) -> tuple[R, float]:
+        """Run one request under the concurrency gate and the deadline; the result and its latency."""
+        async with self.semaphore:
+            started = time.perf_counter()
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    result = await call()
+            except asyncio.TimeoutError as exc:
+                raise BackendError(
+                    f"model call by {self.agent} ({self.role}) gave no answer within its deadline of {self.timeout_s:g} s, "
+                    "every attempt included (the backend's deadline_s)"
+                ) from exc
+            return result, time.perf_counter() - started
+
     async def create(
         self,
         messages: Sequence[LLMMessage],
@@ -128,24 +145,14 @@ class MeteredClient(ChatCompletionClient):
         extra_create_args: Mapping[str, Any] = {},
         cancellation_token: Optional[CancellationToken] = None,
     ) -> CreateResult:
-        async with self.semaphore:
-            started = time.perf_counter()
-            try:
-                async with asyncio.timeout(self.timeout_s):
-                    result = await self.inner.create(
-                        messages,
-                        tools=tools,
-                        tool_choice=tool_choice,
-                        json_output=json_output,
-                        extra_create_args=extra_create_args,
-                        cancellation_token=cancellation_token,
-                    )
-            except asyncio.TimeoutError as exc:
-                raise BackendError(
-                    f"model call by {self.agent} ({self.role}) gave no answer within its deadline of {self.timeout_s:g} s, "
-                    "every attempt included (the backend's deadline_s)"
-                ) from exc
-            latency = time.perf_counter() - started
+        result, latency = await self._limited(lambda: self.inner.create(
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            json_output=json_output,
+            extra_create_args=extra_create_args,
+            cancellation_token=cancellation_token,
+        ))
         usage = result.usage
         self.ledger.add(
             CallRecord(
@@ -160,6 +167,42 @@ class MeteredClient(ChatCompletionClient):
         if self.ledger.record_messages:
             self.ledger.record_exchange(self.agent, self.role, messages, result, extra_create_args)
         return result
+
+    @property
+    def samples_choices(self) -> bool:
+        """Whether the client underneath answers several choices per request (see :mod:`m3d_agents.backends.choices`)."""
+        return can_sample_choices(self.inner)
+
+    async def create_choices(
+        self,
+        messages: Sequence[LLMMessage],
+        n: int,
+        *,
+        json_output: Optional[bool | type[BaseModel]] = None,
+        extra_create_args: Mapping[str, Any] = {},
+        cancellation_token: Optional[CancellationToken] = None,
+    ) -> Choices:
+        """Up to ``n`` answers from one request, recorded as one call: the prompt once, the completions of all choices."""
+        if not can_sample_choices(self.inner):
+            raise BackendError(f"the backend of {self.agent} cannot answer several choices per request; ask it once per choice")
+        inner: Any = self.inner
+        choices, latency = await self._limited(lambda: inner.create_choices(
+            messages, n, json_output=json_output, extra_create_args=extra_create_args, cancellation_token=cancellation_token,
+        ))
+        self.ledger.add(
+            CallRecord(
+                agent=self.agent,
+                role=self.role,
+                prompt_tokens=choices.usage.prompt_tokens,
+                completion_tokens=choices.usage.completion_tokens,
+                latency_s=latency,
+                cached=choices.cached,
+            )
+        )
+        if self.ledger.record_messages:
+            for i, result in enumerate(choices.results):
+                self.ledger.record_exchange(self.agent, self.role, messages, result, {**extra_create_args, "n": n, "choice": i})
+        return choices
 
     async def create_stream(
         self,

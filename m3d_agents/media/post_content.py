@@ -65,11 +65,13 @@ def image_context(prepared: PreparedSample, vision: bool) -> str:
     return "\n".join(parts) + authentic
 
 
-def user_content(text: str, prepared: PreparedSample, vision: bool) -> str | list[str | AgentImage]:
-    """A user-message body: the images come last so that the text prefix stays cacheable."""
+def user_content(text: str, prepared: PreparedSample, vision: bool, then: str = "") -> str | list[str | AgentImage]:
+    """A user-message body: ``text`` (what is the same for every call about this post), the images,
+    then ``then`` (what changes from call to call), so that a server's prefix cache can reuse
+    everything up to ``then``. Without images it is the plain text ``text + then``."""
     if not vision or not prepared.images:
-        return text
-    return [text, *(AgentImage.from_pil(image.image) for image in prepared.images)]
+        return text + then
+    return [text, *(AgentImage.from_pil(image.image) for image in prepared.images), *([then] if then else [])]
 
 
 def described_images(prepared: PreparedSample, vision: bool, *, descriptions: bool = True) -> str:

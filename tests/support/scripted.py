@@ -19,6 +19,8 @@ from autogen_core.models import (
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
+from m3d_agents.backends.choices import Choices
+
 Responder = Callable[[Sequence[LLMMessage], Mapping[str, Any]], str]
 
 
@@ -53,6 +55,8 @@ class ScriptedClient(ChatCompletionClient):
     vision: bool = False
     structured_output: bool = False
     json_output: bool = False
+    samples_choices: bool = False
+    """Answer several choices per request, as OpenAI and vLLM do (``create_choices``); off, a caller asks once per choice."""
     calls: list[RecordedCall] = field(default_factory=list)
 
     async def create(
@@ -84,6 +88,41 @@ class ScriptedClient(ChatCompletionClient):
             usage=RequestUsage(prompt_tokens=prompt_tokens, completion_tokens=max(1, len(text) // 4)),
             cached=False,
         )
+
+    async def create_choices(
+        self,
+        messages: Sequence[LLMMessage],
+        n: int,
+        *,
+        json_output: Optional[bool | type[BaseModel]] = None,
+        extra_create_args: Mapping[str, Any] = {},
+        cancellation_token: Optional[CancellationToken] = None,
+    ) -> Choices:
+        """``n`` answers in one recorded call; choice ``i`` is what a call with the request's seed plus ``i`` would get.
+
+        Billed as a hosted API bills it: the prompt once, the completions of every choice."""
+        if not self.samples_choices:
+            raise AssertionError("this scripted client answers one choice per request")
+        loop = asyncio.get_running_loop()
+        call = RecordedCall(list(messages), {"json_output": json_output, **extra_create_args, "n": n}, started=loop.time())
+        self.calls.append(call)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        seed = extra_create_args.get("seed")
+        texts = []
+        for i in range(n):
+            kwargs = {**call.kwargs, "seed": (int(seed) + i) % 2**31} if seed is not None else call.kwargs
+            if callable(self.script):
+                texts.append(self.script(messages, kwargs))
+            else:
+                if not self.script:
+                    raise AssertionError("the scripted client ran out of answers")
+                texts.append(self.script.pop(0))
+        call.finished = loop.time()
+        zero = RequestUsage(prompt_tokens=0, completion_tokens=0)
+        usage = RequestUsage(prompt_tokens=max(1, len(text_of(messages)) // 4),
+                             completion_tokens=sum(max(1, len(t) // 4) for t in texts))
+        return Choices([CreateResult(finish_reason="stop", content=t, usage=zero, cached=False) for t in texts], usage)
 
     async def create_stream(  # type: ignore[override]
         self, messages: Sequence[LLMMessage], **kwargs: Any

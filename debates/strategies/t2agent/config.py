@@ -18,7 +18,7 @@ from m3d_agents.labels import get_taxonomy
 from m3d_agents.tools.catalogue import default_registry
 from m3d_agents.verdict import Modality
 
-from debates.strategies.t2agent.react import FINISH, canonical_answer
+from debates.strategies.t2agent.react import FINISH, MenuDetail, canonical_answer
 
 
 class SubtaskConfig(BaseModel):
@@ -68,6 +68,10 @@ class SearchSettings(BaseModel):
     fusion_answer: Literal["best_reward", "latest"] = Field(
         "best_reward", description="which answer of a subtask enters the fusion: the highest reward (ties: latest), or the latest"
     )
+    trajectory_scores: Literal["every_child", "ranked_only"] = Field(
+        "every_child", description="every_child: S_T of every new child (eq. 1); ranked_only: a step that is its parent's"
+        " only child is not scored, since its first visit, at once, replaces its value before anything reads it",
+    )
     step_temperature: float = Field(0.7, ge=0.0, le=2.0)
     score_temperature: float = Field(0.0, ge=0.0, le=2.0)
     prior_temperature: float = Field(0.0, ge=0.0, le=2.0)
@@ -90,6 +94,18 @@ class T2AgentConfig(StrategyConfig):
     describe_images: bool = Field(True, description="text-only backends see forensic and OCR findings in place of the image")
     scores_see_image: bool = Field(
         False, description="show the image to S_T and S_C calls; otherwise they judge the post's text and the trajectory's observations"
+    )
+    menu: MenuDetail = Field(
+        "brief", description="the action menu of step prompts: brief (each action's syntax and what it does) or full"
+        " (also when to use it and what it returns)",
+    )
+    score_task: Literal["brief", "full"] = Field(
+        "brief", description="what S_T and S_C prompts say about the check: brief (its title and its two answers) or full"
+        " (the whole task the step prompts give)",
+    )
+    children_in_one_request: bool = Field(
+        True, description="the n children of an expansion are the n choices of one request when the backend can answer several"
+        " (OpenAI, vLLM), so their shared prompt is sent and billed once; otherwise n concurrent calls",
     )
     cache_tools: bool = Field(True, description="run each (tool, argument) once per post; repeats are served from the first")
     reuse_scores: bool = Field(

@@ -34,6 +34,15 @@ def task_text(subtask: SubtaskConfig) -> str:
     return prompts.render(subtask.prompt, fake_answer=subtask.fake_answer, real_answer=subtask.real_answer)
 
 
+def score_task_text(config: T2AgentConfig, subtask: SubtaskConfig) -> str:
+    """What a score prompt says about the check: the step prompts' whole task, or only its title and answers
+    (the scores judge the path and its observations; how to search is the step's business)."""
+    if config.score_task == "full":
+        return task_text(subtask)
+    return prompts.render("t2agent/check_brief", title=subtask.title, fake_answer=subtask.fake_answer,
+                          real_answer=subtask.real_answer)
+
+
 def render_step(node: Node, k: int, observation: bool = True) -> str:
     """Step ``k`` of a trajectory: its thought, its action and (for a tool step) what the tool returned."""
     lines = [f"Thought {k}: {node.thought or '(none)'}"]
@@ -92,7 +101,7 @@ def step_messages(
     see = vision and subtask.sees_image
     text = prompts.render(
         "t2agent/step", post=post_block(prepared, see, subtask.sees_image), task=task_text(subtask),
-        menu=action_menu(specs, subtask.answers), memory=memory_block(memory), trajectory=trajectory, instruction=instruction,
+        menu=action_menu(specs, subtask.answers, config.menu), memory=memory_block(memory), trajectory=trajectory, instruction=instruction,
     )
     return [SystemMessage(content=prompts.load("t2agent/step_system")),
             UserMessage(content=user_content(text, prepared, see), source="user")]
@@ -104,7 +113,7 @@ def trajectory_score_messages(
     """S_T (eq. 1): the whole path from the subtask down to ``node``."""
     see = vision and config.scores_see_image
     text = prompts.render("t2agent/trajectory_score", post=post_block(prepared, see, config.scores_see_image),
-                          task=task_text(subtask),
+                          task=score_task_text(config, subtask),
                           trajectory=render_trajectory(node.steps()))
     return [UserMessage(content=user_content(text, prepared, see), source="user")]
 
@@ -118,6 +127,6 @@ def confidence_messages(
     if leaf.thought:
         trajectory += f"\nFinal thought: {leaf.thought}"
     text = prompts.render("t2agent/confidence_score", post=post_block(prepared, see, config.scores_see_image),
-                          task=task_text(subtask),
+                          task=score_task_text(config, subtask),
                           trajectory=trajectory, answer=leaf.finish or "")
     return [UserMessage(content=user_content(text, prepared, see), source="user")]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Literal, Mapping, Sequence
 
 from m3d_agents.errors import ParseError
 from m3d_agents.parsing import strip_reasoning
@@ -38,10 +38,17 @@ def action_specs(verbs: Mapping[str, str], registry: ToolRegistry) -> dict[str, 
     return {verb: ActionSpec(verb, registry.card(tool)) for verb, tool in verbs.items()}
 
 
-def action_menu(specs: Mapping[str, ActionSpec], answers: Sequence[str] | None) -> str:
-    """The actions a check may take, one line each, built from the cards' fields only."""
+MenuDetail = Literal["full", "brief"]
+
+
+def action_menu(specs: Mapping[str, ActionSpec], answers: Sequence[str] | None, detail: MenuDetail = "full") -> str:
+    """The actions a check may take, one line each, built from the cards' fields only.
+
+    ``full``: what the tool does, when to use it and what it returns; ``brief``: what it does,
+    which is what a ReAct task prompt lists beside each action's syntax."""
     lines = [
-        f"- {spec.form}: {spec.card.purpose} Use it {spec.card.when_to_use} It returns {spec.card.outputs}"
+        f"- {spec.form}: {spec.card.purpose}"
+        + (f" Use it {spec.card.when_to_use} It returns {spec.card.outputs}" if detail == "full" else "")
         for spec in specs.values()
     ]
     finish = " or ".join(f"{FINISH}[{a}]" for a in answers) if answers else f"{FINISH}[answer]"

@@ -87,6 +87,8 @@ class SearchReport(BaseModel):
     dead_steps: int
     missing_scores: dict[str, int]
     reused_scores: int
+    unscored_steps: int
+    """Steps left without S_T because they had no sibling to be ranked against (``trajectory_scores: ranked_only``)."""
     tools: ToolReport
     subtasks: list[SubtaskReport]
     path_per_iteration: list[list[int]]

@@ -41,7 +41,7 @@ from debates.strategies.t2agent.scoring import read_score
 from debates.strategies.t2agent.search import Iteration, Memory, SearchOutcome, run_search
 from debates.strategies.t2agent.tree import Node, SearchTree
 from debates.strategy import RunContext, StrategyConfig, strategy
-from m3d_agents.asking import ask
+from m3d_agents.asking import ask, ask_choices
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.errors import InputError
@@ -89,6 +89,8 @@ class ModelRollout:
         self.specs: dict[str, dict[str, ActionSpec]] = {s.name: action_specs(s.tools, registry) for s in config.subtasks}
         self.missing = {"trajectory_score": 0, "confidence_score": 0}
         self.reused_scores = 0
+        self.unscored: set[int] = set()
+        """Steps whose S_T was not asked (``trajectory_scores: ranked_only``)."""
         self._scores: dict[tuple[str, str], asyncio.Future[float | None]] = {}
 
     # --- calls ---------------------------------------------------------------------------------
@@ -159,7 +161,8 @@ class ModelRollout:
     # --- the Rollout protocol ------------------------------------------------------------------
 
     async def expand(self, node: Node, tree: SearchTree, iteration: int) -> None:
-        """n concurrent step calls; then the children in seed order, their tools and their S_T, all concurrent."""
+        """n step answers (the n choices of one request where the backend can, else n concurrent calls; choice i
+        uses the node's seed plus i); then the children in that order, their tools and their S_T, all concurrent."""
         subtask = self.config.subtask(node.subtask or "")
         specs = self.specs[subtask.name]
         must_finish = self.settings.force_finish and node.depth + 1 >= self.settings.depth
@@ -172,12 +175,11 @@ class ModelRollout:
         def parse(text: str) -> Step:
             return parse_step(text, specs, subtask.answers, must_finish=must_finish)
 
-        answers = await asyncio.gather(*(
-            ask(client, messages, parse, retries=self.config.retries,
-                create_kwargs=self.create_kwargs(self.settings.step_temperature, _seed(self.ctx.seed, node.id, i)),
-                on_retry=self.count_retry)
-            for i in range(self.settings.children)
-        ))
+        answers = await ask_choices(
+            client, messages, parse, self.settings.children, retries=self.config.retries,
+            create_kwargs=self.create_kwargs(self.settings.step_temperature, _seed(self.ctx.seed, node.id, 0)),
+            on_retry=self.count_retry, one_request=self.config.children_in_one_request,
+        )
         children: list[Node] = []
         for answer in answers:
             step = answer.value
@@ -193,7 +195,8 @@ class ModelRollout:
         observations = await asyncio.gather(*(self.runner.run(step, specs) for _, step in steps if step is not None))
         for (child, _), observation in zip(steps, observations):
             child.observation = observation.text
-        scored = [child for child in children if child.kind != "dead"]
+        scored = [child for child in children if child.kind != "dead" and self.needs_trajectory_score(node, child)]
+        self.unscored.update(child.id for child in children if child.kind != "dead" and child not in scored)
         values = await asyncio.gather(*(
             self.score("trajectory_score", subtask.name,
                        trajectory_score_messages(self.config, subtask, child, self.prepared, self.vision))
@@ -204,6 +207,13 @@ class ModelRollout:
             child.value = value or 0.0
         for child in children:
             await self.emit(self.child_turn(subtask, child, iteration))
+
+    def needs_trajectory_score(self, parent: Node, child: Node) -> bool:
+        """Eq. 1 for every new child, unless ``ranked_only`` and the child is a step with no sibling: UCT has
+        nothing to rank it against, and its visit, in this same descent, replaces its value with a reward."""
+        if self.settings.trajectory_scores == "every_child" or child.kind != "step" or len(parent.children) > 1:
+            return True
+        return not self.settings.force_finish and child.depth >= self.settings.depth
 
     async def confidence(self, leaf: Node, tree: SearchTree, iteration: int) -> float | None:
         subtask = self.config.subtask(leaf.subtask or "")
@@ -218,7 +228,8 @@ class ModelRollout:
             text = f"Step {k} could not be read: {child.error}\n{child.text.strip()}"
         else:
             lines = render_step(child, k)
-            score = f"{child.trajectory_score:.2f}" if child.trajectory_score is not None else "unreadable"
+            score = (f"{child.trajectory_score:.2f}" if child.trajectory_score is not None
+                     else "not asked (no sibling to rank it against)" if child.id in self.unscored else "unreadable")
             text = f"{lines}\nTrajectory score: {score}"
         return TranscriptTurn(speaker=subtask.name, role=child.kind, round=iteration, text=text,
                               stance=child.finish, parse_error=child.error)
@@ -306,6 +317,7 @@ def _report(
         dead_steps=sum(1 for n in tree.root.walk() if n.kind == "dead"),
         missing_scores=dict(rollout.missing),
         reused_scores=rollout.reused_scores,
+        unscored_steps=len(rollout.unscored),
         tools=ToolReport(runs=dict(runner.runs), cache_hits=dict(runner.cache_hits), refused=dict(runner.refused),
                          errors=list(runner.errors)),
         subtasks=subtasks,

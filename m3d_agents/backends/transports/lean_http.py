@@ -32,11 +32,13 @@ from autogen_core.models import (
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
+from m3d_agents.backends.choices import Choices
 from m3d_agents.backends.transports.retry import NO_KEY, TransientFailure, answer_of, with_retries, without_secrets
 from m3d_agents.backends.transports.wire import (
     added,
     estimated_tokens,
     openai_messages,
+    read_choices,
     read_completion,
     response_format,
     tool_choice_spec,
@@ -128,6 +130,14 @@ class OpenAICompatibleClient(ChatCompletionClient):
             problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             raise TransientFailure(without_secrets(problem, self._key)) from None
 
+    async def _send(self, body: dict[str, Any], cancellation_token: Optional[CancellationToken]) -> Any:
+        payload = json.dumps(body).encode()
+        if cancellation_token is None:
+            return await self._post(payload)
+        request = asyncio.ensure_future(self._post(payload))
+        cancellation_token.link_future(request)
+        return await request
+
     async def create(
         self,
         messages: Sequence[LLMMessage],
@@ -139,17 +149,36 @@ class OpenAICompatibleClient(ChatCompletionClient):
         cancellation_token: Optional[CancellationToken] = None,
     ) -> CreateResult:
         body = self.request_body(messages, tools, tool_choice, json_output, extra_create_args)
-        payload = json.dumps(body).encode()
-        if cancellation_token is None:
-            data = await self._post(payload)
-        else:
-            request = asyncio.ensure_future(self._post(payload))
-            cancellation_token.link_future(request)
-            data = await request
+        data = await self._send(body, cancellation_token)
         content, reason, usage, thought = read_completion(data, self.url, self._key)
         self._actual = added(self._actual, usage)
         self._total = added(self._total, usage)
         return CreateResult(finish_reason=reason, content=content, usage=usage, cached=False, thought=thought)
+
+    samples_choices = True
+    """OpenAI and vLLM answer ``n`` choices per request; a server that ignores ``n`` answers once, and the caller asks again."""
+
+    async def create_choices(
+        self,
+        messages: Sequence[LLMMessage],
+        n: int,
+        *,
+        json_output: Optional[bool | type[BaseModel]] = None,
+        extra_create_args: Mapping[str, Any] = {},
+        cancellation_token: Optional[CancellationToken] = None,
+    ) -> Choices:
+        """Up to ``n`` answers from one request (``"n": n`` in the body): the prompt is sent and billed once."""
+        body = self.request_body(messages, [], "auto", json_output, {**extra_create_args, "n": n})
+        data = await self._send(body, cancellation_token)
+        choices, usage = read_choices(data, self.url, self._key)
+        self._actual = added(self._actual, usage)
+        self._total = added(self._total, usage)
+        zero = RequestUsage(prompt_tokens=0, completion_tokens=0)
+        results = [
+            CreateResult(finish_reason=reason, content=content, usage=zero, cached=False, thought=thought)
+            for content, reason, thought in choices[:n]
+        ]
+        return Choices(results=results, usage=usage)
 
     async def create_stream(
         self,

@@ -131,17 +131,21 @@ def response_format(json_output: bool | type[BaseModel] | None) -> dict[str, Any
 
 
 def completion_problem(data: Any) -> str | None:
-    """Why a parsed body is not a chat completion, or None when it is one."""
+    """Why a parsed body is not a chat completion, or None when it is one (every choice is checked)."""
     try:
-        choice = data["choices"][0]
-        message = choice["message"]
+        choices = data["choices"]
+        choices[0]["message"]
     except (KeyError, IndexError, TypeError):
         return "not a chat completion"
-    if not isinstance(message, dict):
+    if not isinstance(choices, list):
         return "not a chat completion"
-    for call in message.get("tool_calls") or []:
-        if not isinstance(call, dict) or not isinstance(call.get("function"), dict) or "name" not in call["function"]:
-            return "a chat completion with an unreadable tool call"
+    for choice in choices:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            return "not a chat completion"
+        for call in message.get("tool_calls") or []:
+            if not isinstance(call, dict) or not isinstance(call.get("function"), dict) or "name" not in call["function"]:
+                return "a chat completion with an unreadable tool call"
     return None
 
 
@@ -150,20 +154,12 @@ def not_a_completion(url: str, data: Any, problem: str, key: str | None) -> Back
     return BackendError(f"the model endpoint {url} sent a body that is {problem}: {without_secrets(str(data)[:200], key)}")
 
 
-def read_completion(
-    data: Any, url: str, key: str | None = None
-) -> tuple[str | list[FunctionCall], FinishReasons, RequestUsage, str | None]:
-    """Content, finish reason, usage and reasoning text of a chat-completion body; a clear error if it is not one."""
-    problem = completion_problem(data)
-    if problem is not None:
-        raise not_a_completion(url, data, problem, key)
-    choice = data["choices"][0]
+ChoiceContent = tuple[str | list[FunctionCall], FinishReasons, str | None]
+"""One choice of a completion: its content, finish reason and reasoning text."""
+
+
+def _read_choice(choice: dict[str, Any]) -> ChoiceContent:
     message = choice["message"]
-    usage_data = data.get("usage") or {}
-    usage = RequestUsage(
-        prompt_tokens=int(usage_data.get("prompt_tokens") or 0),
-        completion_tokens=int(usage_data.get("completion_tokens") or 0),
-    )
     reason = FINISH_REASONS.get(str(choice.get("finish_reason")), "unknown")
     thought = message.get("reasoning_content") or None
     calls = message.get("tool_calls") or []
@@ -172,8 +168,36 @@ def read_completion(
             FunctionCall(id=str(c.get("id", "")), name=c["function"]["name"], arguments=c["function"].get("arguments") or "{}")
             for c in calls
         ]
-        return content, "function_calls", usage, message.get("content") or thought
-    return message.get("content") or "", reason, usage, thought
+        return content, "function_calls", message.get("content") or thought
+    return message.get("content") or "", reason, thought
+
+
+def read_choices(data: Any, url: str, key: str | None = None) -> tuple[list[ChoiceContent], RequestUsage]:
+    """Every choice of a chat-completion body (in ``index`` order) and the request's usage; a clear error if it is not one."""
+    problem = completion_problem(data)
+    if problem is not None:
+        raise not_a_completion(url, data, problem, key)
+    usage_data = data.get("usage") or {}
+    usage = RequestUsage(
+        prompt_tokens=int(usage_data.get("prompt_tokens") or 0),
+        completion_tokens=int(usage_data.get("completion_tokens") or 0),
+    )
+    ordered = sorted(enumerate(data["choices"]), key=lambda pair: (_index(pair[1]), pair[0]))
+    return [_read_choice(choice) for _, choice in ordered], usage
+
+
+def _index(choice: dict[str, Any]) -> int:
+    value = choice.get("index")
+    return value if isinstance(value, int) else 0
+
+
+def read_completion(
+    data: Any, url: str, key: str | None = None
+) -> tuple[str | list[FunctionCall], FinishReasons, RequestUsage, str | None]:
+    """Content, finish reason, usage and reasoning text of a chat-completion body's first choice; a clear error if it is not one."""
+    choices, usage = read_choices(data, url, key)
+    content, reason, thought = choices[0]
+    return content, reason, usage, thought
 
 
 def estimated_tokens(messages: Sequence[LLMMessage], tools: Sequence[Tool | ToolSchema], model_info: ModelInfo) -> int:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 from typer.testing import CliRunner
@@ -106,8 +106,6 @@ def test_a_table_the_paper_gives_no_numbers_for_says_so_in_every_row(tmp_path: P
 def test_bad_requests_get_one_line_before_any_work(tmp_path: Path, scripted: Path) -> None:
     dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
     cases = [
-        (arguments("t2agent-table1", dataset, tmp_path / "a", scripted, "--workers", "2"),
-         "--workers needs the Ray runner, which this build lacks"),
         (arguments("t2agent-table1", f"newsclippings:{tmp_path}", tmp_path / "b", scripted),
          "t2agent-table1 reports on mmfakebench, not on newsclippings"),
         (arguments("no-such-table", dataset, tmp_path / "c", scripted), "unknown table 'no-such-table'"),
@@ -117,9 +115,35 @@ def test_bad_requests_get_one_line_before_any_work(tmp_path: Path, scripted: Pat
         result = CliRunner().invoke(app, args, env={"COLUMNS": "240"})
         assert result.exit_code == 2, result.output
         assert message in " ".join(result.output.split()) and "Traceback" not in result.output
-    assert not any((tmp_path / name).exists() for name in "abc")
-    evaluate = CliRunner().invoke(app, ["evaluate", "--config", "check", "--dataset", dataset, "--workers", "3"])
-    assert evaluate.exit_code == 2 and "--workers needs the Ray runner, which this build lacks" in evaluate.output
+    assert not any((tmp_path / name).exists() for name in "bc")
+
+
+def test_workers_run_every_row_on_the_ray_runner(tmp_path: Path, scripted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--workers, --ray-address and --max-tries reach each row's runner the way m3d evaluate hands them over;
+    the Ray runner itself is tested in test_ray_runner.py (here it runs in this process)."""
+    import debates.eval.ray_runner as ray_runner
+    from debates.eval.batch import BatchRunner
+
+    seen: list[tuple[str, int | None, str | None, int, bool]] = []
+
+    class InProcess(BatchRunner):
+        def __init__(self, *args: Any, workers: int | None = None, address: str | None = None, max_tries: int = 3,
+                     worker_context: Any = None, **options: Any) -> None:
+            seen.append((args[0], workers, address, max_tries, callable(worker_context)))
+            super().__init__(*args, **options)
+
+    monkeypatch.setattr(ray_runner, "RayBatchRunner", InProcess)
+    dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
+    result = CliRunner().invoke(app, arguments("t2agent-table3", dataset, tmp_path / "t", scripted, "--limit", "1",
+                                               "--workers", "2", "--max-tries", "4"), env={"COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    assert seen == [(c, 2, None, 4, True) for c in ("mmd-agent-wikipedia", "mmd-agent-tools", "t2agent-base-tools", "t2agent")]
+    seen.clear()
+    single = CliRunner().invoke(app, ["evaluate", "--config", "standard", "--dataset", dataset, "--backend", "scripted",
+                                      "--config-file", str(scripted), "--out", str(tmp_path / "e"), "--no-progress",
+                                      "--ray-address", "auto", "--limit", "1"])
+    assert single.exit_code == 0, single.output
+    assert seen == [("standard", None, "auto", 3, True)]
 
 
 POSTS = 10

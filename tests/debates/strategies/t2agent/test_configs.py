@@ -25,7 +25,7 @@ from tests.support.scripted import ScriptedClient, scripted_backend, text_of
 from tests.support.selector_script import stub_answer
 from tests.support.t2agent_script import stub_tree_answer
 
-TREE_CONFIGS = ["t2agent", "t2agent-amg", "t2agent-base-tools", "t2agent-random-init"]
+TREE_CONFIGS = ["t2agent", "t2agent-amg", "t2agent-base-tools", "t2agent-random-init", "t2agent-lean"]
 BASELINES = ["mmd-agent-wikipedia", "mmd-agent-tools", "mmd-agent-match-text-image", "mmd-agent-image-match-text"]
 POST = Sample(text="The mayor opened the new bridge in Alphaville on Monday.", images=[EXAMPLE_IMAGE], taxonomy="m3d")
 
