@@ -91,10 +91,15 @@ def _varied_tree_answer(answer: str, body: Mapping[str, Any], digest: bytes) -> 
 
 
 def respond(body: dict[str, Any], _n: int) -> tuple[int, dict[str, Any], float]:
-    text = scripted_answer(body)
+    """One answer, or ``n`` of them when the request asks for several choices (as vLLM and OpenAI do):
+    the prompt is billed once, the completions each."""
+    count = max(1, int(body.get("n") or 1))
+    texts = [scripted_answer(body if i == 0 else {**body, "choice": i}) for i in range(count)]
     prompt_tokens = max(1, len(request_text(body)) // 4) + IMAGE_TOKENS * images_in(body)
-    return 200, completion_body(text, prompt_tokens=prompt_tokens,
-                                completion_tokens=max(1, len(text) // 4)), 0.0
+    reply = completion_body(texts[0], prompt_tokens=prompt_tokens, completion_tokens=sum(max(1, len(t) // 4) for t in texts))
+    reply["choices"] = [{"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                        for i, text in enumerate(texts)]
+    return 200, reply, 0.0
 
 
 def scripted_table_server(delay_s: float = 0.0) -> StubOpenAIServer:
