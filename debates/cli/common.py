@@ -333,6 +333,33 @@ async def run_post(
         await pool.close()
 
 
+class ProgressBar:
+    """A run's progress on stderr: done of total, time, ETA and the running figures (a
+    :class:`~debates.eval.evaluate.RunProgress`); use it as a context manager around the run."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
+                            console=err_console, disable=not enabled)
+        self.task: Any = None
+
+    def start(self, name: str, total: int) -> None:
+        self.task = self.bar.add_task(name, total=total, stats="")
+
+    def update(self, tally: Any) -> None:
+        if self.task is not None:
+            self.bar.update(self.task, completed=tally.done, stats=tally.line())
+
+    def __enter__(self) -> "ProgressBar":
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+
 def run_cli(coro: Coroutine[Any, Any, T]) -> T:
     """Run a command's coroutine; errors become one line each (see :func:`guarded`, which every command has)."""
     configure_logging()

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
-from functools import partial
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from debates.strategy import available_configs
-from debates.cli.common import console, err_console, evidence_store_option, fail, retrieval_option, run_cli
+from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli
 
 
 def _rate_limits(pairs: list[str]) -> dict[str, float]:
@@ -30,14 +27,19 @@ def _rate_limits(pairs: list[str]) -> dict[str, float]:
     return limits
 
 
-def run_costs_line(rows: list[Any]) -> str:
-    """What the run's samples cost in model calls that reached a model and in network fetches for evidence."""
-    calls = sum(r.model_calls for r in rows)
-    cached = sum(r.cache_hits for r in rows)
-    fetches = sum(((r.verdict or {}).get("evidence_report") or {}).get("network_fetches", 0) for r in rows)
-    modes = sorted({str(((r.verdict or {}).get("evidence_report") or {}).get("mode", "none")) for r in rows})
-    return (f"model calls: {calls - cached} reached a model, {cached} answered from the response cache; "
-            f"network fetches for evidence: {fetches} (retrieval {', '.join(modes) or 'none'})")
+def workers_option() -> Any:
+    return typer.Option(None, "--workers", min=1, help="Run samples on this many Ray worker processes "
+                        "(a local Ray cluster is started for the run unless --ray-address is given).")
+
+
+def ray_address_option() -> Any:
+    return typer.Option(None, "--ray-address", help="Run on this existing Ray cluster (e.g. ray://head:10001 "
+                        "or auto); workers default to one per CPU of the cluster.")
+
+
+def max_tries_option() -> Any:
+    return typer.Option(3, "--max-tries", min=1, help="With Ray: a sample that kills its worker this many times "
+                        "is recorded as an error.")
 
 
 def evaluate(
@@ -59,94 +61,37 @@ def evaluate(
     record_trajectories: bool = typer.Option(
         False, "--record-trajectories", help="Also write every model call to trajectories.jsonl (for m3d export-sft)."
     ),
-    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Run samples on this many Ray worker processes "
-                                          "(a local Ray cluster is started for the run unless --ray-address is given)."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Run on this existing Ray cluster (e.g. ray://head:10001 "
-                                              "or auto); workers default to one per CPU of the cluster."),
-    max_tries: int = typer.Option(3, "--max-tries", min=1, help="With Ray: a sample that kills its worker this many times "
-                                  "is recorded as an error."),
+    workers: Optional[int] = workers_option(),
+    ray_address: Optional[str] = ray_address_option(),
+    max_tries: int = max_tries_option(),
 ) -> None:
     """Run a configuration over a data set; rerun the same command to resume an interrupted run."""
-    from m3d_agents.datasets import load_dataset, parse_option_pairs, parse_spec
-    from debates.eval.batch import BatchOutcome, BatchRunner, RunManifest, Tally, check_run_dir
-    from debates.eval.prices import load_price_table
-    from debates.eval.ratelimit import RateLimitedPool
-    from debates.eval.report import write_report
-    from debates.strategy import load_config
-    from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
-    from retrieval.runpath import open_retrieval, parse_mode
+    from m3d_agents.datasets import parse_option_pairs
+    from debates.eval.evaluate import EvaluateRequest, check_request, run_costs_line, run_evaluation, worker_deaths_line
 
     if config not in available_configs():
         fail(f"config: unknown configuration {config!r}; available: {', '.join(available_configs())}")
 
-    async def main() -> BatchOutcome:
-        # Every option is checked before the data set is read, so a mistake costs no wait and
-        # gets one line.
-        kind, _ = parse_spec(dataset)
-        options = parse_option_pairs(dataset_option)
-        rate_limits = _rate_limits(rate_limit)
-        price_table = load_price_table(prices)
-        settings = load_backend_settings(config_file)
-        override = backend or os.environ.get("M3D_BACKEND")
-        backend_name = resolve_backend_name(backend, settings)
-        settings.get(backend_name)
-        run_dir = out or Path("runs") / f"{config}-{kind}-{backend_name}"
-        check_run_dir(run_dir)
-        mode = parse_mode(retrieval)
-        loaded = load_dataset(dataset, options)
-        samples = loaded.samples[:limit] if limit else loaded.samples
-        if not samples:
-            fail(f"dataset: the data set gave no samples ({loaded.report.skipped_total} rows left out: {loaded.report.skipped})")
-        skipped = loaded.report.skipped_total
-        err_console.print(f"[dim]{len(samples)} samples from {dataset}" + (f"; loader left out {skipped} rows" if skipped else "") + "[/]")
-        pool = RateLimitedPool(settings, rate_limits=rate_limits)
-        sources = open_retrieval(load_config(config), pool, mode=mode, store_path=evidence_store, backend=override)
-        manifest = RunManifest(config=config, dataset=dataset, dataset_options=options, backend=backend_name, seed=seed,
-                               taxonomy=samples[0].taxonomy, load_report=loaded.report, retrieval=sources.mode)
-        bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                       TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
-                       console=err_console, disable=not progress)
-        task = bar.add_task(config, total=len(samples), stats="")
+    async def main() -> Any:
+        request = EvaluateRequest(
+            config=config, dataset=dataset, dataset_options=parse_option_pairs(dataset_option), limit=limit,
+            concurrency=concurrency, out=out, backend=backend, config_file=config_file, seed=seed,
+            rate_limits=_rate_limits(rate_limit), prices=prices, retry_errors=retry_errors, retrieval=retrieval,
+            evidence_store=evidence_store, record_trajectories=record_trajectories, workers=workers, ray_address=ray_address,
+            max_tries=max_tries,
+        )
+        checked = check_request(request)
+        with ProgressBar(progress) as bar:
+            return await run_evaluation(checked, progress=bar, note=lambda line: err_console.print(f"[dim]{line}[/]"))
 
-        def show(tally: Tally) -> None:
-            bar.update(task, completed=tally.done, stats=tally.line())
-
-        recorder = None
-        if record_trajectories:
-            from debates.training.trajectories import TrajectoryRecorder
-
-            recorder = TrajectoryRecorder(run_dir)
-        run_options: dict[str, Any] = dict(concurrency=concurrency, backend=override, prices=price_table,
-                                           retry_errors=retry_errors, on_progress=show, recorder=recorder,
-                                           gold_evidence=loaded.gold_evidence)
-        if workers is not None or ray_address is not None:
-            from debates.eval.ray_runner import RayBatchRunner
-
-            # Each worker opens the run's evidence sources itself, on its own backend pool.
-            opener = partial(open_retrieval, load_config(config), mode=sources.mode,
-                             store_path=evidence_store.resolve() if evidence_store else None, backend=override)
-            runner: BatchRunner = RayBatchRunner(config, samples, pool, run_dir, manifest, workers=workers, address=ray_address,
-                                                 max_tries=max_tries, worker_context=opener, **run_options)
-        else:
-            runner = BatchRunner(config, samples, pool, run_dir, manifest, context_options=sources.context_options(),
-                                 **run_options)
-        try:
-            with bar:
-                return await runner.run()
-        finally:
-            await sources.close()
-            await pool.close()
-
-    outcome = run_cli(main())
-    deaths = getattr(outcome, "worker_deaths", 0)
+    result = run_cli(main())
+    outcome = result.outcome
+    deaths = worker_deaths_line(outcome)
     if deaths:
-        given_up = getattr(outcome, "given_up", [])
-        err_console.print(f"[yellow]{deaths} Ray worker(s) died; their samples ran again on other workers"
-                          + (f"; {len(given_up)} that kept killing workers are recorded as errors" if given_up else "") + "[/]")
+        err_console.print(f"[yellow]{deaths}[/]")
     if outcome.repaired_torn_line:
         err_console.print("[yellow]cut off a torn last line left by an earlier hard stop[/]")
-    summary = write_report(outcome.out_dir)
-    m = summary.metrics
+    m = result.summary.metrics
     accuracy = f"{m.classification.accuracy:.3f}" if m.classification else "n/a"
     macro = f"{m.classification.macro_f1:.3f}" if m.classification else "n/a"
     cited = f", citation_validity {m.citation_validity:.3f} of {m.cited_ids} cited ids" if m.citation_validity is not None else ""
