@@ -214,6 +214,20 @@ class DebaterProtocol:
         ]
 
 
+class SoloProtocol(DebaterProtocol):
+    """Seats that each judge alone: every seat decides, nobody sees another's message, and every
+    turn is one assessment (the single classifier, the cascade's modality agents)."""
+
+    def deciders(self, config: DebateConfig) -> list[str]:
+        return [s.name for s in config.seats]
+
+    def visible(self, view: SeatView) -> list[Seen]:
+        return []
+
+    def instruction(self, view: SeatView) -> str:
+        return prompts.load("common/assess_turn")
+
+
 def other_side(view: SeatView) -> dict[str, str]:
     """The words a turn prompt uses for the other side, which differ between framings only in who it is.
 

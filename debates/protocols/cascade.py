@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar
 import prompts
 from debates.chat.reading import StanceReading, stated_confidence
 from debates.protocol import Decision, protocol
-from debates.protocols.base import DebaterProtocol
+from debates.protocols.base import SoloProtocol
 from m3d_agents.evidence import evidence_block
 from m3d_agents.tools.image_descriptions import image_descriptions
 from m3d_agents.errors import ParseError
@@ -31,7 +31,6 @@ from m3d_agents.verdict import Finding
 
 if TYPE_CHECKING:
     from debates.chat.state import DebateState
-    from debates.chat.visibility import SeatView, Seen
     from debates.config import DebateConfig, SeatConfig
     from m3d_agents.backends.factory import Backend
     from m3d_agents.backends.metering import UsageLedger
@@ -102,7 +101,7 @@ MODALITY_ROLES: tuple[str, ...] = tuple(CHECKS)
 
 
 @protocol("cascade")
-class Cascade(DebaterProtocol):
+class Cascade(SoloProtocol):
     """Text, then image, then cross-modal agents; the first distortion ends the chat."""
 
     roles: ClassVar[frozenset[str]] = frozenset(MODALITY_ROLES)
@@ -114,9 +113,6 @@ class Cascade(DebaterProtocol):
             raise ValueError(f"each cascade role ({', '.join(MODALITY_ROLES)}) may have one seat at most; got {roles}")
         if config.taxonomy not in (None, "m3d"):
             raise ValueError("a cascade answers in the m3d taxonomy")
-
-    def deciders(self, config: DebateConfig) -> list[str]:
-        return [s.name for s in config.seats]
 
     def answer_taxonomy(self, config: DebateConfig, sample_taxonomy: str) -> str:
         return "m3d"
@@ -140,12 +136,6 @@ class Cascade(DebaterProtocol):
                 return None
         state.stop_reason = "no modality found a distortion"
         return None
-
-    def visible(self, view: SeatView) -> list[Seen]:
-        return []
-
-    def instruction(self, view: SeatView) -> str:
-        return prompts.load("common/assess_turn")
 
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
         return prompts.load(f"cascade/{seat.role}_system")

@@ -6,11 +6,10 @@ from typing import TYPE_CHECKING, ClassVar
 
 import prompts
 from debates.protocol import Decision, protocol
-from debates.protocols.base import DebaterProtocol, single_answer, stated_or_one
+from debates.protocols.base import SoloProtocol, single_answer, stated_or_one
 
 if TYPE_CHECKING:
     from debates.chat.state import DebateState
-    from debates.chat.visibility import SeatView, Seen
     from debates.config import DebateConfig, SeatConfig
     from m3d_agents.labels import Taxonomy
 
@@ -18,7 +17,7 @@ SINGLE = "single"
 
 
 @protocol("standard")
-class Standard(DebaterProtocol):
+class Standard(SoloProtocol):
     """One seat answers once."""
 
     roles: ClassVar[frozenset[str]] = frozenset({SINGLE})
@@ -28,21 +27,12 @@ class Standard(DebaterProtocol):
         if roles != [SINGLE]:
             raise ValueError(f"the standard protocol has exactly one seat of role single, got {roles}")
 
-    def deciders(self, config: DebateConfig) -> list[str]:
-        return [s.name for s in config.seats]
-
     def next_speakers(self, state: DebateState) -> list[str] | None:
         seat = state.config.seats[0].name
         if state.rounds_of(seat) == 0:
             return [seat]
         state.stop_reason = "single answer given"
         return None
-
-    def visible(self, view: SeatView) -> list[Seen]:
-        return []
-
-    def instruction(self, view: SeatView) -> str:
-        return prompts.load("common/assess_turn")
 
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
         return prompts.render("debate/standard_system", answer_format=self.answer_format(taxonomy))
