@@ -12,8 +12,10 @@ newest share by ``publish_time``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 from m3d_agents.datasets.base import dataset, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records, require_file
 from m3d_agents.datasets.splits import Split, temporal_split
@@ -58,8 +60,22 @@ def post_text(data: dict[str, object]) -> str:
     return f"{title}\nOn-screen text: {ocr}" if ocr and ocr != title else title
 
 
-@dataset("fakesv", "FakeSV (public schema: keywords, 辟谣 skipped) and FakeSV-style JSON Lines of video ids", Options)
-def load(path: Path, options: Options) -> LoadedDataset:
+@dataclass(frozen=True)
+class VideoFormat:
+    """What differs between data sets in FakeSV's style: the name, the ids, the labels, the text, the time field."""
+
+    kind: str
+    id_prefix: str
+    labels: dict[str, str | None]
+    text: Callable[[dict[str, object]], str]
+    time_fields: tuple[str, ...]
+    language: str | None = None
+    transcript: bool = False
+
+
+def load_video_rows(path: Path, options: Options, form: VideoFormat) -> LoadedDataset:
+    """JSON Lines keyed by ``video_id``: labels mapped (or skipped and counted), videos found by id,
+    publication dates read, and the split applied."""
     skips = Skips()
     video_root = options.video_root or path.parent / "videos"
     wanted = split_ids(options.split_file) if options.split_file else None
@@ -69,18 +85,27 @@ def load(path: Path, options: Options) -> LoadedDataset:
         if wanted is not None and video_id not in wanted:
             skips.add("not in the split file")
             continue
-        label = map_label(row, "annotation", row.require("annotation"), LABELS, skips)
+        label = map_label(row, "annotation", row.require("annotation"), form.labels, skips)
         if label is None:
             continue
         video_file = video_root / f"{video_id}.mp4"
-        published = publish_date(row.data.get("publish_time") or row.data.get("publish_time_norm"), row.field("publish_time"))
+        stamp = next((row.data[f] for f in form.time_fields if row.data.get(f) not in (None, "")), None)
+        published = publish_date(stamp, row.field(form.time_fields[0]))
+        transcript = str(row.data.get("transcript") or "") or None if form.transcript else None
         sample = make_sample(
-            row, skips, id=f"video-{video_id}", text=post_text(row.data), gold_label=label, taxonomy=TAXONOMY,
-            video=VideoRef(video_id=video_id, path=video_file if video_file.is_file() else None,
-                           transcript=str(row.data.get("transcript") or "") or None),
-            metadata=SampleMetadata(claim_date=published.date() if published else None, language=options.language),
+            row, skips, id=f"{form.id_prefix}{video_id}", text=form.text(row.data), gold_label=label, taxonomy=TAXONOMY,
+            video=VideoRef(video_id=video_id, path=video_file if video_file.is_file() else None, transcript=transcript),
+            metadata=SampleMetadata(claim_date=published.date() if published else None, language=options.language or form.language),
         )
         if sample is not None:
             samples.append(sample)
     samples = temporal_split(samples, options.split, options.test_fraction, skips)
-    return LoadedDataset.build("fakesv", path, options, samples, skips, TAXONOMY)
+    return LoadedDataset.build(form.kind, path, options, samples, skips, TAXONOMY)
+
+
+FAKESV = VideoFormat("fakesv", "video-", LABELS, post_text, ("publish_time", "publish_time_norm"), transcript=True)
+
+
+@dataset("fakesv", "FakeSV (public schema: keywords, 辟谣 skipped) and FakeSV-style JSON Lines of video ids", Options)
+def load(path: Path, options: Options) -> LoadedDataset:
+    return load_video_rows(path, options, FAKESV)
