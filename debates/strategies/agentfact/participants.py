@@ -19,6 +19,8 @@ the valid ids of the last answer are kept and the others counted and removed, ne
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import asyncio
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TypeVar
@@ -122,8 +124,9 @@ class Participant(BaseChatAgent):
     def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
         return (TextMessage,)
 
+    @abstractmethod
     async def act(self) -> tuple[str, str | None, str | None]:
-        raise NotImplementedError
+        """Do this participant's step on the board; return the message, the stance it states and any error."""
 
     async def on_messages(self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken) -> Response:
         working = asyncio.ensure_future(self.act())
