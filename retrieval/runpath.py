@@ -1,7 +1,7 @@
 """Evidence for a run: one function turns a configuration's ``retrieval:`` block and the run's choices
 into the :class:`~debates.strategy.RunContext` options that strategies read.
 
-Every run path calls :func:`open_retrieval` (``m3d check``, ``m3d debate``, ``m3d evaluate``, the
+Every run path calls :func:`open_retrieval` (``m3d check``, ``m3d debate``, ``m3d evaluate``, ``m3d serve``'s pages, the
 notebooks) and passes :meth:`RunRetrieval.context_options` to ``run_sample`` or the batch runner:
 
 - ``evidence_source``: the pipeline (reverse image search, caption search, Wikipedia, pages,

@@ -9,7 +9,7 @@ from typing import Any, Mapping, Optional
 
 import typer
 
-from debates.cli.common import console, err_console, fail, run_cli
+from debates.cli.common import console, err_console, evidence_store_option, fail, retrieval_option, run_cli
 
 TOKEN_VARIABLE = "M3D_SERVE_TOKEN"
 
@@ -39,6 +39,8 @@ def serve(
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for every data set's loader."),
     replay_mr2: Optional[Path] = typer.Option(
         None, "--replay-mr2", help="An MR2 trace: its claims become a data set, debated with their recorded evidence."),
+    retrieval: Optional[str] = retrieval_option(),
+    evidence_store: Optional[Path] = evidence_store_option(),
     backend: Optional[str] = typer.Option(None, "--backend", help="The backend selected by default on the pages."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     study_dir: Path = typer.Option(Path("studies"), "--study-dir", help="Where study answers are saved (JSONL)."),
@@ -54,8 +56,10 @@ def serve(
     from m3d_agents.backends.factory import BackendPool
     from m3d_agents.datasets import load_dataset, parse_option_pairs
     from m3d_agents.sample import InputLimits, Sample
+    from retrieval.runpath import parse_mode
 
     async def prepare() -> WebSettings:
+        mode = parse_mode(retrieval)
         backend_settings = load_backend_settings(config_file)
         default = resolve_backend_name(backend, backend_settings)
         backend_settings.get(default)  # an unknown name is an error here, naming the known ones
@@ -85,6 +89,7 @@ def serve(
             pool_factory=lambda: BackendPool(backend_settings), backends=names, default_backend=default,
             run_roots=[r.resolve() for r in runs], datasets=datasets, study_dir=study_dir, host=host, token=token,
             max_upload_bytes=int(max_upload_mb * 1_000_000), limits=limits, run_options=run_options,
+            retrieval=mode, evidence_store=evidence_store,
         )
         settings.check()
         shown = f"[{host}]" if ":" in host else host

@@ -1,7 +1,7 @@
 """The live debate page: pick a configuration, a post and a backend, maybe take a seat, and watch it run.
 
 A debate is created by the form and starts only when its page opens the websocket; it runs
-through :func:`debates.strategy.run_sample` like every other run path. Turns are sent as they
+through :func:`debates.ui.web.running.run_post`, with the run's evidence sources, like every other run path. Turns are sent as they
 finish (``on_turn``), a person's seat is a :class:`~debates.chat.human_input.QueueInput` that the
 page fills, and the verdict arrives with its evidence cards, the forensic heat maps of the
 post's images and the accounting. Closing or leaving the page closes the websocket, which
@@ -25,12 +25,13 @@ from starlette.responses import HTMLResponse
 from debates.chat.human_input import QueueInput
 from debates.config import DebateConfig
 from debates.protocol import PROTOCOLS
-from debates.strategy import StrategyConfig, available_configs, load_config, run_sample
+from debates.strategy import StrategyConfig, available_configs, load_config
 from debates.ui.web.app_state import AppState, app_state
 from debates.ui.web.errors import PageError
 from debates.ui.web.forms import checked_form, text_field
 from debates.ui.web.heatmaps import ImageForensics, analyse_images
 from debates.ui.web.posts import Post, post_from_form
+from debates.ui.web.running import run_post
 from debates.ui.web.security import CSRF_COOKIE, same_origin
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.labels import get_taxonomy
@@ -387,13 +388,8 @@ class LiveSession:
         await self.outbox.put({"type": "failed", "text": f"The debate failed: {pages.redact(failure)}"})
 
     async def _debate(self) -> Verdict:
-        """The debate itself, through the one entry point every run path uses, on a pool of its own."""
+        """The debate itself, on a pool of its own and with the run's evidence sources."""
         debate, settings = self.debate, self.state.settings
         seats: dict[str, Callable[..., Awaitable[str]]] = {debate.seat: self.person} if debate.seat and self.person else {}
-        pool = settings.pool_factory()
-        try:
-            options: dict[str, Any] = dict(settings.run_options(debate.post.sample)) if settings.run_options else {}
-            return await run_sample(debate.config, debate.post.sample, pool, backend=debate.backend,
-                                    limits=settings.limits, on_turn=self._on_turn, human_seats=seats, **options)
-        finally:
-            await pool.close()
+        return await run_post(settings, debate.config, debate.post.sample, debate.backend, on_turn=self._on_turn,
+                              human_seats=seats)

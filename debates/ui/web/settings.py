@@ -11,6 +11,7 @@ from debates.ui.web.security import is_loopback
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
 from m3d_agents.sample import InputLimits, Sample
+from m3d_agents.verdict import RetrievalMode
 
 RunOptions = Callable[[Sample], Mapping[str, Any]]
 """Extra :class:`~debates.strategy.RunContext` fields for a post (an evidence source, a query answerer)."""
@@ -34,6 +35,9 @@ class WebSettings:
     max_upload_bytes: int = 10 * 1024 * 1024
     limits: InputLimits = field(default_factory=InputLimits)
     run_options: RunOptions | None = None
+    retrieval: RetrievalMode | None = None
+    """``--retrieval`` for posts that ``run_options`` does not cover; None leaves it to the configuration."""
+    evidence_store: Path | None = None
     unopened_debate_s: float = 600.0
     """A debate whose page never connects is dropped after this long, with its upload."""
     upload_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="m3d-serve-uploads-")))

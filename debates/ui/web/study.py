@@ -28,10 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import HTMLResponse
 
 from debates.eval.records import ResultsFile
-from debates.strategy import available_configs, run_sample
+from debates.strategy import available_configs
 from debates.ui.web.app_state import AppState, app_state
 from debates.ui.web.errors import PageError
 from debates.ui.web.forms import checked_form, int_field, text_field
+from debates.ui.web.running import run_post
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import load_image
@@ -164,12 +165,7 @@ def studies(connection: Request) -> StudyRegistry:
 
 
 async def _system_verdict(state: AppState, session: StudySession, sample: Sample) -> Verdict:
-    pool = state.settings.pool_factory()
-    options = dict(state.settings.run_options(sample)) if state.settings.run_options else {}
-    try:
-        return await run_sample(session.config, sample, pool, backend=session.backend, limits=state.settings.limits, **options)
-    finally:
-        await pool.close()
+    return await run_post(state.settings, session.config, sample, session.backend)
 
 
 def _verdict_task(state: AppState, session: StudySession, index: int) -> asyncio.Task[Verdict]:

@@ -16,6 +16,7 @@ from debates.ui.web import server
     (["--runs", "/nonexistent/runs"], {}, "error: runs: /nonexistent/runs is not a folder"),
     (["--host", "0.0.0.0"], {"M3D_SERVE_TOKEN": "short"}, "error: token: a server token needs at least 16 characters"),
     (["--backend", "nowhere"], {}, "error: backend: unknown backend 'nowhere'"),
+    (["--retrieval", "sometimes"], {}, "error: retrieval: 'sometimes' is not one of live, record, replay, off"),
 ])
 def test_serve_refuses_bad_settings_with_one_line(
     args: list[str], env: dict[str, str], line: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

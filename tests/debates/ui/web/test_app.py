@@ -8,6 +8,7 @@ import html
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -33,6 +34,27 @@ def message_of(page: str) -> str:
     found = re.search(r'<p class="message">(.*?)</p>', page, re.S)
     assert found, page[:400]
     return html.unescape(found.group(1))
+
+
+def live_debate(
+    served: Any, browser: httpx.Client, form: dict[str, str], files: dict[str, Any] | None = None
+) -> tuple[str, list[dict[str, str]]]:
+    """Start a live debate from the form, open its socket as the page does, and return its id and what it sent
+    up to the end."""
+    token = csrf_of(browser.get("/live").text)
+    started = browser.post("/live", data={"csrf": token, **form}, files=files)
+    debate_id = started.headers["location"].rsplit("/", 1)[1]
+    cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
+
+    async def messages() -> list[dict[str, str]]:
+        seen: list[dict[str, str]] = []
+        address = served.base.replace("http", "ws") + f"/live/{debate_id}/ws?csrf={token}"
+        async with websockets.connect(address, origin=served.base, additional_headers={"cookie": cookie}) as socket:  # type: ignore[arg-type]
+            while not seen or seen[-1]["type"] not in ("failed", "verdict"):
+                seen.append(json.loads(await asyncio.wait_for(socket.recv(), 30)))
+        return seen
+
+    return debate_id, asyncio.run(messages())
 
 
 def test_with_a_token_every_request_needs_it_and_the_token_leaves_the_address_bar(
@@ -195,21 +217,50 @@ def test_a_failed_live_debate_says_so_on_its_page_without_the_key(tmp_path: Path
 
     factory, _ = scripted_pool_factory(failing)
     with running_server(settings_for(tmp_path, factory)) as served, httpx.Client(base_url=served.base) as browser:
-        token = csrf_of(browser.get("/live").text)
-        started = browser.post("/live", data={"csrf": token, "config": "check", "backend": "scripted", "text": "A post"})
-        debate_id = started.headers["location"].rsplit("/", 1)[1]
-        cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
-
-        async def messages() -> list[dict[str, str]]:
-            seen: list[dict[str, str]] = []
-            address = served.base.replace("http", "ws") + f"/live/{debate_id}/ws?csrf={token}"
-            async with websockets.connect(address, origin=served.base, additional_headers={"cookie": cookie}) as socket:  # type: ignore[arg-type]
-                while not seen or seen[-1]["type"] not in ("failed", "verdict"):
-                    seen.append(json.loads(await asyncio.wait_for(socket.recv(), 10)))
-            return seen
-
-        seen = asyncio.run(messages())
+        debate_id, seen = live_debate(served, browser, {"config": "check", "backend": "scripted", "text": "A post"})
     assert seen[0] == {"type": "status", "text": "The debate has started."}
     assert seen[-1]["type"] == "failed" and "401" in seen[-1]["text"] and "Bearer [redacted]" in seen[-1]["text"]
     assert SECRET not in json.dumps(seen)
     assert served.live_debates.debates[debate_id].phase == "failed"
+
+def test_a_post_on_the_live_page_gathers_evidence_through_the_runs_retrieval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page runs a configuration's retrieval block like ``m3d check`` does: the uploaded image goes to reverse
+    image search, the pages found reach the debaters, and the verdict card shows the cards and the report."""
+    from retrieval import guards
+    from tests.support.debate import answer
+    from tests.support.paths import EXAMPLE_IMAGE, shared_data
+    from tests.support.provider_server import ProviderServer
+    from tests.support.scripted import text_of
+
+    shared_data("article-extraction-benchmark")
+    prompts: list[str] = []
+
+    def respond(messages: Any, _kwargs: Any) -> str:
+        prompts.append(text_of(messages))
+        return answer("real", confidence=0.7)
+
+    factory, _ = scripted_pool_factory(respond)
+    settings = settings_for(tmp_path, factory, retrieval="record", evidence_store=tmp_path / "evidence.sqlite")
+    with ProviderServer() as providers:
+        for key, value in providers.environment().items():
+            monkeypatch.setenv(key, value)
+        guards.allow_loopback_in_tests(True)
+        try:
+            with running_server(settings) as served, httpx.Client(base_url=served.base) as browser:
+                with EXAMPLE_IMAGE.open("rb") as image:
+                    _, seen = live_debate(served, browser, {"config": "async", "backend": "scripted", "text": "Storm over the statue"},
+                                       files={"image": (EXAMPLE_IMAGE.name, image.read(), "image/jpeg")})
+        finally:
+            guards.allow_loopback_in_tests(False)
+        reverse_searches = sum(1 for request in providers.requests if request["path"].startswith("/vision/"))
+    assert seen[-1]["type"] == "verdict", seen[-1]
+    card = seen[-1]["html"]
+    assert reverse_searches == 1
+    report = html.unescape(re.search(r'id="evidence-report">(.*?)</p>', card, re.S).group(1))  # type: ignore[union-attr]
+    assert report.startswith("evidence (record): ") and "google_vision" in report
+    assert card.count('class="card ev kept"') >= 1
+    kept = re.findall(r'class="card ev kept".*?(ev-[0-9a-f]+)', card, re.S)
+    debaters = [p for p in prompts if "Quoted evidence" in p]
+    assert debaters and all(f"[{kept[0]}]" in p for p in debaters), "the debaters read the evidence the page shows"
