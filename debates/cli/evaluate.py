@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 
 from debates.strategy import available_configs
-from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli
+from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, retrieval_option, run_cli
 
 
 def _rate_limits(pairs: list[str]) -> dict[str, float]:
@@ -43,12 +43,12 @@ def max_tries_option() -> Any:
 
 
 def evaluate(
-    config: str = typer.Option(..., "--config", help=f"Configuration to run. Built in: {', '.join(available_configs())}."),
+    config: str = typer.Option(..., "--config", help=f"Configuration to run: a built-in name or a YAML file. Built in: {', '.join(available_configs())}."),
     dataset: str = typer.Option(..., "--dataset", help="KIND:PATH, e.g. mediaeval:../shared/data/mediaeval2016-dev"),
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples of the data set."),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once (with --workers, in all workers together)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Run folder; default runs/<config>-<dataset kind>-<backend>."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run folder; default runs/<config name or file stem>-<dataset kind>-<backend>."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat (default: the configuration's own)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     seed: int = typer.Option(0, "--seed", help="Run seed; each sample's seed derives from it and the sample id."),
@@ -68,9 +68,6 @@ def evaluate(
     """Run a configuration over a data set; rerun the same command to resume an interrupted run."""
     from m3d_agents.datasets import parse_option_pairs
     from debates.eval.evaluate import EvaluateRequest, check_request, run_costs_line, run_evaluation, worker_deaths_line
-
-    if config not in available_configs():
-        fail(f"config: unknown configuration {config!r}; available: {', '.join(available_configs())}")
 
     async def main() -> Any:
         request = EvaluateRequest(

@@ -217,9 +217,13 @@ class BatchRunner:
         context_options: Mapping[str, Any] | None = None,
         recorder: SampleRecorder | None = None,
         gold_evidence: Mapping[str, list[Evidence]] | None = None,
+        strategy: StrategyConfig | None = None,
     ) -> None:
         """``context_options`` are further :class:`~debates.strategy.RunContext` fields given to every
-        sample (the run's evidence sources from :func:`retrieval.runpath.open_retrieval`)."""
+        sample (the run's evidence sources from :func:`retrieval.runpath.open_retrieval`).
+
+        ``config`` names the configuration in the rows; ``strategy`` is the configuration itself when
+        the caller has loaded it (from a YAML file), else it is loaded by that name."""
         if concurrency < 1:
             raise InputError("concurrency", "must be at least 1")
         self.config = config
@@ -234,6 +238,7 @@ class BatchRunner:
         self.on_progress = on_progress
         self.context_options = dict(context_options or {})
         self.recorder = recorder
+        self.strategy = strategy
         self.gold_evidence = dict(gold_evidence or {})
         """The data set's own evidence by sample id; only an evidence-bounded strategy setting reads it."""
         self.tally = Tally()
@@ -242,7 +247,7 @@ class BatchRunner:
     @cached_property
     def strategy_config(self) -> StrategyConfig:
         """The configuration, loaded once for the run rather than once per sample."""
-        return load_config(self.config)
+        return self.strategy if self.strategy is not None else load_config(self.config)
 
     def pending(self) -> tuple[list[tuple[int, Sample]], list[EvalRow], bool]:
         prepare_run_dir(self.out_dir, self.manifest)

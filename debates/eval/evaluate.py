@@ -21,7 +21,7 @@ from debates.eval.batch import BatchOutcome, BatchRunner, RunManifest, Tally, ch
 from debates.eval.prices import PriceTable, load_price_table
 from debates.eval.ratelimit import RateLimitedPool
 from debates.eval.report import RunSummary, write_report
-from debates.strategy import available_configs, load_config
+from debates.strategy import StrategyConfig, load_config
 from m3d_agents.backends.config import BackendSettings, load_backend_settings, resolve_backend_name
 from m3d_agents.datasets import LoadedDataset, load_dataset, parse_spec
 from m3d_agents.errors import InputError
@@ -37,6 +37,7 @@ class EvaluateRequest:
     """The options of one run, as ``m3d evaluate`` takes them."""
 
     config: str
+    """A built-in configuration's name, or the path of a configuration's YAML file."""
     dataset: str
     dataset_options: dict[str, str] = field(default_factory=dict)
     limit: int | None = None
@@ -68,6 +69,10 @@ class CheckedRequest:
     run_dir: Path
     mode: RetrievalMode | None
     price_table: PriceTable
+    strategy: StrategyConfig
+    """The configuration, loaded once: Ray workers receive it as it is, so a YAML file need not exist on their nodes."""
+    config_label: str
+    """How the run folder, its manifest and its rows name the configuration: a built-in's name, a file's absolute path."""
 
 
 @dataclass
@@ -95,8 +100,9 @@ def check_request(request: EvaluateRequest) -> CheckedRequest:
     """Every option of ``request``, checked without reading the data set; one error naming the first bad one."""
     from retrieval.runpath import parse_mode
 
-    if request.config not in available_configs():
-        raise InputError("config", f"unknown configuration {request.config!r}; available: {', '.join(available_configs())}")
+    strategy = load_config(request.config)
+    is_file = Path(request.config).suffix in (".yaml", ".yml")
+    config_label = str(Path(request.config).resolve()) if is_file else request.config
     if request.concurrency < 1:
         raise InputError("concurrency", "must be at least 1")
     if request.limit is not None and request.limit < 1:
@@ -114,10 +120,11 @@ def check_request(request: EvaluateRequest) -> CheckedRequest:
     override = request.backend or os.environ.get("M3D_BACKEND")
     backend_name = resolve_backend_name(request.backend, settings)
     settings.get(backend_name)
-    run_dir = request.out or Path("runs") / f"{request.config}-{kind}-{backend_name}"
+    run_dir = request.out or Path("runs") / f"{Path(request.config).stem if is_file else request.config}-{kind}-{backend_name}"
     check_run_dir(run_dir)
     return CheckedRequest(request=request, kind=kind, settings=settings, backend_name=backend_name, override=override,
-                          run_dir=run_dir, mode=parse_mode(request.retrieval), price_table=price_table)
+                          run_dir=run_dir, mode=parse_mode(request.retrieval), price_table=price_table, strategy=strategy,
+                          config_label=config_label)
 
 
 def load_samples(request: EvaluateRequest) -> tuple[LoadedDataset, list[Sample]]:
@@ -155,14 +162,14 @@ async def run_evaluation(
     if note is not None:
         note(f"{len(samples)} samples from {request.dataset}" + (f"; loader left out {skipped} rows" if skipped else ""))
     pool = RateLimitedPool(checked.settings, rate_limits=request.rate_limits)
-    sources = open_retrieval(load_config(request.config), pool, mode=checked.mode, store_path=request.evidence_store,
+    sources = open_retrieval(checked.strategy, pool, mode=checked.mode, store_path=request.evidence_store,
                              backend=checked.override)
     try:
-        manifest = RunManifest(config=request.config, dataset=request.dataset, dataset_options=request.dataset_options,
+        manifest = RunManifest(config=checked.config_label, dataset=request.dataset, dataset_options=request.dataset_options,
                                backend=checked.backend_name, seed=request.seed, taxonomy=samples[0].taxonomy,
                                load_report=loaded.report, retrieval=sources.mode)
         if progress is not None:
-            progress.start(request.config, len(samples))
+            progress.start(checked.config_label, len(samples))
         recorder = None
         if request.record_trajectories:
             from debates.training.trajectories import TrajectoryRecorder
@@ -186,17 +193,18 @@ def _runner(checked: CheckedRequest, samples: list[Sample], pool: RateLimitedPoo
     request = checked.request
     options: dict[str, Any] = dict(concurrency=request.concurrency, backend=checked.override, prices=checked.price_table,
                                    retry_errors=request.retry_errors, recorder=recorder, gold_evidence=gold_evidence,
+                                   strategy=checked.strategy,
                                    on_progress=progress.update if progress is not None else None)
     if on_ray(request.workers, request.ray_address):
         from debates.eval.ray_runner import RayBatchRunner
 
         # Each worker opens the run's evidence sources itself, on its own backend pool.
-        opener = partial(open_retrieval, load_config(request.config), mode=sources.mode,
+        opener = partial(open_retrieval, checked.strategy, mode=sources.mode,
                          store_path=request.evidence_store.resolve() if request.evidence_store else None,
                          backend=checked.override)
-        return RayBatchRunner(request.config, samples, pool, checked.run_dir, manifest, workers=request.workers,
+        return RayBatchRunner(checked.config_label, samples, pool, checked.run_dir, manifest, workers=request.workers,
                               address=request.ray_address, max_tries=request.max_tries, worker_context=opener, **options)
-    return BatchRunner(request.config, samples, pool, checked.run_dir, manifest, context_options=sources.context_options(),
+    return BatchRunner(checked.config_label, samples, pool, checked.run_dir, manifest, context_options=sources.context_options(),
                        **options)
 
 

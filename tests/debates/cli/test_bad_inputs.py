@@ -96,7 +96,8 @@ CASES = [
     Case("deb-human-seat-check", ["debate", "--text", "x", "--config", "check", "--human-seat", "judge"], "human-seat", "no seats"),
     Case("deb-no-text", ["debate"], "text", "give the post with --text"),
     # batch runs
-    Case("ev-config-unknown", ["evaluate", "--config", "nosuch", "--dataset", "jsonl:posts.jsonl"], "config", "unknown configuration"),
+    Case("ev-config-unknown", ["evaluate", "--config", "nosuch", "--dataset", "jsonl:posts.jsonl"], "config", "no configuration 'nosuch'"),
+    Case("ev-config-missing-yaml", ["evaluate", "--config", "missing.yaml", "--dataset", "jsonl:posts.jsonl"], "config", "does not exist"),
     Case("ev-ds-nokind", ["evaluate", "--config", "check", "--dataset", "posts.jsonl"], "dataset", "KIND:PATH"),
     Case("ev-opt-unknown", ["evaluate", *EVALUATE, "-o", "colour=red"], "colour", "Extra inputs"),
     Case("ev-ratelimit", ["evaluate", *EVALUATE, "--rate-limit", "local=fast"],

@@ -150,6 +150,27 @@ def test_a_debate_configuration_runs_in_a_batch_with_a_rate_limit(workspace: Pat
     assert all(row.config == "async" and row.model_calls >= 3 for row in rows)
 
 
+
+def test_a_configuration_from_a_yaml_file_runs_names_its_run_by_the_file_and_resumes(workspace: Path) -> None:
+    (workspace / "three-voices.yaml").write_text(
+        "name: three-voices\nprotocol: async\nmax_rounds: 1\non_no_consensus: majority\n"
+        "seats:\n  - {name: agent_a}\n  - {name: agent_b}\n  - {name: agent_c}\n"
+    )
+    args = arguments("unused")
+    del args[args.index("--out"):args.index("--out") + 2]
+    args[args.index("check")] = "three-voices.yaml"
+    first = CliRunner().invoke(app, [*args, "--limit", "3"], catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    results = workspace / "runs" / "three-voices-jsonl-stub" / "results.jsonl"
+    rows, _ = read_rows(results)
+    assert len(rows) == 3 and all(row.verdict is not None for row in rows)
+    turns = {tuple((turn["speaker"], turn["round"]) for turn in row.verdict["transcript"]) for row in rows if row.verdict}
+    assert turns == {(("agent_a", 1), ("agent_b", 1), ("agent_c", 1))}, "one round of the file's three seats, not a built-in's"
+    assert {row.config for row in rows} == {str(workspace / "three-voices.yaml")}
+    again = CliRunner().invoke(app, [*args, "--limit", "3"], catch_exceptions=False)
+    assert again.exit_code == 0, again.output
+    assert len(read_rows(results)[0]) == 3, "a rerun of the same file resumes and repeats no row"
+
 def test_sigterm_stops_a_debate_in_the_middle_of_a_slow_model_call(tmp_path: Path) -> None:
     """A debate turn can wait minutes on a model; an interrupted run must not wait with it."""
     server = subprocess.Popen([sys.executable, "-m", "tests.support.serve_stub", "--delay", "60"], cwd=REPO, env=env(),
