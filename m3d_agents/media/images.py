@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from PIL import Image, ImageFile, UnidentifiedImageError
 
 from m3d_agents.errors import InputError
+from m3d_agents.media.files import checked_size
 from m3d_agents.sample import InputLimits, Sample
 
 if TYPE_CHECKING:
@@ -61,15 +62,7 @@ def load_image(path: Path, limits: InputLimits | None = None, field: str = "imag
     """Validate and normalise one image; repeated content is served from an in-process cache."""
     limits = limits or InputLimits()
     path = Path(path)
-    if not path.exists():
-        raise InputError(field, f"file {path} does not exist")
-    if not path.is_file():
-        raise InputError(field, f"{path} is not a regular file")
-    size = path.stat().st_size
-    if size == 0:
-        raise InputError(field, f"file {path} is empty")
-    if size > limits.max_image_bytes:
-        raise InputError(field, f"file {path} has {size} bytes, over the limit of {limits.max_image_bytes}")
+    checked_size(path, limits.max_image_bytes, field)
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -20,6 +20,7 @@ import av
 from PIL import Image
 
 from m3d_agents.errors import InputError
+from m3d_agents.media.files import checked_size
 from m3d_agents.sample import InputLimits
 
 FIELD = "video.path"
@@ -65,15 +66,7 @@ def probe(path: Path | str, limits: InputLimits | None = None, field: str = FIEL
     """Check a video file against the limits and read its duration, frame rate and size."""
     limits = limits or InputLimits()
     path = Path(path)
-    if not path.exists():
-        raise InputError(field, f"file {path} does not exist")
-    if not path.is_file():
-        raise InputError(field, f"{path} is not a regular file")
-    size = path.stat().st_size
-    if size == 0:
-        raise InputError(field, f"file {path} is empty")
-    if size > limits.max_video_bytes:
-        raise InputError(field, f"file {path} has {size} bytes, over the limit of {limits.max_video_bytes}")
+    size = checked_size(path, limits.max_video_bytes, field)
     with _open(path, field) as container:
         if not container.streams.video:
             raise InputError(field, f"{path} has no video stream")
