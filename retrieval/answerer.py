@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Literal, Sequence
+from typing import Sequence
 
 from m3d_agents.backends.metering import UsageLedger
-from m3d_agents.errors import BackendError, InputError
 from m3d_agents.evidence import Evidence, EvidenceKind
 from m3d_agents.sample import Sample
+from m3d_agents.redaction import redact
+from retrieval.attempts import ReplayMisses, attempt
 from retrieval.domains import host_of
 from retrieval.leakage import Candidate, LeakageFilter
 from retrieval.pipeline import EvidencePipeline
@@ -25,7 +26,7 @@ from retrieval.providers.base import SearchHit, WebSearch
 from retrieval.providers.local_corpus import CorpusDocument, LocalCorpus
 from retrieval.reliability import ReliabilityRater
 from retrieval.report import EvidenceLog
-from retrieval.store import EvidenceStore, StoreMiss
+from retrieval.store import EvidenceStore
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ class SearchAnswerer:
         leakage: LeakageFilter | None = None,
         limit: int = 3,
         log: EvidenceLog | None = None,
-        replay_misses: Literal["raise", "report"] = "raise",
+        replay_misses: ReplayMisses = "raise",
     ) -> None:
         self.providers = list(providers)
         self.store = store
@@ -72,22 +73,19 @@ class SearchAnswerer:
                 self.log.network_fetch(sample.id)
             return await provider.search(query, self.limit)
 
-        try:
-            hits = await (self.store.fetch(provider.name, query, search, list[SearchHit]) if self.store is not None else search())
-        except StoreMiss as exc:
-            if self.replay_misses == "raise":
-                raise
-            problem: Exception = exc
-        except (BackendError, InputError) as exc:
-            problem = exc
-        else:
+        store = self.store
+        hits = await attempt(
+            lambda: store.fetch(provider.name, query, search, list[SearchHit]) if store is not None else search(),
+            self.replay_misses,
+        )
+        if isinstance(hits, Exception):
+            log.warning("provider %s could not answer %r: %s", provider.name, query, redact(str(hits)))
             if self.log is not None:
-                self.log.answered(sample.id, provider.name, len(hits), from_store=not asked and self.store is not None)
-            return hits
-        log.warning("provider %s could not answer %r: %s", provider.name, query, problem)
+                self.log.failed(sample.id, provider.name, str(hits))
+            return []
         if self.log is not None:
-            self.log.failed(sample.id, provider.name, str(problem))
-        return []
+            self.log.answered(sample.id, provider.name, len(hits), from_store=not asked and self.store is not None)
+        return hits
 
     async def answer(self, query: str, sample: Sample, ledger: UsageLedger | None = None) -> list[Evidence]:
         if not query.strip():

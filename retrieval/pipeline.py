@@ -27,11 +27,11 @@ from pydantic import BaseModel, Field
 from m3d_agents.backends.config import default_cache_root
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
-from m3d_agents.errors import BackendError, InputError
 from m3d_agents.evidence import Evidence, EvidenceKind, Reliability
 from m3d_agents.media.images import PreparedImage, load_image
 from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample
+from retrieval.attempts import ReplayMisses, attempt
 from retrieval.config import RetrievalConfig
 from retrieval.domains import host_of
 from retrieval.extract import extract_article
@@ -76,7 +76,7 @@ class EvidencePipeline:
         summariser: Summariser | None = None,
         config: RetrievalConfig | None = None,
         log: EvidenceLog | None = None,
-        replay_misses: Literal["raise", "report"] = "raise",
+        replay_misses: ReplayMisses = "raise",
     ) -> None:
         """``text_search`` providers are asked for the post's text when ``config.wikipedia`` is on
         (their hits' snippets are the evidence, as Wikipedia's lead sections are). ``log`` receives
@@ -262,19 +262,14 @@ class EvidencePipeline:
 
     async def _guarded(self, result: GatherResult, provider: str, work: Callable[[], Awaitable[T]]) -> T | None:
         """A provider that fails is recorded and skipped; a replay miss raises unless ``replay_misses`` is ``report``."""
-        try:
-            return await work()
-        except StoreMiss as exc:
-            if self.replay_misses == "raise":
-                raise
-            problem: Exception = exc
-        except (BackendError, InputError) as exc:
-            problem = exc
-        failure = redact(f"{provider}: {problem}")
+        outcome = await attempt(work, self.replay_misses)
+        if not isinstance(outcome, Exception):
+            return outcome
+        failure = redact(f"{provider}: {outcome}")
         log.warning("provider failed: %s", failure)
         result.failures.append(failure)
         if self.log is not None:
-            self.log.failed(result.sample_id, redact(provider), redact(str(problem)))
+            self.log.failed(result.sample_id, provider, str(outcome))
         return None
 
     async def _rating(self, domain: str | None, ledger: UsageLedger) -> Reliability:
@@ -504,7 +499,7 @@ def assemble_pipeline(
     text_search: Sequence[WebSearch] = (),
     summary_backend: Backend | None = None,
     log: EvidenceLog | None = None,
-    replay_misses: Literal["raise", "report"] = "raise",
+    replay_misses: ReplayMisses = "raise",
 ) -> EvidencePipeline:
     """The parts every pipeline shares: ratings, the rater, the leakage filter and the summariser; run
     paths that choose their own providers (:mod:`retrieval.runpath`) call it too.

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from m3d_agents.evidence import Evidence
+from m3d_agents.redaction import redact
 from m3d_agents.verdict import EvidenceReport, ProviderReport, RetrievalMode
 
 PAGES = "pages"
@@ -64,9 +65,10 @@ class EvidenceLog:
         entry.from_store += int(from_store)
 
     def failed(self, sample_id: str, provider: str, reason: str) -> None:
+        """Record a failure; the reason is redacted here, since it reaches the verdict and the run's rows."""
         entry = self._log(sample_id).provider(provider)
         entry.calls += 1
-        entry.failures.append(reason)
+        entry.failures.append(redact(reason))
 
     def network_fetch(self, sample_id: str) -> None:
         self._log(sample_id).network_fetches += 1

@@ -193,6 +193,34 @@ async def test_search_answerer_over_the_local_corpus() -> None:
     assert all("sea level" in f"{a.title} {a.text}".lower() for a in answers)
 
 
+
+class FailingSearch:
+    """A web search that fails the way a refused provider does, quoting its request URL with the key."""
+
+    name = "serper"
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    async def search(self, query: str, limit: int = 10) -> list[object]:
+        raise self.error
+
+
+async def test_a_failing_provider_is_recorded_without_its_key_and_the_next_one_answers() -> None:
+    from retrieval.report import EvidenceLog
+
+    log = EvidenceLog("live")
+    sample = Sample(id="s1", text="Sea levels are not rising")
+    refused = BackendError("403 from https://search.example/q?api_key=k3y-v4lue-0123456789&q=sea")
+    answerer = SearchAnswerer([FailingSearch(refused), load_climate_fever()], limit=2, log=log)  # type: ignore[list-item]
+    answers = await answerer.answer("Is sea level rise accelerating?", sample)
+    assert len(answers) == 2 and all(a.kind == "corpus" for a in answers)
+    (failure,) = [p for p in log.report("s1").providers if p.provider == "serper"][0].failures
+    assert "403" in failure and "api_key=***" in failure and "k3y-v4lue" not in failure
+
+    with pytest.raises(RuntimeError, match="a bug"):
+        await SearchAnswerer([FailingSearch(RuntimeError("a bug"))], log=log).answer("q", sample)  # type: ignore[list-item]
+
 async def test_gathered_evidence_answers_queries_offline() -> None:
     root = shared_data("mr2-sample")
     pipeline = mr2_replay_pipeline(root, config=RetrievalConfig(max_pages=4))
