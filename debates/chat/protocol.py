@@ -93,10 +93,13 @@ class DebateProtocol(Protocol):
         """Participants that are not seats of the configuration, such as a retrieval desk."""
 
     async def prepare(
-        self, config: DebateConfig, prepared: PreparedSample, backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger
+        self, config: DebateConfig, seat: SeatConfig, prepared: PreparedSample,
+        backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger,
     ) -> PreparedSample:
-        """Work done once per sample before anyone speaks, shared by the seats (the cascade's image
-        description); returns the prepared sample the seats are given."""
+        """Work ``seat`` needs on the post before its first turn (the cascade's image description),
+        done when the seat is first asked, so a debate that stops before it never pays for it;
+        returns the prepared sample the seat is given, which later seats receive in turn (see
+        :class:`debates.chat.preparation.SamplePreparation`)."""
 
     def decide(self, state: DebateState) -> DebateOutcome: ...
 

@@ -98,6 +98,8 @@ def evaluate(
         f"{outcome.out_dir / 'report.md'}"
     )
     console.print(run_costs_line(outcome.rows))
+    if m.escalation is not None:
+        console.print(m.escalation.line())
     if outcome.interrupted:
         err_console.print("[yellow]interrupted: finished rows are saved; rerun the same command to resume[/]")
         raise typer.Exit(130)

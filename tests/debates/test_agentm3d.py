@@ -48,7 +48,7 @@ def cascade(name: str) -> DebateConfig:
 
 @pytest.mark.parametrize("vision", [True, False])
 async def test_each_cascade_agent_sees_only_its_own_inputs(vision: bool) -> None:
-    config, pool, clients = seat_pool(cascade("mmd-agent"), {n: respond for n in ("text_agent", "image_agent", "cross_modal_agent")},
+    config, pool, clients = seat_pool(cascade("mmd-agent-decoupled"), {n: respond for n in ("text_agent", "image_agent", "cross_modal_agent")},
                                       vision=vision)
     verdict = await run_sample(config, SAMPLE, pool, evidence=[WIKI])
     assert verdict.label == "original"
@@ -69,6 +69,25 @@ async def test_each_cascade_agent_sees_only_its_own_inputs(vision: bool) -> None
     descriptions = [c for client in clients.values() for c in client.calls if "Describe the attached image" in c.prompt]
     assert len(descriptions) == int(vision), "one description per sample, shared by the image and cross-modal agents"
     assert len(verdict.diagnostics["image_descriptions"]) == 1
+
+
+@pytest.mark.parametrize("name", ["mmd-agent-decoupled", "agentm3d"])
+async def test_the_image_description_is_made_only_when_an_agent_that_reads_it_is_asked(name: str) -> None:
+    """T_image is the image and cross-modal agents' input: a cascade that its text agent ends (eq. 9)
+    never makes it, and one that reaches them makes it once."""
+    def text_refutes(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+        if "its TEXT is true" in text_of(messages[:1]):
+            return "The date is wrong.\nFinish[TEXT REFUTE]\nCONFIDENCE: 0.9"
+        return respond(messages, kwargs)
+
+    seats = ("text_agent", "image_agent", "cross_modal_agent")
+    for script, label, described in ((text_refutes, "textual_veracity_distortion", 0), (respond, "original", 1)):
+        config, pool, clients = seat_pool(cascade(name), {n: script for n in seats}, vision=True)
+        verdict = await run_sample(config, SAMPLE, pool, evidence=[WIKI])
+        assert verdict.diagnostics["answer"]["label"] == label
+        descriptions = [c for client in clients.values() for c in client.calls if "Describe the attached image" in c.prompt]
+        assert len(descriptions) == described
+        assert ("image_descriptions" in verdict.diagnostics) is bool(described)
 
 
 def by_candidate(scores: dict[int, float]) -> Any:
@@ -141,7 +160,7 @@ async def test_the_prose_critic_stays_an_option() -> None:
 
     script = SelectorScript(answers={"text": lambda i: f"CAND-{i} \nFinish[TEXT SUPPORT]"},
                             critique=lambda prompt: "Mostly supported. The score is 7")
-    config = cascade("mmd-agent-bon").model_copy(deep=True)
+    config = cascade("mmd-agent-decoupled-bon").model_copy(deep=True)
     config.seats = config.seats[:1]
     config.seats[0].turn_policy = config.seats[0].turn_policy.model_copy(update={"critique": True, "critic_format": "prose", "n": 2})
     config, pool, _ = seat_pool(config, {"text_agent": script})

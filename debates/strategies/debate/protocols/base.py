@@ -77,7 +77,8 @@ class DebaterProtocol:
         return []
 
     async def prepare(
-        self, config: DebateConfig, prepared: PreparedSample, backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger
+        self, config: DebateConfig, seat: SeatConfig, prepared: PreparedSample,
+        backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger,
     ) -> PreparedSample:
         return prepared
 
