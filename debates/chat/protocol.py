@@ -15,7 +15,7 @@ any model.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, TypeVar
 
 from m3d_agents.registry import Registry
 
@@ -50,6 +50,9 @@ class DebateProtocol(Protocol):
     """A debate setting. See :class:`debates.strategies.debate.protocols.base.DebaterProtocol` for the shared defaults."""
 
     name: str
+    previous_round_only: ClassVar[bool]
+    """Whether rounds are concurrent: a seat sees the others' answers of the previous round only,
+    and agreement counts only where a round is complete."""
 
     def validate(self, config: DebateConfig) -> None:
         """Raise ``ValueError`` naming the problem when the seats do not fit this protocol."""

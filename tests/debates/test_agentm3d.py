@@ -29,7 +29,7 @@ def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
     if "Describe the attached image for a fact-checker" in everything:
         return "DESCRIPTION-T-IMAGE a statue under dark clouds, harbour in the foreground"
     if "checking effort" in system:
-        return "They agree; no visual proof needed; the image settles it. [BON level-0]"
+        return "[BON level-0]"
     for marker, action in ACTIONS.items():
         if marker in system:
             return f"Checked.\nFinish[{action}]\nCONFIDENCE: 0.8"
@@ -176,3 +176,6 @@ async def test_the_planner_weighs_the_papers_three_questions_without_tools() -> 
     for question in ("agree, contradict each other", "concrete visual evidence", "image alone settle"):
         assert question in planner.prompt
     assert "Forensics" not in planner.prompt and "fused forgery score" not in planner.prompt
+    system = " ".join(text_of(planner.messages[:1]).split())
+    assert "Reply with one of these two tags and nothing else" in system, "the paper asks for the action alone (paper line 323)"
+    assert "sentence" not in system

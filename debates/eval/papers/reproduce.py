@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from debates.eval.run.evaluate import (CheckedRequest, EvaluateRequest, RunProgress, check_request, load_samples, run_evaluation,
                                    worker_deaths_line)
-from debates.eval.score.metrics import compute_metrics
+from debates.eval.score.metrics import EvidenceCoverage, compute_metrics, evidence_coverage
 from debates.eval.papers.paper_tables import Missing, PaperTable, check_runnable, load_table
 from debates.eval.records import EvalRow
 from debates.eval.score.report import load_run
@@ -102,6 +102,8 @@ class RowResult(BaseModel):
     completion_tokens_per_sample: float | None = None
     cost_per_sample_usd: float | None = None
     retrieval: str | None = None
+    evidence: EvidenceCoverage | None = None
+    """How many samples had evidence gathered, and how many of those got none."""
     escalated: float | None = None
     """The share of this run's samples its planner escalated to best-of-N, on the table's scale; None without a planner."""
     paper_escalated: float | None = None
@@ -164,9 +166,11 @@ def is_fixture(path: Path) -> bool:
 
 
 def describe_setting(table: PaperTable, kind: str, spec: str, loaded: LoadedDataset, samples: int, limit: int | None,
-                     backend: str, model: str, without_evidence: list[str] | None = None) -> Setting:
+                     backend: str, model: str, without_evidence: list[str] | None = None,
+                     evidence_free: dict[str, EvidenceCoverage] | None = None) -> Setting:
     """What this run is next to the paper's setting; ``without_evidence`` are configurations that ask
-    for evidence (a retrieval block) but ran with retrieval off."""
+    for evidence (a retrieval block) but ran with retrieval off, ``evidence_free`` those whose
+    gathering left some samples with no evidence item (no reverse image provider could run, say)."""
     _, path = parse_spec(spec)
     paper = table.datasets[kind]
     run_backbones = [row.backbone or table.backbone for row in table.rows if row.config is not None]
@@ -195,6 +199,10 @@ def describe_setting(table: PaperTable, kind: str, spec: str, loaded: LoadedData
     if without_evidence:
         them = "it" if len(without_evidence) == 1 else "them"
         differences.append(f"retrieval off for {', '.join(without_evidence)} (the paper's setting gathers evidence for {them})")
+    empty = {config: c for config, c in (evidence_free or {}).items() if c.without}
+    if empty:
+        counts = ", ".join(f"{config} {c.without} of {c.gathered}" for config, c in empty.items())
+        differences.append(f"samples that got no evidence item: {counts} (their evidence reports in results.jsonl say why)")
     return Setting(
         dataset=spec, dataset_kind=kind, samples=samples, available=len(loaded.samples), limit=limit,
         fixture=is_fixture(path), paper_split=paper.split, paper_samples=paper.samples, backend=backend, model=model,
@@ -266,7 +274,7 @@ def table_result(table: PaperTable, setting: Setting, runs: dict[str, tuple[Path
             "samples": len(rows), "errors": metrics.errors, "abstained": metrics.abstained,
             "calls_per_sample": metrics.calls_per_sample, "prompt_tokens_per_sample": metrics.prompt_tokens_per_sample,
             "completion_tokens_per_sample": metrics.completion_tokens_per_sample,
-            "cost_per_sample_usd": metrics.cost_per_sample_usd, "retrieval": retrieval,
+            "cost_per_sample_usd": metrics.cost_per_sample_usd, "retrieval": retrieval, "evidence": metrics.evidence,
             "escalated": None if metrics.escalation is None else
             metrics.escalation.share * (100.0 if table.scale == "percent" else 1.0),
         }))
@@ -346,8 +354,9 @@ async def reproduce(
     settings = first.settings.get(first.backend_name)
     without_evidence = [config for config, (_, _, mode) in runs.items()
                         if mode == "off" and settings_of(load_config(config)) is not None]
+    coverage = {config: found for config, (_, rows, _) in runs.items() if (found := evidence_coverage(rows)) is not None}
     setting = describe_setting(checked.table, checked.kind, request.dataset, loaded, len(samples), request.limit,
-                               first.backend_name, settings.model_name, without_evidence)
+                               first.backend_name, settings.model_name, without_evidence, coverage)
     result = table_result(checked.table, setting, runs, resamples=request.resamples, seed=request.bootstrap_seed,
                           kind=checked.kind)
     return ReproduceOutcome(result=result, interrupted=False, ran=ran, worker_deaths=deaths)

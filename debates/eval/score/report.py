@@ -115,6 +115,8 @@ def markdown(summary: RunSummary) -> str:
         f"| cost (USD) total / per sample | {_fmt(m.cost_usd, 4)} / {_fmt(m.cost_per_sample_usd, 6)} |",
         *([f"| escalated to best-of-N by the planner (AgentM3D reports 69.1% on MMFakeBench, 77.2% on Combined) | "
            f"{100 * m.escalation.share:.1f}% ({m.escalation.escalated} of {m.escalation.planned}) |"] if m.escalation else []),
+        *([f"| samples with no evidence item (of those whose evidence was gathered) | {m.evidence.without} of {m.evidence.gathered} |"]
+          if m.evidence else []),
         "",
     ]
     if m.classification:
