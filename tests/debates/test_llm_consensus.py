@@ -138,6 +138,7 @@ async def test_json_turns_leave_room_for_detailed_arguments() -> None:
 
 def test_configuration_files_are_listed_in_the_readme() -> None:
     readme = (REPO / "README.md").read_text()
-    for name in PAPER + ["async-three", "async-ai-three", "sync-three", "disambiguation-three", "agentm3d-lazy"]:
+    for name in PAPER + ["async-three", "async-ai-three", "sync-three", "disambiguation-three", "agentm3d-lazy", "async-closed",
+                         "mmd-agent-decoupled"]:
         assert f"`{name}`" in readme, name
     assert Path(REPO / "debates" / "configs" / "async.yaml").is_file()
