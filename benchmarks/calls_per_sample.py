@@ -32,9 +32,9 @@ sys.path.insert(0, str(REPO))
 
 from autogen_core.models import LLMMessage  # noqa: E402
 
-from debates.config import DebateConfig, TurnPolicyConfig  # noqa: E402
-from debates.strategy import load_config  # noqa: E402
-from debates.strategies.debate import run_debate  # noqa: E402
+from debates.chat.config import DebateConfig, TurnPolicyConfig  # noqa: E402
+from debates.config_loader import load_config  # noqa: E402
+from debates.session import run_sample  # noqa: E402
 from m3d_agents.backends.factory import BackendPool  # noqa: E402
 from m3d_agents.sample import Sample  # noqa: E402
 from tests.support.scripted import ScriptedClient, scripted_backend, text_of  # noqa: E402
@@ -121,7 +121,7 @@ async def run_config(name: str, samples: list[Sample], n: int, level1_rate: floa
     m_star: Counter[int] = Counter()
     escalated = saved = 0
     for i, sample in enumerate(samples):
-        verdict = await run_debate(config, sample, pool, backend="bench", seed=i)
+        verdict = await run_sample(config, sample, pool, backend="bench", seed=i)
         calls.append(verdict.accounting.model_calls)
         by_role.update({role: usage.calls for role, usage in verdict.accounting.by_role.items()})
         selection = verdict.diagnostics["selection"]

@@ -31,9 +31,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from debates.cli.main import app
-from debates.eval.paper_tables import load_table, missing_configs
-from debates.eval.prices import HOSTED
-from debates.strategy import available_configs
+from debates.eval.papers.paper_tables import load_table, missing_configs
+from debates.eval.score.prices import HOSTED
+from debates.config_loader import available_configs
 from tests.support.paths import REPO
 from tests.support.reproduce_script import backend_file, scripted_table_server
 

@@ -67,10 +67,11 @@ sys.path.insert(0, str(REPO))
 
 from autogen_core.models import CreateResult, LLMMessage, RequestUsage  # noqa: E402
 
-from debates.eval.prices import HOSTED  # noqa: E402
+from debates.eval.score.prices import HOSTED  # noqa: E402
 from debates.strategies.t2agent.config import T2AgentConfig  # noqa: E402
 from m3d_agents.backends.choices import Choices  # noqa: E402
-from debates.strategy import load_config, run_sample  # noqa: E402
+from debates.config_loader import load_config  # noqa: E402
+from debates.session import run_sample  # noqa: E402
 from m3d_agents.backends.factory import BackendPool  # noqa: E402
 from m3d_agents.datasets import load_dataset  # noqa: E402
 from m3d_agents.evidence import Evidence  # noqa: E402

@@ -381,8 +381,9 @@ MANIFEST = dict(dataset="benchmark", backend="bench", seed=0, taxonomy="binary")
 
 async def batch(config: str, items: list[Any], pool: Any, out: Path, concurrency: int, **ray: Any) -> dict[str, Any]:
     """One run: wall time and CPU of this process (and, on Ray, of the workers), and the model calls."""
-    from debates.eval.batch import BatchRunner, RunManifest
-    from debates.eval.ray_runner import RayBatchRunner
+    from debates.eval.run.batch import BatchRunner
+    from debates.eval.records import RunManifest
+    from debates.eval.run.ray_runner import RayBatchRunner
 
     kind = RayBatchRunner if ray else BatchRunner
     runner = kind(config, items, pool, out, RunManifest(config=config, **MANIFEST), concurrency=concurrency,
@@ -643,7 +644,7 @@ def reuse_of(calls: list[list[Any]]) -> tuple[int, int]:
 
 
 async def prefix_reuse(args: argparse.Namespace) -> None:
-    from debates.strategy import run_sample
+    from debates.session import run_sample
 
     server = Server("--delay", "0", "--long-answers")
     tokens = Tokens()
@@ -756,7 +757,7 @@ def main() -> None:
         asyncio.run(serve(Latency(args.delay, median, args.p95 if median else None), args.long_answers))
         return
 
-    from debates.strategy import available_configs
+    from debates.config_loader import available_configs
 
     if args.config not in available_configs():
         raise SystemExit(f"configuration {args.config!r} is not available (available: {', '.join(available_configs())})")

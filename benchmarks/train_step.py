@@ -25,9 +25,9 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=32, help="tokens per model turn (the paper allows 768)")
     args = parser.parse_args()
 
-    from debates.strategy import load_config
-    from debates.training.grpo import GRPOSettings, train_grpo
-    from debates.training.local_model import prepare_local_model
+    from debates.config_loader import load_config
+    from debates.strategies.factguard.training.grpo import GRPOSettings, train_grpo
+    from debates.strategies.factguard.training.local_model import prepare_local_model
     from m3d_agents.sample import Sample, VideoRef
 
     started = time.perf_counter()

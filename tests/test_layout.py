@@ -4,8 +4,15 @@
   ``prompts``, counting imports inside functions too. Imports under ``if TYPE_CHECKING:`` are
   annotations only (never executed) and are not counted.
 - AutoGen's private modules are imported only by the chat machinery (``debates/chat``).
-- No module outside ``debates/protocols`` branches on a protocol's name.
+- No module outside ``debates/strategies/debate/protocols`` branches on a protocol's name.
 - No test module imports another test module; shared helpers live in ``tests/support``.
+- ``debates`` is layered, and a module imports only its own layer or the layers below it:
+  front-ends (``cli``, ``ui``) over the harness (``eval.papers`` over ``eval.run`` over
+  ``eval.score``) over the strategies over the turn policies over the chat machinery over the
+  kernel (``strategy``, ``config_loader``, ``session``). The kernel imports no strategy; the
+  strategies import no harness or front-end.
+- No strategy imports another strategy's internals; what two strategies share lives below them
+  (``debates/chat``, ``debates/turns``, ``m3d_agents/tools``) or in ``debates/strategies/checker.py``.
 """
 
 from __future__ import annotations
@@ -149,7 +156,7 @@ def test_only_protocol_modules_branch_on_a_protocol_name() -> None:
     branch = re.compile(r"\bprotocol\s*(==|!=|\bin\b|\bnot in\b)\s*[\"'(\[{]")
     offenders = [
         name for name, path in source_files(*PACKAGES).items()
-        if branch.search(path.read_text()) and not name.startswith("debates.protocols")
+        if branch.search(path.read_text()) and not name.startswith("debates.strategies.debate.protocols")
     ]
     assert offenders == []
 
@@ -162,3 +169,69 @@ def test_no_test_module_imports_another_test_module() -> None:
                 if full.startswith("tests.") and full.rpartition(".")[2].startswith("test_") and not full.startswith("tests.support"):
                     offenders.append(f"{name} -> {full}")
     assert offenders == []
+
+
+LAYERS = (
+    ("front-end", ("debates.cli", "debates.ui", "debates.__main__")),
+    ("papers", ("debates.eval.papers",)),
+    ("run", ("debates.eval.run",)),
+    ("score", ("debates.eval.score", "debates.eval")),
+    ("strategies", ("debates.strategies",)),
+    ("turns", ("debates.turns",)),
+    ("chat", ("debates.chat",)),
+    ("kernel", ("debates.strategy", "debates.config_loader", "debates.session")),
+)
+"""Top to bottom. The package ``debates`` itself (its ``__init__``) only registers the built-ins."""
+
+SHARED_BY_STRATEGIES = {"debates.strategies", "debates.strategies.checker"}
+
+
+def layer_of(module: str) -> int | None:
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return rank
+    return None
+
+
+def strategy_unit(module: str) -> str | None:
+    """The strategy a module belongs to (``debate``, ``t2agent``, ``check`` ...), None for shared modules."""
+    if module in SHARED_BY_STRATEGIES or not module.startswith("debates.strategies."):
+        return None
+    return module.split(".")[2]
+
+
+def test_debates_layers_import_only_downward() -> None:
+    graph = import_graph(source_files("debates"))
+    upward = [
+        f"{name} -> {target}"
+        for name, targets in graph.items() for target in targets
+        if (a := layer_of(name)) is not None and (b := layer_of(target)) is not None and b < a
+    ]
+    assert upward == []
+
+
+def test_the_kernel_imports_no_strategy_and_the_strategies_no_harness() -> None:
+    graph = import_graph(source_files("debates"))
+    kernel = LAYERS[-1][1]
+    offenders = [
+        f"{name} -> {target}" for name, targets in graph.items() for target in targets
+        if (name in kernel and target.startswith("debates.strategies"))
+        or (name.startswith("debates.strategies") and target.startswith(("debates.eval", "debates.cli", "debates.ui")))
+    ]
+    assert offenders == []
+
+
+def test_no_strategy_imports_another_strategys_internals() -> None:
+    graph = import_graph(source_files("debates"))
+    offenders = [
+        f"{name} -> {target}" for name, targets in graph.items() for target in targets
+        if (own := strategy_unit(name)) and (other := strategy_unit(target)) and own != other
+    ]
+    assert offenders == []
+
+
+def test_the_layer_rules_catch_an_upward_import() -> None:
+    assert layer_of("debates.chat.team") is not None and layer_of("debates.eval.run.batch") is not None
+    assert layer_of("debates.eval.run.batch") < layer_of("debates.chat.team")  # type: ignore[operator]
+    assert strategy_unit("debates.strategies.t2agent.tree") == "t2agent"
+    assert strategy_unit("debates.strategies.checker") is None

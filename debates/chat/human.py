@@ -17,8 +17,8 @@ from autogen_core import CancellationToken
 import prompts
 from debates.chat.human_input import InputFunc
 from debates.chat.visibility import SeatView
-from debates.config import DebateConfig, SeatConfig
-from debates.protocol import DebateProtocol
+from debates.chat.config import DebateConfig, SeatConfig
+from debates.chat.protocol import DebateProtocol
 from m3d_agents.evidence import Evidence
 from m3d_agents.media.images import PreparedSample
 from m3d_agents.labels import Taxonomy

@@ -21,10 +21,10 @@ from pydantic import BaseModel
 from debates.chat.reading import StanceReading
 from debates.chat.structured_turns import instruction, read_structured, turn_schema
 from debates.chat.visibility import SeatView
-from debates.config import DebateConfig, SeatConfig
-from debates.protocol import DebateProtocol
-from debates.turns.base import TurnContext, TurnPolicy, TurnRequest
-from debates.turns.scoring import SelectorState
+from debates.chat.config import DebateConfig, SeatConfig
+from debates.chat.protocol import DebateProtocol
+from debates.chat.turn_policy import TurnContext, TurnPolicy, TurnRequest
+from debates.chat.turn_state import TurnPolicyState
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.errors import ParseError
 from m3d_agents.evidence import Evidence
@@ -46,7 +46,7 @@ class ModelSeat(BaseChatAgent):
         turn_policy: TurnPolicy,
         create_kwargs: dict[str, object],
         vision: bool,
-        selector: SelectorState | None = None,
+        turn_state: TurnPolicyState | None = None,
         structured: Callable[[type[BaseModel]], dict[str, Any]] | None = None,
         tools: ToolContext | None = None,
     ) -> None:
@@ -74,7 +74,7 @@ class ModelSeat(BaseChatAgent):
                 self._create_kwargs.update(args["extra_create_args"])
                 self._structured_hint = instruction(taxonomy, with_queries, config.max_queries_per_turn)
         self._vision = vision
-        self._selector = selector if selector is not None else SelectorState()
+        self._turn_state = turn_state if turn_state is not None else TurnPolicyState()
         self._tools = tools
         self.last_error: str | None = None
 
@@ -107,7 +107,7 @@ class ModelSeat(BaseChatAgent):
             retries=self._config.retries,
             create_kwargs={"extra_create_args": dict(self._create_kwargs)},
             on_retry=lambda: setattr(self._client.ledger, "parse_retries", self._client.ledger.parse_retries + 1),
-            context=TurnContext(self.seat, self._config, self._prepared, self._selector, self._vision, self.view.own_round,
+            context=TurnContext(self.seat, self._config, self._prepared, self._turn_state, self._vision, self.view.own_round,
                                 self._tools),
         )))
         # Every call of the turn (candidates, rewards, critiques, the planner) stops when the debate does.

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from debates.chat.reading import StanceReading
-from debates.config import DebateConfig
-from debates.protocol import PROTOCOLS, DebateProtocol
-from debates.turns.scoring import SelectorState
+from debates.chat.config import DebateConfig
+from debates.chat.protocol import PROTOCOLS, DebateProtocol
+from debates.chat.turn_state import TurnPolicyState
 from m3d_agents.labels import Taxonomy
 from m3d_agents.verdict import TranscriptTurn
 
@@ -53,7 +53,7 @@ class DebateState:
     turns: list[TurnRecord] = field(default_factory=list)
     answered_queries: int = 0
     stop_reason: str = ""
-    selector: SelectorState = field(default_factory=SelectorState)
+    turn_state: TurnPolicyState = field(default_factory=TurnPolicyState)
     protocol: DebateProtocol = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -87,7 +87,7 @@ class DebateState:
         self.turns.clear()
         self.stop_reason = ""
         self.answered_queries = 0
-        self.selector.reset()
+        self.turn_state.reset()
 
     def finished_turn(self, message: object) -> TurnRecord | None:
         """The turn that a streamed message completed; None for events, and for messages not yet recorded.

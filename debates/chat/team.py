@@ -103,7 +103,7 @@ class DebateManager(BaseGroupChatManager):
         return planned
 
 
-class DebateGroupChat(BaseGroupChat, Generic[S]):
+class PolicyGroupChat(BaseGroupChat, Generic[S]):
     """A group chat of participants driven by a speaker policy over an explicit state.
 
     ``policy(state)`` names who speaks next (several names speak concurrently), or returns None to
@@ -123,7 +123,7 @@ class DebateGroupChat(BaseGroupChat, Generic[S]):
         self.state = state
         self.policy = policy
         super().__init__(
-            name="DebateGroupChat",
+            name="PolicyGroupChat",
             description="a debate",
             participants=participants,
             group_chat_manager_name="DebateManager",

@@ -2,7 +2,7 @@
 
 A :class:`SeatView` records what the group chat delivered to one seat (and the seat's own
 messages, which the chat does not send back). Which of those messages the seat may use for its
-next turn is the protocol's rule (:meth:`debates.protocol.DebateProtocol.visible`); the view
+next turn is the protocol's rule (:meth:`debates.chat.protocol.DebateProtocol.visible`); the view
 only offers the common selections (the latest answer of a speaker, optionally before a round).
 The same views serve model seats and people.
 """
@@ -15,8 +15,8 @@ from typing import Sequence
 from autogen_agentchat.messages import BaseChatMessage
 
 from debates.chat.state import DESK_NAME
-from debates.config import DebateConfig, SeatConfig
-from debates.protocol import DebateProtocol
+from debates.chat.config import DebateConfig, SeatConfig
+from debates.chat.protocol import DebateProtocol
 
 
 ARGUING_ROLES = ("debater", "actor", "skeptic")

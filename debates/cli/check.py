@@ -10,7 +10,8 @@ import typer
 from debates.cli.common import (
     build_sample, evidence_store_option, print_verdict, replayed_sample, retrieval_option, run_cli, run_post,
 )
-from debates.strategy import available_configs, load_config, run_sample
+from debates.config_loader import available_configs, load_config
+from debates.session import run_sample
 from m3d_agents.backends.config import BackendSettings, load_backend_settings
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError

@@ -18,7 +18,8 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from debates.strategy import StrategyConfig, run_sample
+from debates.strategy import StrategyConfig
+from debates.session import run_sample
 from m3d_agents.backends.config import BackendSettings
 from m3d_agents.backends.factory import Backend, BackendPool
 from m3d_agents.errors import BackendError, InputError
@@ -335,7 +336,7 @@ async def run_post(
 
 class ProgressBar:
     """A run's progress on stderr: done of total, time, ETA and the running figures (a
-    :class:`~debates.eval.evaluate.RunProgress`); use it as a context manager around the run."""
+    :class:`~debates.eval.run.evaluate.RunProgress`); use it as a context manager around the run."""
 
     def __init__(self, enabled: bool = True) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn

@@ -25,9 +25,9 @@ def compare(
     ),
 ) -> None:
     """Print runs side by side, with paired bootstrap 95% intervals on the differences to the first."""
-    from debates.eval.annotations import GoldSource, read_annotations
-    from debates.eval.compare import paired_bootstrap
-    from debates.eval.report import load_run, plot_tradeoffs, run_label, summarise
+    from debates.eval.score.annotations import GoldSource, read_annotations
+    from debates.eval.score.compare import paired_bootstrap
+    from debates.eval.score.report import load_run, plot_tradeoffs, run_label, summarise
     from m3d_agents.errors import InputError
 
     async def main() -> tuple[list, list]:

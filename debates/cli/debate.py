@@ -11,8 +11,9 @@ from debates.chat.human_input import console_input
 from debates.cli.common import (
     build_sample, evidence_store_option, print_verdict, replayed_sample, retrieval_option, run_cli, stream_turn,
 )
-from debates.config import DebateConfig
-from debates.strategy import available_configs, load_config, run_sample, with_overrides
+from debates.chat.config import DebateConfig
+from debates.config_loader import available_configs, load_config, with_overrides
+from debates.session import run_sample
 from m3d_agents.backends.config import BackendSettings, load_backend_settings
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from debates.strategy import available_configs
+from debates.config_loader import available_configs
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, retrieval_option, run_cli
 
 
@@ -67,7 +67,7 @@ def evaluate(
 ) -> None:
     """Run a configuration over a data set; rerun the same command to resume an interrupted run."""
     from m3d_agents.datasets import parse_option_pairs
-    from debates.eval.evaluate import EvaluateRequest, check_request, run_costs_line, run_evaluation, worker_deaths_line
+    from debates.eval.run.evaluate import EvaluateRequest, check_request, run_costs_line, run_evaluation, worker_deaths_line
 
     async def main() -> Any:
         request = EvaluateRequest(

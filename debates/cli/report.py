@@ -18,8 +18,8 @@ def report(
     ),
 ) -> None:
     """Score a run again and write its report; the results file is only read."""
-    from debates.eval.annotations import GoldSource
-    from debates.eval.report import ANNOTATED_REPORT, REPORT, RunSummary, write_report
+    from debates.eval.score.annotations import GoldSource
+    from debates.eval.score.report import ANNOTATED_REPORT, REPORT, RunSummary, write_report
     from m3d_agents.errors import InputError
 
     async def main() -> RunSummary:

@@ -14,8 +14,8 @@ from debates.cli.evaluate import _rate_limits, max_tries_option, ray_address_opt
 
 def list_tables() -> None:
     """One entry per table: its id, the paper's table, the data sets, what it shows, and the configurations it runs."""
-    from debates.eval.paper_tables import all_tables, missing_configs
-    from debates.strategy import available_configs
+    from debates.eval.papers.paper_tables import all_tables, missing_configs
+    from debates.config_loader import available_configs
 
     for t in all_tables():
         missing = missing_configs(t, available_configs())
@@ -29,7 +29,7 @@ def list_tables() -> None:
 
 
 def print_table(result: Any) -> None:
-    from debates.eval.table_report import COLUMNS, cells
+    from debates.eval.papers.table_report import COLUMNS, cells
 
     for line in result.header:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -72,9 +72,9 @@ def reproduce(
     if missing:
         fail(f"reproduce: give {', '.join(missing)} (or --list to see the tables)")
     from m3d_agents.datasets import parse_option_pairs
-    from debates.eval.reproduce import ReproduceOutcome, ReproduceRequest, check_reproduction
-    from debates.eval.reproduce import reproduce as run_table
-    from debates.eval.table_report import write_table
+    from debates.eval.papers.reproduce import ReproduceOutcome, ReproduceRequest, check_reproduction
+    from debates.eval.papers.reproduce import reproduce as run_table
+    from debates.eval.papers.table_report import write_table
 
     assert table is not None and dataset is not None and backend is not None and out is not None
 

@@ -134,8 +134,8 @@ def select_for_config(
     """Alg. 2 over a whole configuration: each tool set runs the configuration on the same dev posts."""
     import asyncio
 
-    from debates.eval.tool_selection import ToolSelectable, balanced_samples, config_accuracy
-    from debates.strategy import available_configs, load_config
+    from debates.eval.run.tool_selection import ToolSelectable, balanced_samples, config_accuracy
+    from debates.config_loader import available_configs, load_config
     from m3d_agents.backends.config import load_backend_settings
     from m3d_agents.backends.factory import BackendPool
     from m3d_agents.datasets import load_dataset

@@ -19,7 +19,7 @@ def export_sft_command(
     review: int = typer.Option(20, "--review", min=0, help="Rows copied to <out>.review.jsonl for a manual check."),
 ) -> None:
     """Export the trajectories of a run as SFT data, keeping only well-formed, right answers."""
-    from debates.training.export import export_sft
+    from debates.strategies.factguard.training.export import export_sft
     from m3d_agents.errors import InputError
 
     if fmt not in ("hf", "llamafactory"):
@@ -48,7 +48,7 @@ def prepare_local_model_command(
 ) -> None:
     """Convert the embedded 270M GGUF model to a trainable folder with a chat template (once)."""
     _train_ready()
-    from debates.training.local_model import prepare_local_model
+    from debates.strategies.factguard.training.local_model import prepare_local_model
 
     console.print(str(prepare_local_model(out, force)))
 
@@ -63,8 +63,8 @@ def sft_command(
 ) -> None:
     """Supervised fine-tuning on exported trajectories (assistant tokens only)."""
     _train_ready()
-    from debates.training.local_model import prepare_local_model
-    from debates.training.sft import SFTSettings, train_sft
+    from debates.strategies.factguard.training.local_model import prepare_local_model
+    from debates.strategies.factguard.training.sft import SFTSettings, train_sft
 
     trainer = train_sft(model or prepare_local_model(), data, out, SFTSettings(max_steps=max_steps, learning_rate=learning_rate))
     trainer.save_model(str(out))
@@ -86,9 +86,9 @@ def grpo_command(
     """GRPO with the FactGuard rewards, the project's loop generating the rollouts."""
     _train_ready()
     from debates.strategies.factguard import FactGuardConfig
-    from debates.strategy import load_config
-    from debates.training.grpo import GRPOSettings, train_grpo
-    from debates.training.local_model import prepare_local_model
+    from debates.config_loader import load_config
+    from debates.strategies.factguard.training.grpo import GRPOSettings, train_grpo
+    from debates.strategies.factguard.training.local_model import prepare_local_model
     from m3d_agents.datasets import load_dataset, parse_option_pairs
     from m3d_agents.errors import InputError
 

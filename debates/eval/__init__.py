@@ -1,1 +1,2 @@
-"""Batch evaluation: run a configuration over a data set, score it, report it, compare runs."""
+"""Batch evaluation in three layers: ``run`` (running a configuration over a data set), ``score``
+(metrics, reports, comparisons) and ``papers`` (the papers' tables and reproducing them)."""

@@ -14,11 +14,34 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from m3d_agents.datasets.base import LoadReport
 from m3d_agents.errors import InputError
 from m3d_agents.redaction import redact_data
 from m3d_agents.verdict import Verdict
 
 Status = Literal["ok", "abstained", "error"]
+
+
+RESULTS = "results.jsonl"
+MANIFEST = "run.json"
+
+
+class RunManifest(BaseModel):
+    """What a run is; a resumed run must match it, so rows of two different runs never mix."""
+
+    config: str
+    dataset: str
+    dataset_options: dict[str, str] = Field(default_factory=dict)
+    backend: str
+    seed: int
+    taxonomy: str
+    created: str = ""
+    load_report: LoadReport | None = None
+    retrieval: str | None = Field(None, description="where the evidence came from: live, record, replay or off")
+
+    def identity(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("config", "dataset", "dataset_options", "backend", "seed")}
+
 
 
 class RowError(BaseModel):

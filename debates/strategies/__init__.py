@@ -2,7 +2,7 @@
 
 | strategy | module |
 |---|---|
-| ``debate`` (every group-chat protocol) | :mod:`debates.strategies.debate` |
+| ``debate`` (every group-chat protocol) | :mod:`debates.strategies.debate.strategy` |
 | ``check`` | :mod:`debates.strategies.check` |
 | ``self-consistency`` | :mod:`debates.strategies.self_consistency` |
 | ``t2agent`` (tree search over forgery sources) | :mod:`debates.strategies.t2agent` |

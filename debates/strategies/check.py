@@ -11,27 +11,17 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from debates.strategy import RunContext, StrategyConfig, strategy
-from m3d_agents.agents.checker import CheckerAgent, CheckerAnswer, checked
-from m3d_agents.backends.factory import BackendPool
+from debates.strategies.checker import CheckerAgent, checked, checker_turn
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import prepare_sample
-from m3d_agents.sample import InputLimits, Sample
-from m3d_agents.verdict import Finding, TranscriptTurn, Verdict
+from m3d_agents.sample import Sample
+from m3d_agents.verdict import Finding, Verdict
 
 
 class CheckConfig(StrategyConfig):
     strategy: Literal["check"] = "check"
     backend: str | None = Field(None, description="None: the configured default backend")
     retries: int = Field(2, ge=0, description="asks again this many times when the answer cannot be read")
-
-
-def checker_turn(name: str, answer: CheckerAnswer, round: int = 1) -> TranscriptTurn:
-    """The transcript turn of one checker answer, with its label when it could be read."""
-    post = checked(answer)
-    return TranscriptTurn(
-        speaker=name, role="checker", round=round, text=answer.text, stance=post.label if post else None,
-        parse_error=answer.error,
-    )
 
 
 @strategy("check")
@@ -73,15 +63,3 @@ class Check:
             transcript=[turn], evidence_ids=[e.id for e in evidence],
             diagnostics=diagnostics,
         )
-
-
-async def check_sample(
-    sample: Sample,
-    pool: BackendPool,
-    backend_name: str = "local",
-    limits: InputLimits | None = None,
-    retries: int = 2,
-) -> Verdict:
-    """The ``check`` strategy on one sample, with the given backend (the Python entry point)."""
-    config = CheckConfig(name="check", retries=retries)
-    return await Check(config).run(sample, RunContext(pool=pool, backend=backend_name, limits=limits))

@@ -23,9 +23,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from debates.strategies.check import checker_turn
 from debates.strategy import RunContext, StrategyConfig, strategy
-from m3d_agents.agents.checker import CheckerAgent, checked
+from debates.strategies.checker import CheckerAgent, checked, checker_turn
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import prepare_sample
 from m3d_agents.sample import Sample

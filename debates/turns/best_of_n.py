@@ -6,7 +6,7 @@ Alg. 1 as written) every candidate is scored, the scores are sorted and the top-
 and the best candidate wins. With ``scoring: lazy`` candidates are scored in sampling order and
 scoring stops at m*, so later candidates cost no reward and no critique call, but the winner may
 not be the best of all N. Each turn records m*, the scores and the calls saved in the per-sample
-selector state.
+turn-policy state.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from autogen_core.models import LLMMessage
 
-from debates.config import TurnPolicyConfig
+from debates.chat.config import TurnPolicyConfig
 from debates.turns.critics import Critic, ForgeryReport, critic_for
 from debates.turns.rewards import RewardScorer, build_reward_scorer
-from debates.turns.scoring import CandidateScore, TurnSelection, best_index, early_stop_m, gap_exceeds
-from debates.turns.base import TURN_POLICIES, TurnContext, TurnRequest
+from debates.turns.scoring import CandidateScore, best_index, early_stop_m, gap_exceeds
+from debates.chat.turn_state import TurnSelection
+from debates.chat.turn_policy import TURN_POLICIES, TurnContext, TurnRequest
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.metering import MeteredClient
 
@@ -77,7 +78,7 @@ class BestOfN:
         else:
             chosen = scores[best].index
         unscored = len(readable) - len(scores)
-        context.selector.turns.append(
+        context.turn_state.turns.append(
             TurnSelection(
                 speaker=context.seat.name,
                 round=context.round,

@@ -16,11 +16,11 @@ from typing import Callable, Protocol
 from autogen_core.models import SystemMessage, UserMessage
 
 import prompts
-from debates.config import TurnPolicyConfig
+from debates.chat.config import TurnPolicyConfig
 from debates.turns.logic_check import logic_consistency_report
 from debates.turns.rewards import Score
 from debates.turns.scoring import unit_from_ten_point
-from debates.turns.base import TurnContext
+from debates.chat.turn_policy import TurnContext
 from m3d_agents.media.post_content import described_images, user_content
 from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient

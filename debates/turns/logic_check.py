@@ -8,7 +8,7 @@ invented one.
 
 from __future__ import annotations
 
-from debates.turns.base import TurnContext
+from debates.chat.turn_policy import TurnContext
 from m3d_agents.backends.transports.schemas import structured_create_args
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.tools.analysis.logic_check import LogicVerdict, run_logic_check
@@ -17,12 +17,12 @@ _KEY = "logic_check"
 
 
 async def logic_consistency_report(client: MeteredClient, context: TurnContext, retries: int) -> str:
-    selector = context.selector
-    async with selector.lock(_KEY):
-        if _KEY not in selector.cache:
+    turn_state = context.turn_state
+    async with turn_state.lock(_KEY):
+        if _KEY not in turn_state.cache:
             checker = client.with_role("critique", agent="logic_check")
             create = structured_create_args(checker.model_info, LogicVerdict, strict=False)
             create.setdefault("extra_create_args", {})["temperature"] = 0.0
             result = await run_logic_check(context.prepared.sample.text, checker, create, retries=retries)
-            selector.cache[_KEY] = result.for_agents()
-        return str(selector.cache[_KEY])
+            turn_state.cache[_KEY] = result.for_agents()
+        return str(turn_state.cache[_KEY])

@@ -1,7 +1,7 @@
 """The planning agent and turn policy ``planned``: a single pass for easy posts, best-of-N for hard ones.
 
 The planner is asked once per sample; every seat of that sample then follows the same decision,
-which lives in the per-sample selector state. When its answer cannot be read, best-of-N is used:
+which lives in the per-sample turn-policy state. When its answer cannot be read, best-of-N is used:
 spending more calls is the safe side of an unknown difficulty, and the error is reported.
 """
 
@@ -13,9 +13,9 @@ from autogen_core.models import SystemMessage, UserMessage
 
 import prompts
 from debates.turns.best_of_n import BestOfN
-from debates.config import TurnPolicyConfig
-from debates.turns.scoring import PlanDecision
-from debates.turns.base import TURN_POLICIES, TurnContext, TurnRequest
+from debates.chat.config import TurnPolicyConfig
+from debates.chat.turn_state import PlanDecision
+from debates.chat.turn_policy import TURN_POLICIES, TurnContext, TurnRequest
 from debates.turns.single import SinglePass
 from m3d_agents.media.post_content import described_images, user_content
 from m3d_agents.asking import Answer, ask
@@ -44,11 +44,11 @@ async def ask_planner(client: MeteredClient, context: TurnContext, retries: int)
 
 
 async def plan_for_sample(client: MeteredClient, context: TurnContext, retries: int) -> PlanDecision:
-    selector = context.selector
-    async with selector.lock("plan"):
-        if selector.plan is None:
-            selector.plan = await ask_planner(client, context, retries)
-        return selector.plan
+    turn_state = context.turn_state
+    async with turn_state.lock("plan"):
+        if turn_state.plan is None:
+            turn_state.plan = await ask_planner(client, context, retries)
+        return turn_state.plan
 
 
 class Planned:
@@ -60,7 +60,7 @@ class Planned:
         plan = await plan_for_sample(request.client, request.context, request.retries)
         policy = self.best_of_n if plan.level == 1 else self.single
         if plan.level != 1:
-            request.context.selector.single_pass_turns += 1
+            request.context.turn_state.single_pass_turns += 1
         return await policy.produce(request)
 
 

@@ -15,9 +15,9 @@ from typing import Any, Callable, Protocol, Sequence
 from autogen_core.models import AssistantMessage, LLMMessage, UserMessage
 
 import prompts
-from debates.config import RewardConfig
+from debates.chat.config import RewardConfig
 from debates.turns.scoring import logistic
-from debates.turns.base import TurnContext
+from debates.chat.turn_policy import TurnContext
 from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.errors import InputError

@@ -19,10 +19,9 @@ earliest candidate wins. With N = 1 nothing is scored (m* = 1), since there is n
 
 from __future__ import annotations
 
-import asyncio
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 
 def logistic(x: float) -> float:
@@ -82,80 +81,3 @@ class CandidateScore:
         if self.reward is None or (self.critiqued and self.critique is None):
             return None
         return self.reward + (self.critique if self.critique is not None else 0.0)
-
-
-@dataclass
-class TurnSelection:
-    """What one best-of-N turn did, for the verdict's diagnostics."""
-
-    speaker: str
-    round: int
-    n: int
-    readable: int
-    m_star: int
-    chosen: int | None
-    scores: list[dict[str, Any]]
-    saved_reward_calls: int
-    saved_critique_calls: int
-    reward: str
-    critic: str | None
-    note: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "speaker": self.speaker,
-            "round": self.round,
-            "n": self.n,
-            "readable_candidates": self.readable,
-            "m_star": self.m_star,
-            "chosen": self.chosen,
-            "scores": self.scores,
-            "saved_calls": {"reward": self.saved_reward_calls, "critique": self.saved_critique_calls},
-            "reward": self.reward,
-            "critic": self.critic,
-            "note": self.note,
-        }
-
-
-@dataclass
-class PlanDecision:
-    level: int
-    text: str
-    error: str | None = None
-
-
-@dataclass
-class SelectorState:
-    """Per-sample state shared by the seats' turn policies: the planner's decision and each turn's selection.
-
-    It lives in the debate state, which is built fresh for every sample, so a plan never carries
-    over to the next sample, and is shared across seats, so the planner is asked once per sample.
-    """
-
-    plan: PlanDecision | None = None
-    turns: list[TurnSelection] = field(default_factory=list)
-    single_pass_turns: int = 0
-    cache: dict[str, Any] = field(default_factory=dict)
-    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
-
-    def lock(self, key: str) -> asyncio.Lock:
-        return self.locks.setdefault(key, asyncio.Lock())
-
-    def reset(self) -> None:
-        self.plan = None
-        self.turns.clear()
-        self.single_pass_turns = 0
-        self.cache.clear()
-        self.locks.clear()
-
-    def diagnostics(self) -> dict[str, Any]:
-        saved_reward = sum(t.saved_reward_calls for t in self.turns)
-        saved_critique = sum(t.saved_critique_calls for t in self.turns)
-        return {
-            "escalated": bool(self.turns),
-            "planner": None if self.plan is None else {"level": self.plan.level, "error": self.plan.error},
-            "best_of_n_turns": [t.as_dict() for t in self.turns],
-            "single_pass_turns": self.single_pass_turns,
-            "m_star": [t.m_star for t in self.turns],
-            "saved_calls": {"reward": saved_reward, "critique": saved_critique, "total": saved_reward + saved_critique},
-        }

@@ -13,8 +13,9 @@ from typing import Any, Awaitable, Iterable, Optional, Sequence
 
 from autogen_core import CancellationToken
 
-from debates.config import DebateConfig
-from debates.strategy import StrategyConfig, available_configs, load_config
+from debates.chat.config import DebateConfig
+from debates.strategy import StrategyConfig
+from debates.config_loader import available_configs, load_config
 from debates.chat.human_input import QueueInput
 from debates.chat.state import DESK_NAME, DebateState, TurnRecord
 from m3d_agents.backends.config import BackendConfig, load_backend_settings
@@ -177,7 +178,7 @@ def show_post(sample: Sample) -> None:
 
 
 class TranscriptView:
-    """An ``on_message`` callback for ``run_debate`` that shows every turn the moment it is finished.
+    """An ``on_message`` callback for ``run_sample`` that shows every turn the moment it is finished.
 
     ``output`` (an ``ipywidgets.Output``) keeps the transcript in one place while the debate runs in
     the background, which a person's seat needs; without it turns go to the running cell.

@@ -9,9 +9,9 @@ import pytest
 from autogen_core import Image as AgentImage
 from autogen_core.models import LLMMessage
 
-from debates.config import DebateConfig, TurnPolicyConfig
-from debates.strategies.debate import run_debate
-from debates.strategy import load_config
+from debates.chat.config import DebateConfig, TurnPolicyConfig
+from debates.session import run_sample
+from debates.config_loader import load_config
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
 from tests.support.debate import seat_pool
@@ -50,7 +50,7 @@ def cascade(name: str) -> DebateConfig:
 async def test_each_cascade_agent_sees_only_its_own_inputs(vision: bool) -> None:
     config, pool, clients = seat_pool(cascade("mmd-agent"), {n: respond for n in ("text_agent", "image_agent", "cross_modal_agent")},
                                       vision=vision)
-    verdict = await run_debate(config, SAMPLE, pool, evidence=[WIKI])
+    verdict = await run_sample(config, SAMPLE, pool, evidence=[WIKI])
     assert verdict.label == "original"
     text_call = clients["text_agent"].calls[-1]
     assert CAPTION in text_call.prompt and "WIKI-EVIDENCE" in text_call.prompt
@@ -95,7 +95,7 @@ async def test_alg1_as_written_and_the_lazy_variant_choose_different_candidates(
     config.seats[0].turn_policy = TurnPolicyConfig.model_validate(
         {**config.seats[0].turn_policy.model_dump(), "kind": "best_of_n", "critique": False, "tau": 0.3, "skip_unanimous": False})
     config, pool, _ = seat_pool(config, {"text_agent": script})
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     turn = verdict.diagnostics["selection"]["best_of_n_turns"][0]
     assert turn["chosen"] == chosen and verdict.diagnostics["answer"]["label"] == label
     assert turn["m_star"] == (2 if name == "agentm3d" else 3)
@@ -124,7 +124,7 @@ async def test_critics_answer_a_bare_score_and_only_the_image_critic_gets_the_fo
         raise AssertionError(everything[:100])
 
     config, pool, clients = seat_pool(cascade("agentm3d"), {n: critic_aware for n in ("text_agent", "image_agent", "cross_modal_agent")})
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     assert verdict.label == "visual_veracity_distortion"
     turns = verdict.diagnostics["selection"]["best_of_n_turns"]
     assert all(s["q"] == 0.75 for t in turns for s in t["scores"])
@@ -145,14 +145,14 @@ async def test_the_prose_critic_stays_an_option() -> None:
     config.seats = config.seats[:1]
     config.seats[0].turn_policy = config.seats[0].turn_policy.model_copy(update={"critique": True, "critic_format": "prose", "n": 2})
     config, pool, _ = seat_pool(config, {"text_agent": script})
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     scores = verdict.diagnostics["selection"]["best_of_n_turns"][0]["scores"]
     assert [s["q"] for s in scores] == [pytest.approx(6 / 9)] * 2
 
 
 async def test_the_planner_weighs_the_papers_three_questions_without_tools() -> None:
     config, pool, clients = seat_pool(cascade("agentm3d"), {n: respond for n in ("text_agent", "image_agent", "cross_modal_agent")})
-    await run_debate(config, SAMPLE, pool)
+    await run_sample(config, SAMPLE, pool)
     planner = next(c for c in clients["text_agent"].calls if "checking effort" in text_of(c.messages[:1]))
     for question in ("agree, contradict each other", "concrete visual evidence", "image alone settle"):
         assert question in planner.prompt

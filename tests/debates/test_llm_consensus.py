@@ -11,9 +11,9 @@ from typing import Any, Mapping, Sequence
 from autogen_core.models import LLMMessage
 
 import prompts
-from debates.config import DebateConfig
-from debates.strategies.debate import run_debate
-from debates.strategy import load_config
+from debates.chat.config import DebateConfig
+from debates.session import run_sample
+from debates.config_loader import load_config
 from m3d_agents.datasets import load_dataset
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample, SampleMetadata
@@ -53,7 +53,7 @@ async def test_rounds_get_an_independent_prompt_then_a_first_debate_prompt_then_
     scripts = {"agent_a": [answer("fake", "A1"), answer("fake", "A2"), answer("fake", "A3")],
                "agent_b": [answer("real", "B1"), answer("real", "B2"), answer("real", "B3")]}
     config, pool, clients = seat_pool(debate_config("async"), scripts)
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     assert verdict.abstained, "two debaters who end split tie: no majority"
     first, second, third = prompts_of(clients["agent_b"])
     assert "independent assessment" in first and "watermarks, flags" in first and "A1" not in first
@@ -70,7 +70,7 @@ def test_the_human_and_ai_framings_differ_only_in_who_the_other_party_is() -> No
     human, ai = prompts.load("debate/framing_human"), prompts.load("debate/framing_ai")
     assert human.replace("a person", "another AI model") == ai
     from debates.chat.visibility import SeatView
-    from debates.protocols.base import other_side
+    from debates.strategies.debate.protocols.base import other_side
 
     for template in ("debate/turn_first_debate", "debate/turn_later"):
         rendered = {}
@@ -86,7 +86,7 @@ def test_the_human_and_ai_framings_differ_only_in_who_the_other_party_is() -> No
 async def test_under_the_ai_framing_the_other_side_is_another_ai_model() -> None:
     scripts = {"agent_a": [answer("fake", "A1"), answer("fake", "A2")], "agent_b": [answer("real", "B1"), answer("fake", "B2")]}
     config, pool, clients = seat_pool(debate_config("async-ai"), scripts)
-    await run_debate(config, SAMPLE, pool)
+    await run_sample(config, SAMPLE, pool)
     second = prompts_of(clients["agent_a"])[1]
     assert "with another AI model" in second and "this is what the other AI model thinks:" in second
     assert "The other AI model, round 1:" in second and "agent_b" not in second
@@ -100,7 +100,7 @@ async def test_out_of_context_data_sets_say_the_image_is_authentic() -> None:
     authentic = SAMPLE.model_copy(update={"metadata": SampleMetadata(images_authentic=True)})
     for sample, expected in ((authentic, True), (SAMPLE, False)):
         config, pool, clients = seat_pool(debate_config("async"), {n: [answer("fake")] for n in ("agent_a", "agent_b")})
-        await run_debate(config, sample, pool)
+        await run_sample(config, sample, pool)
         assert ("has not been digitally altered" in prompts_of(clients["agent_a"])[0]) is expected
 
 
@@ -112,7 +112,7 @@ async def test_disambiguation_takes_turns_and_the_desk_answers_before_the_next_s
     scripts = {"agent_a": [answer("real", "A1") + "\nQUERY: who took the photo", answer("fake", "A2")],
                "agent_b": [answer("fake", "B1"), answer("fake", "B2")]}
     config, pool, clients = seat_pool(debate_config("disambiguation"), scripts)
-    verdict = await run_debate(config, SAMPLE, pool, query_answerer=Answerer())
+    verdict = await run_sample(config, SAMPLE, pool, query_answerer=Answerer())
     assert [t.speaker for t in verdict.transcript] == ["agent_a", "retrieval_desk", "agent_b", "agent_a"]
     assert "ANSWER-TO" not in prompts_of(clients["agent_b"])[0], "a first answer stays independent"
     assert "ANSWER-TO[who took the photo]" in prompts_of(clients["agent_a"])[1]
@@ -127,7 +127,7 @@ async def test_json_turns_leave_room_for_detailed_arguments() -> None:
         return json.dumps({"argument": long_argument, "answer": "fake", "confidence": 0.7})
 
     config, pool, _ = seat_pool(debate_config("async"), {n: respond for n in ("agent_a", "agent_b")}, json_output=True)
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     assert verdict.label == "fake" and verdict.transcript[0].text.startswith(long_argument.strip())
 
 

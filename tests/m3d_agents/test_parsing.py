@@ -19,7 +19,6 @@ from m3d_agents.parsing import (
     parse_model,
     parse_probabilities,
     parse_ten_point_score,
-    parse_think_answer,
     parse_unit_score,
     parse_yes_no,
 )
@@ -169,18 +168,6 @@ def test_probabilities_normalise_to_one(weights: list[int]) -> None:
     parsed = parse_probabilities("[" + ", ".join(f"{p:.6f}" for p in probs) + "]", expected=len(probs))
     assert sum(parsed) == pytest.approx(1.0)
     assert parsed == pytest.approx(probs, abs=1e-5)
-
-
-def test_think_answer() -> None:
-    parsed = parse_think_answer("<think>The frames show a flood.</think>\n<answer>fake</answer>")
-    assert parsed.think == "The frames show a flood."
-    assert parsed.answer == "fake"
-    assert parse_think_answer("<answer> real").answer == "real"
-    assert parse_think_answer("<answer>real</answer>").think is None
-    with pytest.raises(ParseError):
-        parse_think_answer("<think>hmm</think> real")
-    with pytest.raises(ParseError):
-        parse_think_answer("<answer>  </answer>")
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import tracemalloc
 
 import pytest
 
-from debates.strategy import load_config
+from debates.config_loader import load_config
 from m3d_agents.errors import InputError
 from m3d_agents.safe_yaml import MAX_ALIAS_NODES, load_yaml
 

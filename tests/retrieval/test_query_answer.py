@@ -121,7 +121,7 @@ async def test_a_news_site_is_kept_while_its_fact_check_section_is_dropped() -> 
 
 
 async def test_a_configuration_that_asks_for_pages_gets_the_pipeline_as_its_web_searcher(tmp_path: Path) -> None:
-    from debates.strategy import load_config
+    from debates.config_loader import load_config
     from m3d_agents.backends.factory import BackendPool
     from retrieval.runpath import open_retrieval
 

@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from debates.cli.main import app
 from debates.eval.records import read_rows
-from debates.strategy import load_config, run_sample
+from debates.config_loader import load_config
+from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample

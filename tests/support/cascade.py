@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from debates.config import DebateConfig, TurnPolicyConfig
-from debates.strategy import load_config
+from debates.chat.config import DebateConfig, TurnPolicyConfig
+from debates.config_loader import load_config
 from m3d_agents.sample import Sample
 from tests.support.paths import EXAMPLE_IMAGE
 

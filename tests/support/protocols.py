@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from debates.chat.state import DebateState
 from debates.chat.visibility import SeatView
-from debates.config import DebateConfig
-from debates.strategy import load_config
+from debates.chat.config import DebateConfig
+from debates.config_loader import load_config
 from m3d_agents.labels import get_taxonomy
 
 

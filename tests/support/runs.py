@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from debates.eval.batch import BatchRunner, RunManifest
-from debates.eval.report import write_report
+from debates.eval.run.batch import BatchRunner
+from debates.eval.records import RunManifest
+from debates.eval.score.report import write_report
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.datasets import load_dataset
 from m3d_agents.sample import Sample

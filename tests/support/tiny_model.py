@@ -15,7 +15,7 @@ def tiny_model(folder: Path) -> Path:
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    from debates.training.chat_template import CHAT_TEMPLATE
+    from debates.strategies.factguard.training.chat_template import CHAT_TEMPLATE
 
     words: set[str] = set()
     for path in sorted((REPO / "prompts" / "factguard").glob("*.md")):

@@ -294,7 +294,7 @@ class VisualAnalyst(Participant):
         return "\n".join(lines), None, error
 
 
-class Judge(Participant):
+class Reasoner(Participant):
     """The screener (R-T) on a batch of new items, or the reasoner (R-A) on the whole useful pool."""
 
     async def act(self) -> tuple[str, str | None, str | None]:
@@ -367,8 +367,8 @@ def build_participants(flow: Workflow) -> list[Participant]:
             ctx.searchers.get("web") or ctx.query_answerer,
         ),
         "visual_analyst": lambda: VisualAnalyst("visual_analyst", flow, "reads the pages that show the post's image"),
-        "screener": lambda: Judge("screener", flow, "keeps the new evidence that bears on the claim"),
-        "reasoner": lambda: Judge("reasoner", flow, "judges the claim on all the useful evidence"),
+        "screener": lambda: Reasoner("screener", flow, "keeps the new evidence that bears on the claim"),
+        "reasoner": lambda: Reasoner("reasoner", flow, "judges the claim on all the useful evidence"),
         "explainer": lambda: Explainer("explainer", flow, "writes the verdict and its key points"),
     }
     return [makers[seat.role]() for seat in config.seats]

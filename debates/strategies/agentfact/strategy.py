@@ -1,6 +1,6 @@
 """Strategy ``agentfact``: AgentFact's planned, evidence-grounded fact-checking workflow on one sample.
 
-The agents are hosted in the project's group chat (:class:`~debates.chat.team.DebateGroupChat`)
+The agents are hosted in the project's group chat (:class:`~debates.chat.team.PolicyGroupChat`)
 under a deterministic policy over the run's board, as AgentFact's controller is deterministic:
 the chat gives streaming of every finished turn, cancellation in the middle of a model call, and
 a participant seat per agent, while the policy, the board and the agents stay plain, tested code.
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from debates.chat.team import DebateGroupChat
+from debates.chat.team import PolicyGroupChat
 from debates.strategies.agentfact.board import Board
 from debates.strategies.agentfact.explain import diagnostics_of, evidence_of, explanation_of, findings_of
 from debates.strategies.agentfact.participants import Workflow, build_participants
 from debates.strategies.agentfact.settings import AgentFactConfig, Role
 from debates.strategies.agentfact.state import AgentFactState, speakers
-from debates.strategies.debate import run_team
+from debates.chat.run import run_team
 from debates.strategy import RunContext, StrategyConfig, strategy
 from m3d_agents.errors import InputError
 from m3d_agents.labels import collapse_label, get_taxonomy
@@ -59,7 +59,7 @@ class AgentFact:
             backends={role: ctx.pool.get(name, model=config.seat(role).model) for role, name in backends.items()},
             notes=state.notes,
         )
-        team = DebateGroupChat(list(build_participants(flow)), state, speakers)
+        team = PolicyGroupChat(list(build_participants(flow)), state, speakers)
         await run_team(team, state, f"Check post {sample.id}.", ctx, f"the {config.name} workflow on sample {sample.id}")
         board = state.board
         explanation = explanation_of(board)

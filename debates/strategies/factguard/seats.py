@@ -29,7 +29,7 @@ from debates.strategies.factguard.config import FactGuardConfig
 from debates.strategies.factguard.frames import describe
 from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient, UsageLedger
-from m3d_agents.parsing import AgentTurn, parse_agent_turn
+from debates.strategies.factguard.turn_format import AgentTurn, parse_agent_turn
 from m3d_agents.tools.cards import ToolContext, ToolRegistry
 from m3d_agents.verdict import TranscriptTurn
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import prompts
-from debates.chat.team import DebateGroupChat
-from debates.strategies.debate import run_team
+from debates.chat.team import PolicyGroupChat
+from debates.chat.run import run_team
 from debates.strategies.factguard.config import FactGuardConfig
 from debates.strategies.factguard.frames import images_of, shown_frames, video_context
 from debates.strategies.factguard.seats import DESK, VERIFIER, FactGuardState, ToolDesk, VerifierSeat
@@ -23,7 +23,7 @@ from m3d_agents.backends.config import default_cache_root
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import prepare_sample
-from m3d_agents.parsing import ANSWER_STYLES
+from debates.strategies.factguard.turn_format import ANSWER_STYLES
 from m3d_agents.sample import Sample
 from m3d_agents.tools.cards import ToolContext
 from m3d_agents.tools.catalogue import ARGUMENTS, REGISTRY
@@ -93,7 +93,7 @@ class FactGuard:
             images_of(frames) if backend.vision else [], {t: ARGUMENTS[t] for t in config.tools}, create,
         )
         desk = ToolDesk(state, context, REGISTRY, config.tools, backend.vision, config.describe_frames, config.max_turns)
-        team = DebateGroupChat([verifier, desk], state, FactGuardState.next_speakers)
+        team = PolicyGroupChat([verifier, desk], state, FactGuardState.next_speakers)
         await run_team(team, state, f"Check video post {sample.id}.", ctx, f"the {config.name} check of sample {sample.id}")
 
         turns = state.turns

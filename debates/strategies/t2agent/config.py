@@ -18,7 +18,7 @@ from m3d_agents.labels import get_taxonomy
 from m3d_agents.tools.catalogue import default_registry
 from m3d_agents.verdict import Modality
 
-from debates.strategies.t2agent.react import FINISH, MenuDetail, canonical_answer
+from m3d_agents.tools.react import FINISH, MenuDetail, canonical_answer
 
 
 class SubtaskConfig(BaseModel):

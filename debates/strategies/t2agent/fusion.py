@@ -32,7 +32,7 @@ class SubtaskAnswer:
 
 
 @dataclass(frozen=True)
-class Decision:
+class FusionDecision:
     """How the search came out: a label with its confidence, or None with the reason."""
 
     label: str | None
@@ -54,19 +54,19 @@ def decide(
     answers: Sequence[SubtaskAnswer],
     real_label: str,
     early_stop: SubtaskAnswer | None = None,
-) -> Decision:
+) -> FusionDecision:
     """Eqs. (4)–(6), with the early stop first and an abstention when no subtask was verified.
 
     ``answers`` are in config order: the first maximum of ``[p_real, p_fake_1, …]`` wins.
     """
     if early_stop is not None:
-        return Decision(
+        return FusionDecision(
             label=early_stop.fake_label, confidence=early_stop.confidence, decided_by="early_stop",
             reason=f"early stop: the {early_stop.subtask} subtask answered fake with confidence {early_stop.confidence:.2f}",
             p_fake={early_stop.subtask: early_stop.p_fake},
         )
     if not answers:
-        return Decision(label=None, confidence=None, decided_by="abstain",
+        return FusionDecision(label=None, confidence=None, decided_by="abstain",
                         reason="no subtask reached an answer with a readable confidence score")
     p_real = fused_real_probability(answers)
     best_label, best_p = real_label, p_real
@@ -77,7 +77,7 @@ def decide(
     reason = f"fusion of {len(answers)} verified subtask(s): p_real {p_real:.4f}, " + ", ".join(
         f"p_fake[{name}] {p:.4f}" for name, p in p_fake.items()
     )
-    return Decision(label=best_label, confidence=best_p, decided_by="fusion", reason=reason, p_real=p_real, p_fake=p_fake)
+    return FusionDecision(label=best_label, confidence=best_p, decided_by="fusion", reason=reason, p_real=p_real, p_fake=p_fake)
 
 
 def chosen_answer(answers: Sequence[Node], pick: Literal["best_reward", "latest"] = "best_reward") -> Node | None:

@@ -13,7 +13,7 @@ from autogen_core.models import LLMMessage, SystemMessage, UserMessage
 
 import prompts
 from debates.strategies.t2agent.config import SubtaskConfig, T2AgentConfig
-from debates.strategies.t2agent.react import FINISH, ActionSpec, action_menu
+from m3d_agents.tools.react import FINISH, ActionSpec, action_menu
 from debates.strategies.t2agent.tree import Node
 from m3d_agents.media.images import PreparedSample
 from m3d_agents.media.post_content import image_context, user_content

@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 
 from autogen_core.models import LLMMessage
 
-from debates.strategies.t2agent.actions import ActionRunner
+from m3d_agents.tools.actions import ActionRunner
 from debates.strategies.t2agent.config import SubtaskConfig, T2AgentConfig
-from debates.strategies.t2agent.fusion import Decision, chosen_answer, decide, subtask_answer
+from debates.strategies.t2agent.fusion import FusionDecision, chosen_answer, decide, subtask_answer
 from debates.strategies.t2agent.priors import Priors, model_priors, random_priors, uniform_priors
 from debates.strategies.t2agent.prompting import (
     confidence_messages,
@@ -35,7 +35,7 @@ from debates.strategies.t2agent.prompting import (
     step_messages,
     trajectory_score_messages,
 )
-from debates.strategies.t2agent.react import ActionSpec, Step, action_specs, parse_step
+from m3d_agents.tools.react import ActionSpec, Step, action_specs, parse_step
 from debates.strategies.t2agent.report import NodeReport, PriorReport, SearchReport, SubtaskReport, ToolReport
 from debates.strategies.t2agent.scoring import read_score
 from debates.strategies.t2agent.search import Iteration, Memory, SearchOutcome, run_search
@@ -252,7 +252,7 @@ class ModelRollout:
         ))
 
 
-def _decision(config: T2AgentConfig, tree: SearchTree, outcome: SearchOutcome) -> tuple[Decision, dict[str, Node]]:
+def _decision(config: T2AgentConfig, tree: SearchTree, outcome: SearchOutcome) -> tuple[FusionDecision, dict[str, Node]]:
     chosen: dict[str, Node] = {}
     for subtask in config.subtasks:
         node = chosen_answer(tree.answers(subtask.name), config.search.fusion_answer)
@@ -266,7 +266,7 @@ def _decision(config: T2AgentConfig, tree: SearchTree, outcome: SearchOutcome) -
     return decide(answers, config.real_label), chosen
 
 
-def _findings(config: T2AgentConfig, tree: SearchTree, chosen: dict[str, Node], decision: Decision) -> list[Finding]:
+def _findings(config: T2AgentConfig, tree: SearchTree, chosen: dict[str, Node], decision: FusionDecision) -> list[Finding]:
     findings = []
     for subtask in config.subtasks:
         node = tree.subtask(subtask.name)
@@ -287,7 +287,7 @@ def _findings(config: T2AgentConfig, tree: SearchTree, chosen: dict[str, Node], 
 
 
 def _report(
-    config: T2AgentConfig, tree: SearchTree, priors: Priors, outcome: SearchOutcome, decision: Decision,
+    config: T2AgentConfig, tree: SearchTree, priors: Priors, outcome: SearchOutcome, decision: FusionDecision,
     chosen: dict[str, Node], rollout: ModelRollout, runner: ActionRunner,
 ) -> SearchReport:
     subtasks = []
@@ -326,7 +326,7 @@ def _report(
     )
 
 
-def _rationale(decision: Decision, chosen: dict[str, Node], config: T2AgentConfig) -> str:
+def _rationale(decision: FusionDecision, chosen: dict[str, Node], config: T2AgentConfig) -> str:
     parts = [decision.reason]
     for subtask in config.subtasks:
         answer = chosen.get(subtask.name)

@@ -23,9 +23,10 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.responses import HTMLResponse
 
 from debates.chat.human_input import QueueInput
-from debates.config import DebateConfig
-from debates.protocol import PROTOCOLS
-from debates.strategy import StrategyConfig, available_configs, load_config
+from debates.chat.config import DebateConfig
+from debates.chat.protocol import PROTOCOLS
+from debates.strategy import StrategyConfig
+from debates.config_loader import available_configs, load_config
 from debates.ui.web.app_state import AppState, app_state
 from debates.ui.web.errors import PageError
 from debates.ui.web.forms import checked_form, text_field

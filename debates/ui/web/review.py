@@ -3,7 +3,7 @@
 The run folder is the contract between the runner and this page (``run.json``, ``results.jsonl``,
 ``report.md``, the plots): the page reads what :mod:`debates.eval` wrote and never reaches into a
 runner. The one thing it writes is a reviewer's override, appended to ``annotations.jsonl``
-through :func:`debates.eval.annotations.append_annotation`.
+through :func:`debates.eval.score.annotations.append_annotation`.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 from starlette.responses import HTMLResponse
 
-from debates.eval.annotations import ANNOTATIONS, Annotation, GoldSource, append_annotation, latest_labels, read_annotations
-from debates.eval.batch import MANIFEST, RESULTS, RunManifest
-from debates.eval.metrics import RunMetrics, compute_metrics
+from debates.eval.score.annotations import ANNOTATIONS, Annotation, GoldSource, append_annotation, latest_labels, read_annotations
+from debates.eval.records import MANIFEST, RESULTS, RunManifest
+from debates.eval.score.metrics import RunMetrics, compute_metrics
 from debates.eval.records import EvalRow
-from debates.eval.report import REPORT, load_run
+from debates.eval.score.report import REPORT, load_run
 from debates.ui.web.app_state import app_state
 from debates.ui.web.errors import PageError
 from debates.ui.web.forms import checked_form, text_field

@@ -13,7 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from debates.strategy import StrategyConfig, load_config, run_sample
+from debates.strategy import StrategyConfig
+from debates.config_loader import load_config
+from debates.session import run_sample
 from debates.ui.web.settings import WebSettings
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict

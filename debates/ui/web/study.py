@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import HTMLResponse
 
 from debates.eval.records import ResultsFile
-from debates.strategy import available_configs
+from debates.config_loader import available_configs
 from debates.ui.web.app_state import AppState, app_state
 from debates.ui.web.errors import PageError
 from debates.ui.web.forms import checked_form, int_field, text_field

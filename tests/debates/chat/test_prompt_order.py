@@ -9,11 +9,11 @@ from typing import Any
 from autogen_core import Image as AgentImage
 from autogen_core.models import UserMessage
 
-from debates.strategies.debate import run_debate
-from debates.strategy import load_config
+from debates.session import run_sample
+from debates.config_loader import load_config
 from debates.turns.critics import ImageCritic
-from debates.turns.base import TurnContext
-from debates.turns.scoring import SelectorState
+from debates.chat.turn_policy import TurnContext
+from debates.chat.turn_state import TurnPolicyState
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.media.images import prepare_sample
 from tests.support.debate import SAMPLE, seat_pool
@@ -34,7 +34,7 @@ async def test_a_debater_gets_post_images_and_answer_format_before_the_debate_so
     debate = load_config("async")
     names = [seat.name for seat in debate.seats]
     config, pool, clients = seat_pool(debate, {n: structured for n in names}, vision=True, structured_output=True)
-    await run_debate(config, SAMPLE, pool)
+    await run_sample(config, SAMPLE, pool)
     calls = [call for client in clients.values() for call in client.calls]
     assert len(calls) == len(names) * config.max_rounds
     prefixes = set()
@@ -52,7 +52,7 @@ async def test_the_image_critic_gets_the_images_before_the_candidate_and_the_sam
     backend = scripted_backend(client)
     prepared = prepare_sample(SAMPLE)
     seat = load_config("agentm3d").seats[1]
-    context = TurnContext(seat, load_config("agentm3d"), prepared, SelectorState(), True, 1)
+    context = TurnContext(seat, load_config("agentm3d"), prepared, TurnPolicyState(), True, 1)
     critic = ImageCritic(lambda image: "no traces of editing")
     for candidate in ("First answer: Finish[IMAGE SUPPORT]", "Second answer: Finish[IMAGE REFUTE]"):
         await critic.critique(backend.view(UsageLedger(), "image_agent", "candidate"), candidate, context, retries=0)
@@ -63,6 +63,6 @@ async def test_the_image_critic_gets_the_images_before_the_candidate_and_the_sam
 
     text_only = ScriptedClient(["The score is 7"])
     await critic.critique(scripted_backend(text_only).view(UsageLedger(), "image_agent", "candidate"), "An answer",
-                          TurnContext(seat, load_config("agentm3d"), prepared, SelectorState(), False, 1), retries=0)
+                          TurnContext(seat, load_config("agentm3d"), prepared, TurnPolicyState(), False, 1), retries=0)
     (plain,) = user_parts(text_only.calls[0].messages)
     assert plain.index("no traces of editing") < plain.index("An answer")

@@ -9,8 +9,8 @@ import pytest
 import debates.chat.team
 from autogen_core import EVENT_LOGGER_NAME, SingleThreadedAgentRuntime
 
-from debates.strategy import load_config
-from debates.strategies.debate import run_debate
+from debates.config_loader import load_config
+from debates.session import run_sample
 from debates.chat.runtime import QuietRuntime, team_runtime, telemetry_wanted
 from tests.support.debate import SAMPLE, answer, seat_pool
 
@@ -53,7 +53,7 @@ async def test_the_same_debate_on_either_runtime(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(debates.chat.team, "team_runtime", recording)
     config, pool, clients = seat_pool(load_config("async-three"), SCRIPTS)
-    quiet = await run_debate(config, SAMPLE, pool)
+    quiet = await run_sample(config, SAMPLE, pool)
 
     events = logging.getLogger(EVENT_LOGGER_NAME)
     handler, level = Collect(), events.level
@@ -61,7 +61,7 @@ async def test_the_same_debate_on_either_runtime(monkeypatch: pytest.MonkeyPatch
     events.setLevel(logging.INFO)
     try:
         config, pool, clients = seat_pool(load_config("async-three"), SCRIPTS)
-        full = await run_debate(config, SAMPLE, pool)
+        full = await run_sample(config, SAMPLE, pool)
     finally:
         events.removeHandler(handler)
         events.setLevel(level)

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from debates.cli.main import app
-from debates.strategy import available_configs
+from debates.config_loader import available_configs
 
 
 @pytest.mark.parametrize("command", ["check", "debate", "evaluate"])

@@ -7,9 +7,9 @@ from typing import Any, Mapping, Sequence
 import pytest
 from autogen_core.models import LLMMessage
 
-from debates.config import DebateConfig
-from debates.strategy import load_config
-from debates.strategies.debate import run_debate
+from debates.chat.config import DebateConfig
+from debates.config_loader import load_config
+from debates.session import run_sample
 from debates.chat.human_input import QueueInput
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
@@ -20,7 +20,7 @@ async def test_async_turn_order_and_consensus_after_first_round() -> None:
     config, pool, clients = seat_pool(
         load_config("async-three"), {n: [answer("fake")] for n in ("agent_a", "agent_b", "agent_c")}
     )
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     assert [t.speaker for t in verdict.transcript] == ["agent_a", "agent_b", "agent_c"]
     assert verdict.label == "fake" and verdict.is_misinformation
     assert verdict.diagnostics["consensus_round"] == 1
@@ -36,7 +36,7 @@ async def test_async_first_round_is_independent_then_agents_see_latest_answers()
         "agent_c": [answer("real", "C-ONE"), answer("fake", "C-TWO")],
     }
     config, pool, clients = seat_pool(load_config("async-three"), scripts)
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     b_round1, c_round1 = prompts_of(clients["agent_b"])[0], prompts_of(clients["agent_c"])[0]
     assert "A-ONE" not in b_round1 and "A-ONE" not in c_round1 and "B-ONE" not in c_round1
     a_round2 = prompts_of(clients["agent_a"])[1]
@@ -53,7 +53,7 @@ async def test_async_first_round_is_independent_then_agents_see_latest_answers()
 async def test_prompts_tell_agents_they_debate_a_human_or_an_ai() -> None:
     for name, phrase in (("async-three", "discussing this post with a person"), ("async-ai-three", "with another AI model")):
         config, pool, clients = seat_pool(load_config(name), {n: [answer("fake")] for n in ("agent_a", "agent_b", "agent_c")})
-        await run_debate(config, SAMPLE, pool)
+        await run_sample(config, SAMPLE, pool)
         assert phrase in prompts_of(clients["agent_a"])[0]
 
 
@@ -64,7 +64,7 @@ async def test_sync_rounds_are_concurrent_and_see_only_the_previous_round() -> N
         "agent_c": [answer("real", "C-ONE"), answer("fake", "C-TWO"), answer("fake", "C-3")],
     }
     config, pool, clients = seat_pool(load_config("sync-three"), scripts, delay_s=0.2)
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     firsts = [clients[n].calls[0] for n in ("agent_a", "agent_b", "agent_c")]
     assert max(c.started for c in firsts) < min(c.finished for c in firsts), "round 1 calls overlap"
     a_round2 = prompts_of(clients["agent_a"])[1]
@@ -81,7 +81,7 @@ async def test_tie_without_consensus_abstains() -> None:
     config = load_config("async-three").model_copy(update={"max_rounds": 2})
     config.seats = config.seats[:2]
     config, pool, _ = seat_pool(config, {"agent_a": [answer("fake")] * 2, "agent_b": [answer("real")] * 2})
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     assert verdict.abstained and "no consensus and no majority" in (verdict.abstain_reason or "")
     assert len(verdict.transcript) == 4
 
@@ -94,7 +94,7 @@ async def test_unreadable_answers_are_retried_then_count_as_abstentions() -> Non
     }
     config = load_config("async-three").model_copy(update={"max_rounds": 1})
     config, pool, clients = seat_pool(config, scripts)
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     assert len(clients["agent_a"].calls) == 3
     assert verdict.accounting.parse_retries == 2
     assert verdict.transcript[0].stance is None and verdict.transcript[0].parse_error
@@ -109,7 +109,7 @@ async def test_judged_debate_judge_never_sees_the_evidence() -> None:
         "judge": [answer("fake", "JUDGE", confidence=0.9)],
     }
     config, pool, clients = seat_pool(load_config("judged"), scripts)
-    verdict = await run_debate(config, SAMPLE, pool, evidence=evidence)
+    verdict = await run_sample(config, SAMPLE, pool, evidence=evidence)
     assert [t.speaker for t in verdict.transcript] == ["prosecutor", "defender", "prosecutor", "defender", "judge"]
     judge_prompt = prompts_of(clients["judge"])[0]
     assert "SECRET-EVIDENCE" not in judge_prompt
@@ -128,7 +128,7 @@ async def test_judge_sees_no_image_even_on_a_vision_backend() -> None:
 
     scripts = {"prosecutor": ["p1", "p2"], "defender": ["d1", "d2"], "judge": [answer("real")]}
     config, pool, clients = seat_pool(load_config("judged"), scripts, vision=True)
-    await run_debate(config, SAMPLE, pool)
+    await run_sample(config, SAMPLE, pool)
 
     def has_image(client: ScriptedClient) -> bool:
         return any(isinstance(part, AgentImage) for m in client.calls[0].messages
@@ -143,7 +143,7 @@ async def test_actor_skeptic_order_and_only_the_actor_counts() -> None:
         "skeptic": ["Why trust the lighting? FINAL ANSWER: real", "What about the date? FINAL ANSWER: real"],
     }
     config, pool, clients = seat_pool(load_config("actor-skeptic"), scripts)
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     assert [t.speaker for t in verdict.transcript] == ["actor", "skeptic", "actor", "skeptic", "actor"]
     assert verdict.label == "fake" and verdict.diagnostics["decided_by"] == "actor"
     assert "ACT-1" in prompts_of(clients["skeptic"])[0]
@@ -152,7 +152,7 @@ async def test_actor_skeptic_order_and_only_the_actor_counts() -> None:
 
 async def test_actor_skeptic_stops_when_the_skeptic_has_no_objections() -> None:
     config, pool, _ = seat_pool(load_config("actor-skeptic"), {"actor": [answer("real")], "skeptic": ["NO OBJECTIONS"]})
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     assert [t.speaker for t in verdict.transcript] == ["actor", "skeptic"]
     assert verdict.label == "real"
     assert "no objections" in verdict.diagnostics["stop_reason"]
@@ -175,7 +175,7 @@ async def test_disambiguation_queries_are_answered_into_the_next_round() -> None
     }
     answerer = DictAnswerer()
     config, pool, clients = seat_pool(load_config("disambiguation-three"), scripts)
-    verdict = await run_debate(config, SAMPLE, pool, query_answerer=answerer)
+    verdict = await run_sample(config, SAMPLE, pool, query_answerer=answerer)
     assert answerer.asked == ["who took the Statue of Liberty storm photo"]
     speakers = [t.speaker for t in verdict.transcript]
     assert speakers.index("retrieval_desk") == 3 and len(speakers) == 7
@@ -193,7 +193,7 @@ async def test_a_human_takes_a_debater_seat_and_is_parsed_like_an_agent() -> Non
     person.put("I am not sure yet")
     person.put("The storm photo is a well-known composite. FINAL ANSWER: real")
     person.put("Fine, I agree because the original has no clouds. FINAL ANSWER: real")
-    verdict = await run_debate(config, SAMPLE, pool, human_seats={"agent_b": person})
+    verdict = await run_sample(config, SAMPLE, pool, human_seats={"agent_b": person})
     shown = [person.prompts.get_nowait() for _ in range(person.prompts.qsize())]
     assert "A1" not in shown[0], "the human's first round is independent too"
     assert "could not be read" in shown[1]
@@ -213,7 +213,7 @@ async def test_a_human_can_be_the_judge_with_a_sync_input_function() -> None:
 
     scripts = {"prosecutor": ["P1", "P2"], "defender": ["D1", "D2"]}
     config, pool, _ = seat_pool(load_config("judged"), scripts)
-    verdict = await run_debate(config, SAMPLE, pool, human_seats={"judge": person},
+    verdict = await run_sample(config, SAMPLE, pool, human_seats={"judge": person},
                                evidence=[Evidence(kind="web_page", text="SECRET-EVIDENCE")])
     assert verdict.label == "real" and verdict.diagnostics["decided_by"] == "judge"
     assert "P2" in seen[0] and "D2" in seen[0] and "SECRET-EVIDENCE" not in seen[0]
@@ -224,9 +224,9 @@ async def test_no_history_leaks_between_samples() -> None:
         return answer("fake", "FIRST-SAMPLE-ANSWER" if "Statue" in text_of(messages) else "SECOND")
 
     config, pool, clients = seat_pool(load_config("async-three"), {n: respond for n in ("agent_a", "agent_b", "agent_c")})
-    await run_debate(config, SAMPLE, pool)
+    await run_sample(config, SAMPLE, pool)
     n_before = {n: len(c.calls) for n, c in clients.items()}
-    second = await run_debate(config, Sample(text="A flood in a city centre, 2024"), pool)
+    second = await run_sample(config, Sample(text="A flood in a city centre, 2024"), pool)
     for name, client in clients.items():
         for call in client.calls[n_before[name]:]:
             assert "FIRST-SAMPLE-ANSWER" not in call.prompt and "Statue" not in call.prompt
@@ -239,7 +239,7 @@ async def test_mixed_backends_per_seat_and_judge_rule_without_consensus() -> Non
     scripts = {"agent_a": [answer("fake")], "agent_b": [answer("real")], "agent_c": [answer("real")],
                "referee": [answer("fake", confidence=0.6)]}
     config, pool, clients = seat_pool(config, scripts)
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     assert all(len(clients[n].calls) == 1 for n in scripts)
     assert verdict.label == "fake" and verdict.diagnostics["decided_by"] == "judge"
     assert verdict.backend == "b_agent_a,b_agent_b,b_agent_c,b_referee"
@@ -252,7 +252,7 @@ async def test_streaming_callback_sees_each_turn() -> None:
     async def on_message(message: Any, state: Any) -> None:
         streamed.append(getattr(message, "source", ""))
 
-    await run_debate(config, SAMPLE, pool, on_message=on_message)
+    await run_sample(config, SAMPLE, pool, on_message=on_message)
     assert [s for s in streamed if s.startswith("agent_")] == ["agent_a", "agent_b", "agent_c"]
 
 
@@ -277,7 +277,7 @@ async def test_schema_capable_backends_get_json_turns_rendered_as_prose() -> Non
 
     config, pool, clients = seat_pool(load_config("async-three"), {n: respond for n in ("agent_a", "agent_b", "agent_c")},
                                       json_output=True)
-    verdict = await run_debate(config, SAMPLE, pool)
+    verdict = await run_sample(config, SAMPLE, pool)
     assert verdict.label == "fake" and verdict.accounting.model_calls == 3
     assert verdict.transcript[0].text == "The clouds are pasted in.\nFINAL ANSWER: fake\nCONFIDENCE: 0.8"
     assert "JSON object" in prompts_of(clients["agent_a"])[0]
@@ -293,7 +293,7 @@ async def test_json_turns_carry_disambiguation_queries() -> None:
 
     config = load_config("disambiguation-three").model_copy(update={"max_rounds": 1})
     config, pool, _ = seat_pool(config, {n: respond for n in ("agent_a", "agent_b", "agent_c")}, json_output=True)
-    verdict = await run_debate(config, SAMPLE, pool, query_answerer=DictAnswerer())
+    verdict = await run_sample(config, SAMPLE, pool, query_answerer=DictAnswerer())
     assert "QUERY: statue of liberty storm photo origin" in verdict.transcript[0].text
 
 

@@ -6,8 +6,8 @@ from typing import Any, Mapping, Sequence
 
 from autogen_core.models import LLMMessage
 
-from debates.strategy import load_config
-from debates.strategies.debate import run_debate
+from debates.config_loader import load_config
+from debates.session import run_sample
 from retrieval.answerer import GatheredEvidenceAnswerer
 from retrieval.pipeline import mr2_replay_pipeline
 from retrieval.providers.mr2_trace import MR2Trace
@@ -34,7 +34,7 @@ async def test_disambiguation_debate_runs_offline_on_a_recorded_mr2_trace() -> N
     config = load_config("disambiguation-three").model_copy(update={"max_rounds": 2})
     scripts = {"agent_a": respond_as("false"), "agent_b": respond_as("false"), "agent_c": respond_as("unproven")}
     config, pool, clients = seat_pool(config, scripts)
-    verdict = await run_debate(
+    verdict = await run_sample(
         config, sample, pool, evidence_source=pipeline, query_answerer=GatheredEvidenceAnswerer(pipeline)
     )
     kept = [e for e in await pipeline.gather(sample) if e.kept]

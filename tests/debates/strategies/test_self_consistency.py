@@ -7,7 +7,9 @@ from typing import Any, Mapping, Sequence
 
 from autogen_core.models import LLMMessage
 
-from debates.strategy import STRATEGIES, available_configs, load_config, run_sample
+from debates.strategy import STRATEGIES
+from debates.config_loader import available_configs, load_config
+from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.sample import Sample
 from tests.support.scripted import ScriptedClient, scripted_backend

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from debates.strategy import load_config
-from debates.strategies.debate import run_debate
+from debates.config_loader import load_config
+from debates.session import run_sample
 from tests.support.selector_script import SelectorScript
 from tests.support.debate import seat_pool
 from tests.support.cascade import M3D_SAMPLE, bon_config, by_candidate, finish
@@ -20,7 +20,7 @@ async def test_lazy_scoring_stops_at_m_star_and_reports_saved_calls() -> None:
     )
     config = bon_config("mmd-agent-bon", critique=True, critic_format="prose", early_stop=True, scoring="lazy", tau=0.5)
     config, pool, clients = seat_pool(config, {"text_agent": script})
-    verdict = await run_debate(config, M3D_SAMPLE, pool)
+    verdict = await run_sample(config, M3D_SAMPLE, pool)
     assert verdict.label == "textual_veracity_distortion" and "CAND-0" in verdict.transcript[0].text
     turn = verdict.diagnostics["selection"]["best_of_n_turns"][0]
     assert turn["m_star"] == 2 and turn["chosen"] == 0 and turn["critic"] == "text_critic"
@@ -43,7 +43,7 @@ async def test_uniform_best_of_n_scores_every_candidate_and_cross_modal_uses_the
     )
     config = bon_config("agentm3d-lazy", kind="best_of_n", skip_unanimous=False)
     config, pool, clients = seat_pool(config, {"text_agent": script, "image_agent": script, "cross_modal_agent": script})
-    verdict = await run_debate(config, M3D_SAMPLE, pool)
+    verdict = await run_sample(config, M3D_SAMPLE, pool)
     turns = verdict.diagnostics["selection"]["best_of_n_turns"]
     assert [t["critic"] for t in turns] == ["text_critic", "image_critic", None]
     assert verdict.label == "cross_modal_consistency_distortion" and turns[2]["chosen"] == 3
@@ -52,14 +52,14 @@ async def test_uniform_best_of_n_scores_every_candidate_and_cross_modal_uses_the
     assert "fused forgery score" in image_critique, "the image critic is given the real forensic report"
 
     uniform, pool, _ = seat_pool(load_config("mmd-agent-bon"), {"text_agent": script, "image_agent": script, "cross_modal_agent": script})
-    verdict = await run_debate(uniform, M3D_SAMPLE, pool)
+    verdict = await run_sample(uniform, M3D_SAMPLE, pool)
     assert [t["m_star"] for t in verdict.diagnostics["selection"]["best_of_n_turns"]] == [5, 5, 5]
     assert verdict.accounting.by_role["reward"].calls == 15 and "critique" not in verdict.accounting.by_role
 
 
 async def test_image_critic_receives_an_injected_forgery_report() -> None:
     from debates.turns.best_of_n import BestOfN
-    from debates.turns.base import TURN_POLICIES
+    from debates.chat.turn_policy import TURN_POLICIES
 
     script = SelectorScript(answers={"text": lambda i: finish("TEXT SUPPORT"), "image": lambda i: finish("IMAGE REFUTE", f"CAND-{i}"),
                                      "cross_modal": lambda i: finish("MATCH")})
@@ -67,7 +67,7 @@ async def test_image_critic_receives_an_injected_forgery_report() -> None:
     config, pool, clients = seat_pool(config, {"text_agent": script, "image_agent": script, "cross_modal_agent": script})
     injected = lambda c: BestOfN(c, forgery_report=lambda image: f"ELA-SPLICE-MAP for {image.sha256[:8]}")  # noqa: E731
     with TURN_POLICIES.overridden("best_of_n", injected):
-        await run_debate(config, M3D_SAMPLE, pool)
+        await run_sample(config, M3D_SAMPLE, pool)
     critiques = [c.prompt for c in clients["image_agent"].calls if "What the forgery tool reports" in c.prompt]
     assert len(critiques) == 2 and all("ELA-SPLICE-MAP for" in p for p in critiques)
 
@@ -77,7 +77,7 @@ async def test_candidates_are_sampled_concurrently_with_distinct_seeds() -> None
     script = SelectorScript(answers={"text": lambda i: finish("TEXT REFUTE", f"CAND-{i}")})
     config = bon_config("mmd-agent-bon", n=5)
     config, pool, clients = seat_pool(config, {"text_agent": script}, delay_s=delay)
-    await run_debate(config, M3D_SAMPLE, pool)
+    await run_sample(config, M3D_SAMPLE, pool)
     candidates = [c for c in clients["text_agent"].calls if "CAND" not in c.prompt and "strict grader" not in c.prompt]
     assert len(candidates) == 5
     assert max(c.started for c in candidates) < min(c.finished for c in candidates), "all five calls overlap"
@@ -97,7 +97,7 @@ async def test_an_async_debate_whose_seats_use_best_of_n_turns() -> None:
     script = SelectorScript(answers={"debater": debater}, reward=by_candidate({0: 0.1, 1: 0.3, 2: 0.95}))
     config = bon_config("async-three", kind="best_of_n", n=3)
     config, pool, _ = seat_pool(config, {n: script for n in ("agent_a", "agent_b", "agent_c")})
-    verdict = await run_debate(config, M3D_SAMPLE.model_copy(update={"taxonomy": "binary"}), pool)
+    verdict = await run_sample(config, M3D_SAMPLE.model_copy(update={"taxonomy": "binary"}), pool)
     assert verdict.label == "fake" and verdict.diagnostics["consensus_round"] == 1
     turns = verdict.diagnostics["selection"]["best_of_n_turns"]
     assert [t["speaker"] for t in turns] == ["agent_a", "agent_b", "agent_c"]
@@ -120,7 +120,7 @@ async def test_unanimous_candidates_skip_scoring_when_asked_and_disagreeing_ones
         config = bon_config("async-three", kind="best_of_n", n=3, skip_unanimous=True)
         config.seats = config.seats[:1]
         config, pool, _ = seat_pool(config, {"agent_a": script})
-        verdict = await run_debate(config, M3D_SAMPLE.model_copy(update={"taxonomy": "binary"}), pool)
+        verdict = await run_sample(config, M3D_SAMPLE.model_copy(update={"taxonomy": "binary"}), pool)
         rewards = verdict.accounting.by_role.get("reward")
         assert (rewards.calls if rewards else 0) == expected_rewards
         turn = verdict.diagnostics["selection"]["best_of_n_turns"][0]

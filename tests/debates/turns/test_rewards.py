@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from debates.strategies.debate import run_debate
+from debates.session import run_sample
 from m3d_agents.errors import InputError
 from tests.support.selector_script import SelectorScript
 from tests.support.debate import seat_pool
@@ -57,7 +57,7 @@ async def test_best_of_n_with_a_sequence_classifier_reward_makes_no_reward_calls
     script = SelectorScript(answers={"text": lambda i: finish("TEXT REFUTE", f"the photo is fake {'. ' * i}")})
     config = bon_config("mmd-agent-bon", n=3, reward={"kind": "sequence_classifier", "model": str(folder)})
     config, pool, _ = seat_pool(config, {"text_agent": script})
-    verdict = await run_debate(config, M3D_SAMPLE, pool)
+    verdict = await run_sample(config, M3D_SAMPLE, pool)
     turn = verdict.diagnostics["selection"]["best_of_n_turns"][0]
     assert turn["reward"] == "sequence_classifier" and len(turn["scores"]) == 3
     assert all(0.0 < s["u"] < 1.0 for s in turn["scores"])

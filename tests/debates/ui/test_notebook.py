@@ -12,8 +12,8 @@ import pytest
 from m3d_agents.errors import BackendError
 from autogen_agentchat.messages import TextMessage
 
-from debates.strategy import load_config
-from debates.strategies.debate import run_debate
+from debates.config_loader import load_config
+from debates.session import run_sample
 from debates.chat.state import DebateState
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
@@ -50,7 +50,7 @@ async def test_a_person_debates_through_the_widget_and_the_agents_answer_their_a
     shown = Collected()
     view = notebook.TranscriptView(people=["agent_a"], output=shown)
     task = notebook.run_in_background(
-        run_debate(config, SAMPLE, pool, human_seats={"agent_a": person}, on_message=view), view
+        run_sample(config, SAMPLE, pool, human_seats={"agent_a": person}, on_message=view), view
     )
 
     await wait_for(lambda: not person.send.disabled)
@@ -81,7 +81,7 @@ async def test_a_failed_debate_is_shown_not_lost() -> None:
     config, pool, _ = seat_pool(load_config("async-three"), {})  # the scripted agents have no answers
     shown = Collected()
     view = notebook.TranscriptView(output=shown)
-    task = notebook.run_in_background(run_debate(config, SAMPLE, pool, on_message=view), view)
+    task = notebook.run_in_background(run_sample(config, SAMPLE, pool, on_message=view), view)
     with pytest.raises(BackendError, match="ran out of answers"):
         await task
     await asyncio.sleep(0)
@@ -122,8 +122,8 @@ def test_backend_pool_names_unknown_backends_and_points_vllm_at_a_server() -> No
 
 KERNEL_SETUP = """
 import ipywidgets
-from debates.strategy import load_config
-from debates.strategies.debate import run_debate
+from debates.config_loader import load_config
+from debates.session import run_sample
 from debates.ui.notebook import TranscriptView, WidgetInput, run_in_background
 from tests.support.debate import SAMPLE, answer, seat_pool
 
@@ -131,7 +131,7 @@ config = load_config("judged").model_copy(update={"max_rounds": 1})
 config, pool, clients = seat_pool(config, {"prosecutor": [answer("fake", "P")], "defender": [answer("real", "D")]})
 person = WidgetInput()
 view = TranscriptView(people=["judge"], output=ipywidgets.Output())
-task = run_in_background(run_debate(config, SAMPLE, pool, human_seats={"judge": person}, on_message=view), view)
+task = run_in_background(run_sample(config, SAMPLE, pool, human_seats={"judge": person}, on_message=view), view)
 """
 
 

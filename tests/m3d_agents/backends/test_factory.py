@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from autogen_core.models import UserMessage
 
-from debates.strategies.check import check_sample
+from debates.session import run_sample
 from m3d_agents.backends.config import BackendConfig, BackendSettings, load_backend_settings, resolve_backend_name
 from m3d_agents.backends.factory import BackendPool, build_backend, model_info_for
 from m3d_agents.backends.metering import UsageLedger
@@ -37,7 +37,7 @@ def test_model_info_per_kind() -> None:
 
 
 def test_structured_output_request_per_backend() -> None:
-    from m3d_agents.agents.checker import answer_schema
+    from debates.strategies.checker import answer_schema
     from m3d_agents.labels import get_taxonomy
 
     schema = answer_schema(get_taxonomy("binary"))
@@ -138,7 +138,7 @@ async def test_check_builds_a_verdict_with_accounting() -> None:
     client = ScriptedClient([GOOD])
     pool = BackendPool()
     pool.add(scripted_backend(client, name="scripted"))
-    verdict = await check_sample(Sample(text="Storm over the Statue of Liberty", images=[EXAMPLE_IMAGE]), pool, "scripted")
+    verdict = await run_sample("check", Sample(text="Storm over the Statue of Liberty", images=[EXAMPLE_IMAGE]), pool, backend="scripted")
     assert verdict.label == "fake" and verdict.is_misinformation is True
     assert verdict.confidence == 0.8
     assert verdict.accounting.model_calls == 1
@@ -153,7 +153,7 @@ async def test_check_retries_unreadable_answers_then_abstains() -> None:
     client = ScriptedClient(["I think it is fake", "{'label': 'maybe'}", "still no json"])
     pool = BackendPool()
     pool.add(scripted_backend(client, name="scripted"))
-    verdict = await check_sample(Sample(text="a claim"), pool, "scripted", retries=2)
+    verdict = await run_sample("check", Sample(text="a claim"), pool, backend="scripted")
     assert verdict.abstained
     assert "unreadable answer after 3 attempts" in (verdict.abstain_reason or "")
     assert verdict.accounting.model_calls == 3
@@ -165,7 +165,7 @@ async def test_check_recovers_on_retry() -> None:
     client = ScriptedClient(["not json", GOOD])
     pool = BackendPool()
     pool.add(scripted_backend(client, name="scripted"))
-    verdict = await check_sample(Sample(text="a claim"), pool, "scripted")
+    verdict = await run_sample("check", Sample(text="a claim"), pool, backend="scripted")
     assert verdict.label == "fake"
     assert verdict.diagnostics["attempts"] == 2
 
@@ -176,7 +176,7 @@ async def test_vision_backend_receives_the_image() -> None:
     client = ScriptedClient([GOOD], vision=True)
     pool = BackendPool()
     pool.add(scripted_backend(client, name="scripted"))
-    await check_sample(Sample(text="a claim", images=[EXAMPLE_IMAGE]), pool, "scripted")
+    await run_sample("check", Sample(text="a claim", images=[EXAMPLE_IMAGE]), pool, backend="scripted")
     content = client.calls[0].messages[-1].content
     assert isinstance(content, list) and isinstance(content[-1], AgentImage)
 
@@ -185,6 +185,6 @@ async def test_check_keeps_a_valid_label_whose_confidence_is_out_of_range() -> N
     client = ScriptedClient(['{"rationale": "Composited clouds.", "label": "fake", "confidence": 10}'])
     pool = BackendPool()
     pool.add(scripted_backend(client, name="scripted"))
-    verdict = await check_sample(Sample(text="a claim"), pool, "scripted")
+    verdict = await run_sample("check", Sample(text="a claim"), pool, backend="scripted")
     assert verdict.label == "fake" and verdict.confidence is None
     assert verdict.accounting.model_calls == 1 and verdict.accounting.parse_retries == 0

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from debates.strategy import load_config, run_sample, with_overrides
+from debates.config_loader import load_config, with_overrides
+from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.datasets import load_dataset
 from tests.support.paths import REPO

@@ -18,7 +18,7 @@ from debates.strategies.agentfact.policy import advance
 from debates.strategies.agentfact.schemas import BackgroundNeed, Plan, SentenceToCheck
 from debates.strategies.agentfact.settings import AgentFactConfig
 from debates.strategies.agentfact.views import strategist_task
-from debates.strategy import parse_config
+from debates.config_loader import parse_config
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 

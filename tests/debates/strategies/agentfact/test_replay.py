@@ -13,7 +13,8 @@ import pytest
 from autogen_core.models import LLMMessage
 
 from debates.strategies.agentfact.settings import AgentFactConfig
-from debates.strategy import load_config, run_sample
+from debates.config_loader import load_config
+from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
 from retrieval.answerer import GatheredEvidenceAnswerer
 from retrieval.pipeline import mr2_replay_pipeline

@@ -10,7 +10,9 @@ import pytest
 from autogen_core import Image as AgentImage
 from autogen_core.models import UserMessage
 
-from debates.strategy import STRATEGIES, available_configs, load_config, run_sample, with_overrides
+from debates.strategy import STRATEGIES
+from debates.config_loader import available_configs, load_config, with_overrides
+from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample, VideoRef

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from debates.strategies.t2agent.actions import ActionRunner
-from debates.strategies.t2agent.react import FINISH, Step, action_menu, action_specs, parse_step
+from m3d_agents.tools.actions import ActionRunner
+from m3d_agents.tools.react import FINISH, Step, action_menu, action_specs, parse_step
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import ParseError
 from m3d_agents.evidence import Evidence

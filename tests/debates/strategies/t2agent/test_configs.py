@@ -12,10 +12,10 @@ from autogen_core.models import LLMMessage
 from typer.testing import CliRunner
 
 from debates.cli.main import app
-from debates.config import DebateConfig
-from debates.strategies.debate import run_debate
+from debates.chat.config import DebateConfig
+from debates.session import run_sample
 from debates.strategies.t2agent.config import T2AgentConfig
-from debates.strategy import load_config
+from debates.config_loader import load_config
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
@@ -111,7 +111,7 @@ async def run_cascade(name: str, text_answers: list[str]) -> tuple[Any, Scripted
     config = load_config(name)
     assert isinstance(config, DebateConfig)
     from debates.strategy import RunContext
-    from debates.strategies.debate import DebateStrategy
+    from debates.strategies.debate.strategy import DebateStrategy
 
     ctx = RunContext(pool=pool, backend="scripted", searchers={"wikipedia": pages})
     verdict = await DebateStrategy(config).run(POST, ctx)
@@ -156,7 +156,7 @@ async def test_a_cascade_in_another_order_stops_at_its_first_distortion() -> Non
     pool.add(scripted_backend(client, name="scripted"))
     config = load_config("mmd-agent-match-text-image")
     assert isinstance(config, DebateConfig)
-    verdict = await run_debate(config, POST, pool, backend="scripted")
+    verdict = await run_sample(config, POST, pool, backend="scripted")
     assert [t.speaker for t in verdict.transcript] == ["cross_modal_agent"]
     assert verdict.label == "cross_modal_consistency_distortion"
 

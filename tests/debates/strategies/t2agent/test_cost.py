@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from debates.strategies.t2agent.config import T2AgentConfig
-from debates.strategy import load_config, run_sample, with_overrides
+from debates.config_loader import load_config, with_overrides
+from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample

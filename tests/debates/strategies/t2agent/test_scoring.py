@@ -7,7 +7,8 @@ import re
 import pytest
 
 from debates.strategies.t2agent.scoring import read_score, reward, unit_score
-from debates.strategy import load_config, run_sample
+from debates.config_loader import load_config
+from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import ParseError
 from m3d_agents.sample import Sample

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from debates.strategies.t2agent.config import T2AgentConfig
-from debates.strategy import load_config
+from debates.config_loader import load_config
 from m3d_agents.datasets import load_dataset
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.verdict import Verdict

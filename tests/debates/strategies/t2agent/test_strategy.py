@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from debates.strategies.t2agent.config import T2AgentConfig
-from debates.strategy import RunContext, load_config, run_sample, with_overrides
+from debates.strategy import RunContext
+from debates.config_loader import load_config, with_overrides
+from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from debates.cli.main import app
 from debates.strategies.t2agent.config import T2AgentConfig
-from debates.strategy import load_config
+from debates.config_loader import load_config
 from tests.support.openai_stub_server import StubOpenAIServer, completion_body
 from tests.support.paths import shared_data
 from tests.support.t2agent_script import stub_tree_answer

@@ -1,0 +1,123 @@
+"""The debate protocol contract: everything that varies between debate settings, in one place.
+
+A group-chat debate is the same machinery in every setting (the team, the seats, the visibility
+bookkeeping, the runner); what differs is *the protocol*: which seats it accepts, who speaks next,
+what each seat sees, which prompts it gets, how a message is read and how the outcome is decided.
+Each setting is one module in :mod:`debates.strategies.debate.protocols` that implements this contract and
+registers itself with ``@protocol("name")``, so "where is the judged debate?" has one answer:
+``debates/strategies/debate/protocols/judged.py``.
+
+Implementations are plain objects whose methods are pure functions of the state they are given,
+so every rule can be unit-tested on a hand-built :class:`~debates.chat.state.DebateState` without
+any model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
+
+from m3d_agents.registry import Registry
+
+if TYPE_CHECKING:  # annotations only: the chat machinery imports this module at run time
+    from autogen_agentchat.base import ChatAgent
+
+    from debates.chat.reading import StanceReading
+    from debates.chat.state import DebateState
+    from debates.chat.visibility import SeatView, Seen
+    from debates.chat.config import DebateConfig, SeatConfig
+    from m3d_agents.backends.factory import Backend
+    from m3d_agents.backends.metering import UsageLedger
+    from m3d_agents.evidence import Evidence
+    from m3d_agents.labels import Taxonomy
+    from m3d_agents.media.images import PreparedSample
+    from m3d_agents.sample import Sample
+    from m3d_agents.verdict import Finding
+    from retrieval.interfaces import QueryAnswerer
+
+
+@dataclass(frozen=True)
+class DebateOutcome:
+    """How a finished debate came out: the label (None: no decision), who or what decided it, and
+    the text that argues for it. When ``label`` is None, ``decided_by`` says why there is none."""
+
+    label: str | None
+    decided_by: str
+    rationale: str
+
+
+class DebateProtocol(Protocol):
+    """A debate setting. See :class:`debates.strategies.debate.protocols.base.DebaterProtocol` for the shared defaults."""
+
+    name: str
+
+    def validate(self, config: DebateConfig) -> None:
+        """Raise ``ValueError`` naming the problem when the seats do not fit this protocol."""
+
+    def deciders(self, config: DebateConfig) -> list[str]:
+        """The seats whose answers count towards consensus and the outcome."""
+
+    def answer_taxonomy(self, config: DebateConfig, sample_taxonomy: str) -> str:
+        """The label set the seats answer in; the verdict is then carried over to the sample's."""
+
+    def next_speakers(self, state: DebateState) -> list[str] | None:
+        """Who speaks next (several at once run concurrently), or None with ``state.stop_reason`` set."""
+
+    def visible(self, view: SeatView) -> list[Seen]:
+        """The messages a seat may use for its next turn."""
+
+    def instruction(self, view: SeatView) -> str:
+        """The last part of a seat's prompt: what to do this turn, with what it may see."""
+
+    def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str: ...
+
+    def post_block(self, seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
+        """The stable prefix of every prompt of a seat: the post and what the seat may know about it."""
+
+    def sees_images(self, seat: SeatConfig) -> bool:
+        """Whether a seat is shown the post's images (on a vision backend)."""
+
+    def answers_required(self, seat: SeatConfig, config: DebateConfig) -> bool:
+        """Whether a seat's message must end in a readable answer (it is retried until it does)."""
+
+    def structured_turn(self, seat: SeatConfig, config: DebateConfig) -> bool | None:
+        """None: the seat answers in free text. Otherwise it may answer in schema-constrained JSON,
+        and the value says whether the schema has a ``queries`` field."""
+
+    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int) -> StanceReading:
+        """The single reading of a seat's message."""
+
+    def extra_participants(
+        self, state: DebateState, sample: Sample, ledger: UsageLedger, answerer: QueryAnswerer | None
+    ) -> list[ChatAgent]:
+        """Participants that are not seats of the configuration, such as a retrieval desk."""
+
+    async def prepare(
+        self, config: DebateConfig, prepared: PreparedSample, backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger
+    ) -> PreparedSample:
+        """Work done once per sample before anyone speaks, shared by the seats (the cascade's image
+        description); returns the prepared sample the seats are given."""
+
+    def decide(self, state: DebateState) -> DebateOutcome: ...
+
+    def confidence(self, state: DebateState, decision: DebateOutcome) -> float: ...
+
+    def findings(self, state: DebateState) -> list[Finding]: ...
+
+
+PROTOCOLS: Registry[DebateProtocol] = Registry("protocol")
+"""Every debate protocol by name; the built-in ones register when :mod:`debates.strategies.debate.protocols` is imported."""
+
+P = TypeVar("P", bound=type[Any])
+
+
+def protocol(name: str) -> Callable[[P], P]:
+    """Register a protocol class under ``name`` (one instance serves every debate: protocols hold no state)."""
+
+    def decorate(cls: P) -> P:
+        instance = cls()
+        instance.name = name
+        PROTOCOLS.add(name, instance, (cls.__doc__ or "").strip().split("\n")[0])
+        return cls
+
+    return decorate

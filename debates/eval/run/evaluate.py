@@ -1,0 +1,230 @@
+"""One evaluation run: a configuration over a data set into a resumable run folder, then its report.
+
+``m3d evaluate`` runs one of these; ``m3d reproduce`` runs one per row of a paper's table. Both go
+through :func:`run_evaluation`, so a row of a reproduced table is exactly the run that
+``m3d evaluate`` with the same options would have made, in the same folder layout, and either
+command resumes the other's interrupted run.
+
+Every option is checked (:func:`check_request`) before the data set is read, so a mistake costs
+no wait; a data set loaded once can be handed to several runs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+
+from debates.eval.run.batch import BatchOutcome, BatchRunner, Tally, check_run_dir
+from debates.eval.records import RunManifest
+from debates.eval.score.prices import PriceTable, load_price_table
+from debates.eval.run.ratelimit import RateLimitedPool
+from debates.eval.score.report import RunSummary, write_report
+from debates.strategy import StrategyConfig
+from debates.config_loader import load_config
+from m3d_agents.backends.config import BackendSettings, load_backend_settings, resolve_backend_name
+from m3d_agents.datasets import LoadedDataset, load_dataset, parse_spec
+from m3d_agents.errors import InputError
+from m3d_agents.evidence import Evidence
+from m3d_agents.sample import Sample
+from m3d_agents.verdict import RetrievalMode
+
+if TYPE_CHECKING:
+    from retrieval.runpath import RunRetrieval
+
+@dataclass
+class EvaluateRequest:
+    """The options of one run, as ``m3d evaluate`` takes them."""
+
+    config: str
+    """A built-in configuration's name, or the path of a configuration's YAML file."""
+    dataset: str
+    dataset_options: dict[str, str] = field(default_factory=dict)
+    limit: int | None = None
+    concurrency: int = 4
+    out: Path | None = None
+    backend: str | None = None
+    config_file: Path | None = None
+    seed: int = 0
+    rate_limits: dict[str, float] = field(default_factory=dict)
+    prices: Path | None = None
+    retry_errors: bool = False
+    retrieval: str | None = None
+    evidence_store: Path | None = None
+    record_trajectories: bool = False
+    workers: int | None = None
+    ray_address: str | None = None
+    max_tries: int = 3
+
+
+@dataclass
+class CheckedRequest:
+    """A request whose options all hold, with what checking them produced."""
+
+    request: EvaluateRequest
+    kind: str
+    settings: BackendSettings
+    backend_name: str
+    override: str | None
+    run_dir: Path
+    mode: RetrievalMode | None
+    price_table: PriceTable
+    strategy: StrategyConfig
+    """The configuration, loaded once: Ray workers receive it as it is, so a YAML file need not exist on their nodes."""
+    config_label: str
+    """How the run folder, its manifest and its rows name the configuration: a built-in's name, a file's absolute path."""
+
+
+@dataclass
+class EvaluateResult:
+    outcome: BatchOutcome
+    summary: RunSummary
+    samples: list[Sample]
+    """The samples this run was asked for (after ``limit``); the folder may hold rows of others."""
+
+
+class RunProgress(Protocol):
+    """Where a run reports its progress (the command line draws a bar)."""
+
+    def start(self, name: str, total: int) -> None: ...
+
+    def update(self, tally: Tally) -> None: ...
+
+
+def on_ray(workers: int | None, ray_address: str | None) -> bool:
+    """A run on Ray workers: any number of workers, or a cluster named (as ``m3d evaluate`` takes them)."""
+    return workers is not None or ray_address is not None
+
+
+def check_request(request: EvaluateRequest) -> CheckedRequest:
+    """Every option of ``request``, checked without reading the data set; one error naming the first bad one."""
+    from retrieval.runpath import parse_mode
+
+    strategy = load_config(request.config)
+    is_file = Path(request.config).suffix in (".yaml", ".yml")
+    config_label = str(Path(request.config).resolve()) if is_file else request.config
+    if request.concurrency < 1:
+        raise InputError("concurrency", "must be at least 1")
+    if request.limit is not None and request.limit < 1:
+        raise InputError("limit", "must be at least 1")
+    if request.workers is not None and request.workers < 1:
+        raise InputError("workers", "must be at least 1")
+    if request.max_tries < 1:
+        raise InputError("max-tries", "must be at least 1")
+    kind, _ = parse_spec(request.dataset)
+    for name, rpm in request.rate_limits.items():
+        if rpm <= 0:
+            raise InputError("rate-limit", f"{name}={rpm} is not a positive number of requests per minute")
+    price_table = load_price_table(request.prices)
+    settings = load_backend_settings(request.config_file)
+    override = request.backend or os.environ.get("M3D_BACKEND")
+    backend_name = resolve_backend_name(request.backend, settings)
+    settings.get(backend_name)
+    run_dir = request.out or Path("runs") / f"{Path(request.config).stem if is_file else request.config}-{kind}-{backend_name}"
+    check_run_dir(run_dir)
+    return CheckedRequest(request=request, kind=kind, settings=settings, backend_name=backend_name, override=override,
+                          run_dir=run_dir, mode=parse_mode(request.retrieval), price_table=price_table, strategy=strategy,
+                          config_label=config_label)
+
+
+def load_samples(request: EvaluateRequest) -> tuple[LoadedDataset, list[Sample]]:
+    """The data set and the samples a run takes from it (the first ``limit``); an error if there are none."""
+    loaded = load_dataset(request.dataset, request.dataset_options)
+    samples = loaded.samples[: request.limit] if request.limit else loaded.samples
+    if not samples:
+        raise InputError("dataset", f"the data set gave no samples ({loaded.report.skipped_total} rows left out: "
+                                    f"{loaded.report.skipped})")
+    return loaded, samples
+
+
+async def run_evaluation(
+    checked: CheckedRequest,
+    *,
+    loaded: LoadedDataset | None = None,
+    progress: RunProgress | None = None,
+    note: Callable[[str], None] | None = None,
+) -> EvaluateResult:
+    """Run (or resume) one configuration over the data set into its run folder, then write its report.
+
+    ``loaded`` is the data set when the caller has read it already (several runs over one data set);
+    ``note`` receives one-line remarks for the user (how many samples, what the loader left out).
+    """
+    from retrieval.runpath import open_retrieval
+
+    request = checked.request
+    if loaded is None:
+        loaded, samples = load_samples(request)
+    else:
+        samples = loaded.samples[: request.limit] if request.limit else loaded.samples
+        if not samples:
+            raise InputError("dataset", "the data set gave no samples")
+    skipped = loaded.report.skipped_total
+    if note is not None:
+        note(f"{len(samples)} samples from {request.dataset}" + (f"; loader left out {skipped} rows" if skipped else ""))
+    pool = RateLimitedPool(checked.settings, rate_limits=request.rate_limits)
+    sources = open_retrieval(checked.strategy, pool, mode=checked.mode, store_path=request.evidence_store,
+                             backend=checked.override)
+    try:
+        manifest = RunManifest(config=checked.config_label, dataset=request.dataset, dataset_options=request.dataset_options,
+                               backend=checked.backend_name, seed=request.seed, taxonomy=samples[0].taxonomy,
+                               load_report=loaded.report, retrieval=sources.mode)
+        if progress is not None:
+            progress.start(checked.config_label, len(samples))
+        recorder = None
+        if request.record_trajectories:
+            from debates.strategies.factguard.training.trajectories import TrajectoryRecorder
+
+            recorder = TrajectoryRecorder(checked.run_dir)
+        runner = _runner(checked, samples, pool, manifest, sources, progress, recorder, loaded.gold_evidence)
+        outcome = await runner.run()
+    finally:
+        await sources.close()
+        await pool.close()
+    summary = write_report(outcome.out_dir)
+    return EvaluateResult(outcome=outcome, summary=summary, samples=samples)
+
+
+def _runner(checked: CheckedRequest, samples: list[Sample], pool: RateLimitedPool, manifest: RunManifest,
+            sources: RunRetrieval, progress: RunProgress | None, recorder: Any,
+            gold_evidence: Mapping[str, list[Evidence]] | None) -> BatchRunner:
+    """The batch runner of this run: in this process, or on Ray workers (``workers``/``ray_address``)."""
+    from retrieval.runpath import open_retrieval
+
+    request = checked.request
+    options: dict[str, Any] = dict(concurrency=request.concurrency, backend=checked.override, prices=checked.price_table,
+                                   retry_errors=request.retry_errors, recorder=recorder, gold_evidence=gold_evidence,
+                                   strategy=checked.strategy,
+                                   on_progress=progress.update if progress is not None else None)
+    if on_ray(request.workers, request.ray_address):
+        from debates.eval.run.ray_runner import RayBatchRunner
+
+        # Each worker opens the run's evidence sources itself, on its own backend pool.
+        opener = partial(open_retrieval, checked.strategy, mode=sources.mode,
+                         store_path=request.evidence_store.resolve() if request.evidence_store else None,
+                         backend=checked.override)
+        return RayBatchRunner(checked.config_label, samples, pool, checked.run_dir, manifest, workers=request.workers,
+                              address=request.ray_address, max_tries=request.max_tries, worker_context=opener, **options)
+    return BatchRunner(checked.config_label, samples, pool, checked.run_dir, manifest, context_options=sources.context_options(),
+                       **options)
+
+
+def worker_deaths_line(outcome: Any) -> str | None:
+    """What Ray workers that died cost the run, when any did."""
+    deaths = getattr(outcome, "worker_deaths", 0)
+    if not deaths:
+        return None
+    given_up = getattr(outcome, "given_up", [])
+    return (f"{deaths} Ray worker(s) died; their samples ran again on other workers"
+            + (f"; {len(given_up)} that kept killing workers are recorded as errors" if given_up else ""))
+
+
+def run_costs_line(rows: list[Any]) -> str:
+    """What the run's samples cost in model calls that reached a model and in network fetches for evidence."""
+    calls = sum(r.model_calls for r in rows)
+    cached = sum(r.cache_hits for r in rows)
+    fetches = sum(((r.verdict or {}).get("evidence_report") or {}).get("network_fetches", 0) for r in rows)
+    modes = sorted({str(((r.verdict or {}).get("evidence_report") or {}).get("mode", "none")) for r in rows})
+    return (f"model calls: {calls - cached} reached a model, {cached} answered from the response cache; "
+            f"network fetches for evidence: {fetches} (retrieval {', '.join(modes) or 'none'})")

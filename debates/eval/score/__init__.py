@@ -1,0 +1,1 @@
+"""Scoring a run: metrics, the report, comparisons, prices, annotations and tool selection."""

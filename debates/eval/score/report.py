@@ -1,0 +1,254 @@
+"""What a run writes about itself: ``metrics.json``, ``report.md`` and PNG plots.
+
+The plots of accuracy against latency and against cost put every run found next to this one
+(sibling folders of the same ``--out`` parent) on one chart, one point per configuration, so
+that a folder of runs gives the trade-off view directly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from pydantic import BaseModel
+
+from debates.eval.score.annotations import ANNOTATIONS, Annotation, GoldSource, read_annotations, with_annotated_gold
+from debates.eval.records import MANIFEST, RESULTS, RunManifest
+from debates.eval.score.metrics import RunMetrics, compute_metrics
+from debates.eval.records import EvalRow, read_rows
+from m3d_agents.errors import InputError
+from m3d_agents.verdict import Verdict
+
+METRICS = "metrics.json"
+REPORT = "report.md"
+REVIEWS = "reviews"
+ANNOTATED_METRICS = "metrics.annotations.json"
+ANNOTATED_REPORT = "report.annotations.md"
+ANNOTATED_CONFUSION = "confusion.annotations.png"
+
+
+class RunSummary(BaseModel):
+    path: str
+    manifest: RunManifest
+    metrics: RunMetrics
+    gold: GoldSource = "dataset"
+    annotated: int = 0
+    """With ``gold="annotations"``: how many samples were scored against a reviewer's label."""
+
+
+def load_run(
+    run_dir: Path, gold: GoldSource = "dataset", annotations: Sequence[Annotation] | None = None
+) -> tuple[RunManifest, list[EvalRow]]:
+    """The manifest and the rows in data set order; with ``gold="annotations"`` the gold labels carry
+    the reviewers' overrides (the run's own ``annotations.jsonl`` unless ``annotations`` are given)."""
+    manifest, rows, _ = _load(run_dir, gold, annotations)
+    return manifest, rows
+
+
+def _load(
+    run_dir: Path, gold: GoldSource, annotations: Sequence[Annotation] | None
+) -> tuple[RunManifest, list[EvalRow], int]:
+    manifest_path = run_dir / MANIFEST
+    if not manifest_path.is_file():
+        raise InputError("run", f"{run_dir} is not a run folder (no {MANIFEST})")
+    manifest = RunManifest.model_validate(json.loads(manifest_path.read_text()))
+    rows, _ = read_rows(run_dir / RESULTS)
+    rows = sorted(rows, key=lambda r: r.index)
+    annotated = 0
+    if gold == "annotations":
+        rows, annotated = with_annotated_gold(
+            rows, read_annotations(run_dir) if annotations is None else annotations, manifest.taxonomy
+        )
+    return manifest, rows, annotated
+
+
+def summarise(run_dir: Path, gold: GoldSource = "dataset", annotations: Sequence[Annotation] | None = None) -> RunSummary:
+    manifest, rows, annotated = _load(run_dir, gold, annotations)
+    return RunSummary(path=str(run_dir), manifest=manifest, metrics=compute_metrics(rows, manifest.taxonomy),
+                      gold=gold, annotated=annotated)
+
+
+def run_label(summary: RunSummary) -> str:
+    return f"{summary.manifest.config}@{summary.manifest.backend}"
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def markdown(summary: RunSummary) -> str:
+    m, man = summary.metrics, summary.manifest
+    lines = [
+        f"# {man.config} on {man.dataset}",
+        "",
+        f"backend `{man.backend}`, seed {man.seed}, taxonomy `{man.taxonomy}`, created {man.created}",
+        "",
+        *([f"Scored against the reviewers' labels: {summary.annotated} sample(s) take their gold label from "
+           f"`{ANNOTATIONS}`, the others keep the data set's.", ""] if summary.gold == "annotations" else []),
+        "| figure | value |",
+        "|---|---|",
+        f"| samples (scored / errors) | {m.samples} ({m.scored} / {m.errors}) |",
+        f"| accuracy (abstained and failed samples count as wrong) | {_fmt(m.classification.accuracy if m.classification else None)} |",
+        f"| macro-F1 | {_fmt(m.classification.macro_f1 if m.classification else None)} |",
+        f"| weighted F1 | {_fmt(m.classification.weighted_f1 if m.classification else None)} |",
+        f"| weighted precision / recall | {_fmt(m.classification.weighted_precision if m.classification else None)}"
+        f" / {_fmt(m.classification.weighted_recall if m.classification else None)} |",
+        f"| binary accuracy (misinformation or not) | {_fmt(m.binary.accuracy if m.binary else None)} |",
+        f"| binary macro-F1 | {_fmt(m.binary.macro_f1 if m.binary else None)} |",
+        *(
+            [f"| true vs not true accuracy / macro-F1 (AgentFact's binary view) | {_fmt(m.true_vs_not_true.accuracy)}"
+             f" / {_fmt(m.true_vs_not_true.macro_f1)} |"]
+            if m.true_vs_not_true else []
+        ),
+        *([f"| citation validity (valid / all cited ids; a proxy, not a human rating) | {_fmt(m.citation_validity)}"
+           f" ({m.cited_ids} cited ids) |"]
+          if m.cited_ids else []),
+        *([f"| leakage filter drops by rule | {', '.join(f'{rule} {n}' for rule, n in m.leakage.items())} |"]
+          if m.leakage else []),
+        f"| abstention rate / coverage (answered share of attempted) | {_fmt(m.abstention_rate)} / {_fmt(m.coverage)} |",
+        f"| selective accuracy (answered only) | {_fmt(m.selective_accuracy)} |",
+        f"| ECE (10 bins) | {_fmt(m.ece)} |",
+        f"| latency p50 / p95 (s) | {_fmt(m.latency_p50_s, 2)} / {_fmt(m.latency_p95_s, 2)} |",
+        f"| model calls per sample | {_fmt(m.calls_per_sample, 2)} |",
+        f"| tokens per sample (prompt + completion) | {m.prompt_tokens_per_sample:.0f} + {m.completion_tokens_per_sample:.0f} |",
+        f"| cost (USD) total / per sample | {_fmt(m.cost_usd, 4)} / {_fmt(m.cost_per_sample_usd, 6)} |",
+        "",
+    ]
+    if m.classification:
+        lines += ["## Per class", "", "| label | precision | recall | F1 | support |", "|---|---|---|---|---|"]
+        for label, s in m.classification.per_class.items():
+            lines.append(f"| {label} | {s.precision:.3f} | {s.recall:.3f} | {s.f1:.3f} | {s.support} |")
+        lines += ["", "## Confusion matrix (rows: gold, columns: predicted)", "",
+                  "| gold \\ predicted | " + " | ".join(m.classification.confusion_columns) + " |",
+                  "|---" * (len(m.classification.confusion_columns) + 1) + "|"]
+        gold_rows = [label for label in m.classification.labels if m.classification.per_class[label].support]
+        for label, counts in zip(gold_rows, m.classification.confusion):
+            lines.append(f"| {label} | " + " | ".join(str(c) for c in counts) + " |")
+        lines.append("")
+    if m.fake_class is not None:
+        f = m.fake_class
+        lines += ["## Fake class (FactGuard's Table 1 layout, %)", "", "| Acc | Prec | Rec | F1 |", "|---|---|---|---|",
+                  f"| {100 * f.accuracy:.1f} | {100 * f.precision:.1f} | {100 * f.recall:.1f} | {100 * f.f1:.1f} |", ""]
+    if m.tools is not None:
+        t = m.tools
+        lines += ["## Tool use", "", "| figure | value |", "|---|---|",
+                  f"| samples using any tool | {t.share_using_tools:.3f} of {t.samples} |",
+                  *[f"| mean {name} calls per sample | {value:.2f} |" for name, value in t.mean_calls.items()],
+                  *[f"| {name} calls refused (budget) | {count} |" for name, count in t.refusals.items()],
+                  f"| mean model turns | {t.mean_turns:.2f} |",
+                  f"| tokens per sample | {t.tokens_per_sample:.0f} |",
+                  f"| latency per sample (s) | {t.latency_per_sample_s:.2f} |", ""]
+    if m.error_types:
+        lines += ["## Failed samples", "", *[f"- {name}: {count}" for name, count in m.error_types.items()], ""]
+    if man.load_report is not None and man.load_report.skipped:
+        lines += ["## Rows the loader left out", "", *[f"- {reason}: {n}" for reason, n in man.load_report.skipped.items()], ""]
+    if summary.gold == "annotations":
+        lines += [f"![confusion matrix]({ANNOTATED_CONFUSION})", ""]
+    else:
+        lines += ["![confusion matrix](confusion.png)", "", "![accuracy vs latency](accuracy_vs_latency.png)", "",
+                  "![accuracy vs cost](accuracy_vs_cost.png)", ""]
+    return "\n".join(lines)
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_confusion(summary: RunSummary, path: Path) -> None:
+    plt = _pyplot()
+    scores = summary.metrics.classification
+    fig, ax = plt.subplots(figsize=(6, 5))
+    if scores is None or not scores.confusion:
+        ax.text(0.5, 0.5, "no scored samples", ha="center", va="center")
+        ax.set_axis_off()
+    else:
+        gold_rows = [label for label in scores.labels if scores.per_class[label].support]
+        ax.imshow(scores.confusion, cmap="Blues")
+        ax.set_xticks(range(len(scores.confusion_columns)), scores.confusion_columns, rotation=30, ha="right")
+        ax.set_yticks(range(len(gold_rows)), gold_rows)
+        for i, counts in enumerate(scores.confusion):
+            for j, count in enumerate(counts):
+                ax.text(j, i, str(count), ha="center", va="center")
+        ax.set_xlabel("predicted")
+        ax.set_ylabel("gold")
+    ax.set_title(run_label(summary))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_tradeoffs(summaries: Sequence[RunSummary], folder: Path) -> list[Path]:
+    """Accuracy against p50 latency and against cost per sample, one point per run."""
+    plt = _pyplot()
+    written = []
+    for name, attribute, xlabel in (
+        ("accuracy_vs_latency.png", "latency_p50_s", "median latency per sample (s)"),
+        ("accuracy_vs_cost.png", "cost_per_sample_usd", "cost per sample (USD)"),
+    ):
+        fig, ax = plt.subplots(figsize=(6, 4.5))
+        for s in summaries:
+            x = getattr(s.metrics, attribute)
+            if s.metrics.classification is None or x is None:
+                continue
+            y = s.metrics.classification.accuracy
+            ax.scatter([x], [y])
+            ax.annotate(run_label(s), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("accuracy")
+        ax.set_title(f"accuracy vs {xlabel.split(' per')[0].split(' (')[0]}")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(folder / name, dpi=120)
+        plt.close(fig)
+        written.append(folder / name)
+    return written
+
+
+def sibling_runs(run_dir: Path) -> list[Path]:
+    parent = run_dir.resolve().parent
+    return sorted(p for p in parent.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
+
+
+def write_reviews(run_dir: Path) -> int:
+    """One review record per explained verdict, ``reviews/<sample id>.json``, in the fields of AgentFact's
+    human review (label, reasons, key points with evidence ids, evidence list, image findings, confidence)."""
+    _, rows = load_run(run_dir)
+    written = 0
+    for row in rows:
+        if not row.verdict or not row.verdict.get("explanation"):
+            continue
+        folder = run_dir / REVIEWS
+        folder.mkdir(exist_ok=True)
+        record = Verdict.model_validate(row.verdict).review_record()
+        (folder / f"{safe_name(row.sample_id)}.json").write_text(record.model_dump_json(indent=2))
+        written += 1
+    return written
+
+
+def safe_name(sample_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in sample_id) or "sample"
+
+
+def write_report(run_dir: Path, gold: GoldSource = "dataset") -> RunSummary:
+    """Metrics, report and plots of a run. Scored against the annotations, they go to files of their
+    own (``report.annotations.md`` ...), so the report on the data set's labels is never replaced."""
+    if gold == "annotations":
+        summary = summarise(run_dir, gold)
+        (run_dir / ANNOTATED_METRICS).write_text(summary.model_dump_json(indent=2))
+        (run_dir / ANNOTATED_REPORT).write_text(markdown(summary))
+        plot_confusion(summary, run_dir / ANNOTATED_CONFUSION)
+        return summary
+    summary = summarise(run_dir)
+    write_reviews(run_dir)
+    (run_dir / METRICS).write_text(summary.model_dump_json(indent=2))
+    (run_dir / REPORT).write_text(markdown(summary))
+    plot_confusion(summary, run_dir / "confusion.png")
+    others = [summarise(p) for p in sibling_runs(run_dir) if p.resolve() != run_dir.resolve()]
+    plot_tradeoffs([summary, *others], run_dir)
+    return summary

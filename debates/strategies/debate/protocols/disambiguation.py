@@ -1,0 +1,72 @@
+"""``disambiguation``: debaters who may ask queries that retrieval answers, on the async schedule.
+
+Every agent is both actor and skeptic. Debaters speak in turn, as in ``async``; after a turn in
+which someone asked a ``QUERY:``, the retrieval desk (a participant that is not a seat) answers
+each query once, and every debater sees the answers from its second round on. Queries asked in
+the very last turns, when nobody is left to read the answers, go unanswered. LLM-Consensus runs
+all its settings on this turn-taking schedule, so a comparison with ``async`` changes one thing
+only; ``disambiguation_sync`` (:mod:`debates.strategies.debate.protocols.disambiguation_sync`) keeps the concurrent
+rounds as an option.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+import prompts
+from debates.chat.desk import RetrievalDesk
+from debates.chat.state import DESK_NAME
+from debates.chat.protocol import protocol
+from debates.strategies.debate.protocols.base import JUDGE, DebaterProtocol
+
+if TYPE_CHECKING:
+    from autogen_agentchat.base import ChatAgent
+
+    from debates.chat.state import DebateState
+    from debates.chat.visibility import SeatView, Seen
+    from debates.chat.config import DebateConfig, SeatConfig
+    from m3d_agents.backends.metering import UsageLedger
+    from m3d_agents.labels import Taxonomy
+    from m3d_agents.sample import Sample
+    from retrieval.interfaces import QueryAnswerer
+
+
+class AsksQueries(DebaterProtocol):
+    """What both disambiguation schedules share: the desk, its turn, who sees its answers, the prompt."""
+
+    asks_queries: ClassVar[bool] = True
+
+    def extra_participants(
+        self, state: DebateState, sample: Sample, ledger: UsageLedger, answerer: QueryAnswerer | None
+    ) -> list[ChatAgent]:
+        return [RetrievalDesk(state, answerer, sample, ledger)]
+
+    def next_speakers(self, state: DebateState) -> list[str] | None:
+        last = state.turns[-1].speaker if state.turns else None
+        if last is not None and last != DESK_NAME and state.pending_queries():
+            if not self.consensus_reached(state) and self.answers_can_be_read(state):
+                return [DESK_NAME]
+        return super().next_speakers(state)
+
+    def answers_can_be_read(self, state: DebateState) -> bool:
+        """Whether some debater still has a turn in which it would see the desk's answers."""
+        return state.completed_rounds() < state.config.max_rounds
+
+    def visible(self, view: SeatView) -> list[Seen]:
+        shown = super().visible(view)
+        if view.seat.role != JUDGE and view.own_round > 1:
+            shown.extend(view.desk_answers())
+        return shown
+
+    def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
+        if seat.role == JUDGE:
+            return super().system_prompt(seat, config, taxonomy)
+        return prompts.render(
+            "debate/disambiguation_system", framing=self.framing(config), answer_format=self.answer_format(taxonomy),
+            max_queries=config.max_queries_per_turn,
+        )
+
+
+@protocol("disambiguation")
+class DisambiguationDebate(AsksQueries):
+    """Debaters in turn, with queries answered by retrieval between turns."""

@@ -1,0 +1,54 @@
+"""``judged``: debaters defend assigned stances for a fixed number of rounds; a judge decides.
+
+The debaters argue, they do not vote: their messages need no answer line, and agreement does not
+end the debate. The judge sees the post and the debaters' messages, never the retrieved evidence
+(see :meth:`DebaterProtocol.post_block`), so the information gap of the setting holds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import prompts
+from debates.chat.protocol import protocol
+from debates.strategies.debate.protocols.base import DEBATER, JUDGE, DebaterProtocol
+
+if TYPE_CHECKING:
+    from debates.chat.state import DebateState
+    from debates.chat.config import DebateConfig, SeatConfig
+    from m3d_agents.labels import Taxonomy
+
+STANCE_TEXT = {
+    "misinformation": "the post IS misinformation",
+    "not_misinformation": "the post is NOT misinformation",
+}
+
+
+@protocol("judged")
+class JudgedDebate(DebaterProtocol):
+    """Two sides defend assigned stances; a judge who never sees the evidence decides."""
+
+    def validate(self, config: DebateConfig) -> None:
+        super().validate(config)
+        if [s.role for s in config.seats].count(JUDGE) != 1:
+            raise ValueError("a judged debate needs exactly one judge seat")
+        if any(s.role == DEBATER and not s.stance for s in config.seats):
+            raise ValueError("every debater of a judged debate needs an assigned stance")
+
+    def consensus_reached(self, state: DebateState) -> bool:
+        return False
+
+    def needs_judge(self, state: DebateState) -> bool:
+        return True
+
+    def answers_required(self, seat: SeatConfig, config: DebateConfig) -> bool:
+        return seat.role == JUDGE
+
+    def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
+        if seat.role == JUDGE:
+            return super().system_prompt(seat, config, taxonomy)
+        stance = seat.stance or ""
+        return prompts.render(
+            "debate/judged_debater_system", framing=self.framing(config),
+            stance_text=STANCE_TEXT.get(stance, f"the correct label is '{stance}'"),
+        )

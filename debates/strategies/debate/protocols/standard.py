@@ -1,0 +1,45 @@
+"""``standard``: one seat classifies the post in one answer (AgentM3D's first baseline row)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+import prompts
+from debates.chat.protocol import protocol
+from debates.chat.protocol import DebateOutcome
+from debates.strategies.debate.protocols.base import SoloProtocol, single_answer, stated_or_one
+
+if TYPE_CHECKING:
+    from debates.chat.state import DebateState
+    from debates.chat.config import DebateConfig, SeatConfig
+    from m3d_agents.labels import Taxonomy
+
+SINGLE = "single"
+
+
+@protocol("standard")
+class Standard(SoloProtocol):
+    """One seat answers once."""
+
+    roles: ClassVar[frozenset[str]] = frozenset({SINGLE})
+
+    def validate(self, config: DebateConfig) -> None:
+        roles = [s.role for s in config.seats]
+        if roles != [SINGLE]:
+            raise ValueError(f"the standard protocol has exactly one seat of role single, got {roles}")
+
+    def next_speakers(self, state: DebateState) -> list[str] | None:
+        seat = state.config.seats[0].name
+        if state.rounds_of(seat) == 0:
+            return [seat]
+        state.stop_reason = "single answer given"
+        return None
+
+    def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
+        return prompts.render("debate/standard_system", answer_format=self.answer_format(taxonomy))
+
+    def decide(self, state: DebateState) -> DebateOutcome:
+        return single_answer(state, state.config.seats[0].name, SINGLE)
+
+    def confidence(self, state: DebateState, decision: DebateOutcome) -> float:
+        return stated_or_one(state, state.config.seats[0].name)

@@ -1,0 +1,139 @@
+"""Strategy ``debate``: one debate configuration on one sample, in a fresh AutoGen group chat.
+
+Flow: validate the sample, gather evidence, build a fresh team (so no history leaks between
+samples), run the turns while streaming each one, then let the protocol decide. Everything that
+differs between debate settings is the protocol's (:mod:`debates.strategies.debate.protocols`); this module is the
+same for all of them.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from autogen_agentchat.base import ChatAgent, Team
+
+from debates.chat.human import HumanSeat
+from debates.chat.seats import ModelSeat
+from debates.chat.state import DebateState
+from debates.chat.team import PolicyGroupChat
+from debates.chat.config import DebateConfig, SeatConfig
+from debates.chat.protocol import PROTOCOLS, DebateProtocol
+from debates.strategy import RunContext, StrategyConfig, strategy
+from debates.turns import build_turn_policy
+from debates.chat.run import run_team
+from m3d_agents.errors import InputError
+from m3d_agents.evidence import Evidence
+from m3d_agents.labels import collapse_label, get_taxonomy
+from m3d_agents.media.images import PreparedSample, prepare_sample
+from m3d_agents.sample import Sample
+from m3d_agents.tools.cards import ToolContext
+from m3d_agents.tools.describers import enable_image_describers
+from m3d_agents.verdict import Verdict
+
+
+def seat_backend_name(seat: SeatConfig, config: DebateConfig, ctx: RunContext) -> str:
+    return ctx.backend_name(seat.backend, config.backend)
+
+
+def build_seats(
+    config: DebateConfig,
+    state: DebateState,
+    prepared: PreparedSample,
+    evidence: list[Evidence],
+    ctx: RunContext,
+) -> list[ChatAgent | Team]:
+    """One participant per seat: a model seat, or a person where ``ctx.human_seats`` names the seat.
+
+    Text-only seats see the image through the forensic and OCR tools' findings.
+    """
+    enable_image_describers()
+    humans = dict(ctx.human_seats)
+    for name in humans:
+        config.seat(name)
+    seats: list[ChatAgent | Team] = []
+    for index, seat in enumerate(config.seats):
+        if seat.name in humans:
+            seats.append(HumanSeat(seat, config, state.protocol, state.taxonomy, prepared, evidence, humans[seat.name]))
+            continue
+        chosen = ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model)
+        create: dict[str, object] = {
+            "temperature": seat.temperature if seat.temperature is not None else config.temperature,
+            "seed": ctx.seed * 1000 + index,
+        }
+        seats.append(
+            ModelSeat(
+                seat,
+                config,
+                state.protocol,
+                state.taxonomy,
+                chosen.view(ctx.ledger, agent=seat.name, role=seat.role),
+                prepared,
+                evidence,
+                build_turn_policy(seat.turn_policy),
+                create,
+                chosen.vision,
+                turn_state=state.turn_state,
+                structured=chosen.structured_args if config.structured_turns else None,
+                tools=ToolContext(prepared, ledger=ctx.ledger, backend=chosen, agent=seat.name, evidence=list(evidence),
+                                  searchers=dict(ctx.searchers)),
+            )
+        )
+    return seats
+
+
+@strategy("debate")
+class DebateStrategy:
+    """A group-chat debate under one of the registered protocols."""
+
+    config_model: ClassVar[type[StrategyConfig]] = DebateConfig
+
+    def __init__(self, config: DebateConfig) -> None:
+        self.config = config
+        self.protocol: DebateProtocol = PROTOCOLS.get(config.protocol)
+
+    async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
+        config, protocol = self.config, self.protocol
+        prepared = prepare_sample(sample, ctx.limits)
+        taxonomy = get_taxonomy(sample.taxonomy)
+        answering = get_taxonomy(protocol.answer_taxonomy(config, sample.taxonomy))
+        try:
+            collapse_label(answering.labels[0], answering, taxonomy)
+        except ValueError as exc:
+            raise InputError("taxonomy", f"the {config.name} configuration answers in {answering.name}: {exc}") from None
+        prepared = await protocol.prepare(
+            config, prepared, lambda seat: ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model), ctx.ledger
+        )
+        gathered = list(ctx.evidence)
+        if config.use_evidence and ctx.evidence_source is not None:
+            gathered += await ctx.evidence_source.gather(sample, ledger=ctx.ledger)
+        kept = [e for e in gathered if e.kept] if config.use_evidence else []
+        state = DebateState(config=config, taxonomy=answering)
+        participants = build_seats(config, state, prepared, kept, ctx)
+        extra = protocol.extra_participants(state, sample, ctx.ledger, ctx.query_answerer)
+        team = PolicyGroupChat([*participants, *extra], state, protocol.next_speakers)
+        await run_team(team, state, f"Debate on post {sample.id} begins.", ctx, f"the {config.name} debate on sample {sample.id}")
+        decision = protocol.decide(state)
+        answered = [e for agent in extra for e in getattr(agent, "evidence", [])]
+        cited = [e.id for e in kept] + [e.id for e in answered]
+        backends = ",".join(sorted({seat_backend_name(s, config, ctx) for s in config.seats}))
+        return ctx.verdict(
+            sample,
+            config,
+            backend=backends,
+            label=decision.label,
+            label_taxonomy=answering.name,
+            abstain_reason=decision.decided_by,
+            rationale=decision.rationale,
+            confidence=protocol.confidence(state, decision) if decision.label is not None else None,
+            transcript=state.transcript(),
+            findings=protocol.findings(state),
+            evidence_ids=cited,
+            evidence=(gathered if config.use_evidence else []) + answered,
+            diagnostics={
+                **state.diagnostics(decision.label),
+                "decided_by": decision.decided_by if decision.label is not None else None,
+                "answer": {"taxonomy": answering.name, "label": decision.label},
+                "selection": state.turn_state.diagnostics(),
+                **({"image_descriptions": prepared.descriptions} if prepared.descriptions else {}),
+            },
+        )

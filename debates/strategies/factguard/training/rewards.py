@@ -1,0 +1,177 @@
+"""FactGuard's trajectory reward, one pure function per term (arXiv 2602.22963, Eq. 8-10).
+
+``R(τ) = R_acc + R_format + λ·R_risk + R_tool``, with fake as the positive class:
+
+* ``R_acc``: 1 when the final label is the gold one, else 0;
+* ``R_format``: 1 when every turn was well-formed (strictly) and the last one answered, else 0;
+* ``R_risk = −α·1[false positive] − γ·1[false negative]`` (the paper's cost-sensitive term);
+* ``R_tool``: ``+r⁺`` when a tool was used and the answer is right, ``−r⁻`` when a tool was used and
+  it is not, 0 without tools (the paper's gate of the tool reward on accuracy).
+
+No readable answer scores ``R_acc = R_format = 0`` and ``R_risk = −max(α, γ)`` (ours), which keeps
+the order malformed < wrong < right for any positive costs. The values of the terms, λ, α, γ, r⁺ and
+r⁻ are not in the paper; the defaults are ours (α:γ = 1:1 is the paper's). ``format_gate`` is an
+ablation that multiplies the whole reward by ``R_format``.
+
+The functions have TRL's reward signature, ``(completions, **kwargs) -> list[float]``, and no torch
+dependency, so they are tested and used for recorded runs without the training extra.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from pydantic import BaseModel, Field
+
+from m3d_agents.errors import ParseError
+from debates.strategies.factguard.turn_format import ANSWER_STYLES, parse_agent_turn
+from m3d_agents.tools.catalogue import ARGUMENTS
+
+
+class RewardConfig(BaseModel):
+    alpha: float = Field(1.0, gt=0, description="cost of a false positive (real called fake)")
+    gamma: float = Field(1.0, gt=0, description="cost of a false negative (fake called real)")
+    lam: float = Field(1.0, gt=0, description="weight of the risk term")
+    r_tool_pos: float = Field(0.2, ge=0, lt=1)
+    r_tool_neg: float = Field(0.2, ge=0, lt=1)
+    format_gate: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the reward needs of one trajectory."""
+
+    predicted: str | None
+    """``fake``, ``real``, or None when no answer could be read."""
+    gold: str
+    well_formed: bool
+    used_tool: bool
+
+
+class RewardBreakdown(BaseModel):
+    accuracy: float
+    format: float
+    risk: float
+    tool: float
+    total: float
+
+
+def accuracy_term(outcome: Outcome) -> float:
+    return 1.0 if outcome.predicted is not None and outcome.predicted == outcome.gold else 0.0
+
+
+def format_term(outcome: Outcome) -> float:
+    return 1.0 if outcome.well_formed and outcome.predicted is not None else 0.0
+
+
+def risk_term(outcome: Outcome, config: RewardConfig) -> float:
+    if outcome.predicted is None:
+        return -max(config.alpha, config.gamma)
+    if outcome.predicted == "fake" and outcome.gold == "real":
+        return -config.alpha
+    if outcome.predicted == "real" and outcome.gold == "fake":
+        return -config.gamma
+    return 0.0
+
+
+def tool_term(outcome: Outcome, config: RewardConfig) -> float:
+    if not outcome.used_tool:
+        return 0.0
+    return config.r_tool_pos if accuracy_term(outcome) > 0 else -config.r_tool_neg
+
+
+def trajectory_reward(outcome: Outcome, config: RewardConfig | None = None) -> RewardBreakdown:
+    config = config or RewardConfig()
+    acc, fmt = accuracy_term(outcome), format_term(outcome)
+    risk, tool = risk_term(outcome, config), tool_term(outcome, config)
+    total = acc + fmt + config.lam * risk + tool
+    if config.format_gate:
+        total *= fmt
+    return RewardBreakdown(accuracy=acc, format=fmt, risk=risk, tool=tool, total=total)
+
+
+def group_advantages(rewards: Sequence[float], group_size: int, epsilon: float = 1e-4) -> list[float]:
+    """``A_i = (R_i − mean R) / std R`` within each group of ``group_size`` consecutive rollouts (Eq. 7).
+
+    The standard deviation is the sample one plus ``epsilon``, as TRL computes it, so a group whose
+    rewards are all equal gets zero advantages.
+    """
+    if group_size < 1 or len(rewards) % group_size:
+        raise ValueError(f"{len(rewards)} rewards do not split into groups of {group_size}")
+    out: list[float] = []
+    for start in range(0, len(rewards), group_size):
+        group = list(rewards[start : start + group_size])
+        mean = sum(group) / len(group)
+        std = math.sqrt(sum((r - mean) ** 2 for r in group) / (len(group) - 1)) if len(group) > 1 else 0.0
+        out += [(r - mean) / (std + epsilon) for r in group]
+    return out
+
+
+# --- TRL reward functions -------------------------------------------------------------------------
+
+
+def completion_text(completion: Any) -> str:
+    """A TRL completion: plain text, or a list of chat messages whose assistant contents are joined."""
+    if isinstance(completion, str):
+        return completion
+    return "\n".join(str(m.get("content") or "") for m in completion if m.get("role") == "assistant")
+
+
+def outcome_of_text(text: str, gold: str, answer_style: str = "label") -> Outcome:
+    """The outcome of a single-turn completion, read strictly (the format reward is strict)."""
+    try:
+        turn = parse_agent_turn(text, dict(ARGUMENTS), tools_open=False, answer_style=answer_style, strict=True)
+        return Outcome(predicted=turn.answer, gold=gold, well_formed=True, used_tool=False)
+    except ParseError:
+        pass
+    try:
+        turn = parse_agent_turn(text, dict(ARGUMENTS), tools_open=False, answer_style=answer_style)
+        return Outcome(predicted=turn.answer, gold=gold, well_formed=False, used_tool=False)
+    except ParseError:
+        return Outcome(predicted=None, gold=gold, well_formed=False, used_tool=False)
+
+
+def outcomes(completions: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Outcome]:
+    """Outcomes from the rollout's ``outcome`` field when it gave one (multi-turn), else from the text."""
+    given = kwargs.get("outcome")
+    if given is not None:
+        return [o if isinstance(o, Outcome) else Outcome(**o) for o in given]
+    golds = kwargs.get("gold") or kwargs.get("label")
+    if golds is None:
+        raise ValueError("the reward needs the gold label of each prompt (a 'gold' column)")
+    style = (kwargs.get("answer_style") or ["label"])[0]
+    if style not in ANSWER_STYLES:
+        style = "label"
+    return [outcome_of_text(completion_text(c), g, style) for c, g in zip(completions, golds)]
+
+
+RewardFunction = Callable[..., list[float]]
+
+
+def reward_functions(config: RewardConfig | None = None) -> list[RewardFunction]:
+    """The four terms as TRL reward functions, in the order [accuracy, format, risk, tool].
+
+    λ is applied through TRL's ``reward_weights`` ([1, 1, λ, 1]) so each term is logged unweighted.
+    """
+    config = config or RewardConfig()
+
+    def accuracy(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        return [accuracy_term(o) for o in outcomes(completions, kwargs)]
+
+    def format(completions: Sequence[Any], **kwargs: Any) -> list[float]:  # noqa: A001 - the term's name in the logs
+        return [format_term(o) for o in outcomes(completions, kwargs)]
+
+    def risk(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        return [risk_term(o, config) for o in outcomes(completions, kwargs)]
+
+    def tool(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        return [tool_term(o, config) for o in outcomes(completions, kwargs)]
+
+    return [accuracy, format, risk, tool]
+
+
+def reward_weights(config: RewardConfig | None = None) -> list[float]:
+    config = config or RewardConfig()
+    return [1.0, 1.0, config.lam, 1.0]

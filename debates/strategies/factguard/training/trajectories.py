@@ -1,0 +1,132 @@
+"""Trajectories of a run: every model call of every sample as it was sent and answered, one fsynced row each.
+
+Recording happens where every strategy's calls pass, the metered client (a ledger with
+``record_messages``), so the trajectories of a debate, a single check or the FactGuard loop are
+all captured the same way. The batch runner asks this recorder for a ledger per sample and hands
+the finished verdict back; images in the prompts are written once each to ``images/<sha256>.png``
+in the run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from debates.strategies.factguard.training.rewards import Outcome, RewardBreakdown, RewardConfig, trajectory_reward
+from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.errors import InputError
+from m3d_agents.labels import get_taxonomy
+from m3d_agents.sample import Sample
+from m3d_agents.verdict import Verdict
+
+TRAJECTORIES = "trajectories.jsonl"
+KEPT_DIAGNOSTICS = ("turns", "tool_calls", "used_tools", "tool_refusals", "format_ok", "teacher_hint", "agent_turns", "stop_reason")
+
+
+class RecordedCall(BaseModel):
+    agent: str
+    role: str
+    messages: list[dict[str, Any]]
+    completion: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class TrajectoryRow(BaseModel):
+    sample_id: str
+    config: str
+    taxonomy: str
+    gold: str | None
+    gold_binary: str | None
+    label: str | None
+    predicted_binary: str | None
+    abstained: bool
+    abstain_reason: str | None = None
+    diagnostics: dict[str, Any] = Field(default_factory=dict)
+    calls: list[RecordedCall]
+    reward: RewardBreakdown | None = None
+
+
+def binary(label: str | None, taxonomy: str) -> str | None:
+    if label is None:
+        return None
+    return "fake" if get_taxonomy(taxonomy).is_misinformation(label) else "real"
+
+
+def outcome_of(row: TrajectoryRow) -> Outcome | None:
+    """The reward's view of a recorded run: format from the strategy's own check when it made one."""
+    if row.gold_binary is None:
+        return None
+    well_formed = bool(row.diagnostics.get("format_ok", not row.abstained))
+    return Outcome(predicted=row.predicted_binary, gold=row.gold_binary, well_formed=well_formed,
+                   used_tool=bool(row.diagnostics.get("used_tools", False)))
+
+
+class TrajectoryRecorder:
+    """Gives the batch runner a recording ledger per sample and appends each sample's trajectory."""
+
+    def __init__(self, run_dir: Path, reward: RewardConfig | None = None) -> None:
+        self.run_dir = run_dir
+        self.path = run_dir / TRAJECTORIES
+        self.reward = reward or RewardConfig()
+
+    def ledger(self) -> UsageLedger:
+        return UsageLedger(record_messages=True)
+
+    def write(self, sample: Sample, verdict: Verdict, ledger: UsageLedger) -> None:
+        images = self.run_dir / "images"
+        for sha, data in ledger.images.items():
+            target = images / f"{sha}.png"
+            if not target.exists():
+                images.mkdir(parents=True, exist_ok=True)
+                temporary = target.with_suffix(".tmp")
+                temporary.write_bytes(data)
+                temporary.replace(target)
+        row = TrajectoryRow(
+            sample_id=sample.id, config=verdict.config, taxonomy=sample.taxonomy, gold=sample.gold_label,
+            gold_binary=binary(sample.gold_label, sample.taxonomy), label=verdict.label,
+            predicted_binary=binary(verdict.label, verdict.taxonomy), abstained=verdict.abstained,
+            abstain_reason=verdict.abstain_reason,
+            diagnostics={k: verdict.diagnostics[k] for k in KEPT_DIAGNOSTICS if k in verdict.diagnostics},
+            calls=[RecordedCall(agent=e.agent, role=e.role, messages=e.messages, completion=e.completion, options=e.options)
+                   for e in ledger.exchanges],
+        )
+        outcome = outcome_of(row)
+        row.reward = trajectory_reward(outcome, self.reward) if outcome is not None else None
+        append_line(self.path, row.model_dump_json())
+
+
+def append_line(path: Path, line: str) -> None:
+    """One write and one fsync per row, as the results file does, so a crash leaves whole rows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        view = memoryview((line + "\n").encode())
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_trajectories(run_dir: Path) -> list[TrajectoryRow]:
+    """Every trajectory of a run (the last row wins for a sample run twice); a torn last line is ignored."""
+    path = run_dir / TRAJECTORIES
+    if not path.is_file():
+        raise InputError("run", f"{run_dir} has no {TRAJECTORIES}; run m3d evaluate with --record-trajectories")
+    rows: dict[str, TrajectoryRow] = {}
+    lines = path.read_text(encoding="utf-8").split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = TrajectoryRow.model_validate(json.loads(line))
+        except ValueError as exc:
+            if number >= len(lines) - 1:
+                break
+            raise InputError(f"{TRAJECTORIES}:{number}", f"not a trajectory row ({exc})") from exc
+        rows[row.sample_id] = row
+    return list(rows.values())

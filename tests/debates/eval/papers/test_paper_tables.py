@@ -1,0 +1,214 @@
+"""The registry of the papers' tables, the figures of a reproduced row, and the header that says what differs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from debates.eval.score.metrics import compute_metrics
+from debates.eval.papers.paper_tables import PaperTable, all_tables, check_runnable, load_table, table_names
+from debates.eval.records import EvalRow
+from debates.eval.papers.reproduce import describe_setting, header_lines, model_key, same_model
+from debates.eval.papers.table_figures import METRICS, row_figures
+from debates.config_loader import available_configs
+from m3d_agents.errors import InputError
+from m3d_agents.labels import get_taxonomy
+from tests.support.paths import REPO
+
+REQUIRED = {"agentm3d-table1", "t2agent-table1", "t2agent-table3", "llm-consensus-table1", "agentfact-table3",
+            "factguard-table1"}
+
+
+def test_every_table_loads_and_the_five_papers_are_there() -> None:
+    tables = all_tables()
+    assert REQUIRED <= set(table_names())
+    assert {t.paper for t in tables} == {"AgentM3D", "T2Agent", "LLM-Consensus", "AgentFact", "FactGuard"}
+    for table in tables:
+        assert table.citation.table and (table.citation.page is not None or table.citation.page_note)
+        assert table.configs(), f"{table.id} runs no configuration"
+        for row in table.rows:
+            for kind in table.datasets:
+                if any(v is None for v in table.figures(row, kind).values()):
+                    assert table.missing_of(row) is not None, f"{table.id}/{row.id} lacks a number and says not why"
+
+
+def test_numbers_that_could_not_be_read_are_null_never_guessed() -> None:
+    for name in ("agentm3d-table1", "llm-consensus-table1"):
+        table = load_table(name)
+        assert table.missing is not None and table.missing.reason == "not_transcribed"
+        assert "Table 1" in table.missing.note and "arxiv.org/html/" in table.missing.note
+        assert all(value is None for row in table.rows for kind in table.datasets for value in table.figures(row, kind).values())
+    assert [r.config for r in load_table("agentm3d-table1").rows] == ["standard", "bon", "mmd-agent", "mmd-agent-bon", "agentm3d"]
+    assert [r.config for r in load_table("llm-consensus-table1").rows] == [
+        "async", "async-ai", "sync", "judged", "actor-skeptic", "disambiguation"]
+
+
+def test_the_transcribed_rows_hold_the_papers_numbers() -> None:
+    t1 = load_table("t2agent-table1")
+    gpt4o = next(r for r in t1.rows if r.id == "t2agent-gpt4o")
+    assert (gpt4o.config, gpt4o.backbone, t1.figures(gpt4o, "mmfakebench")) == (
+        "t2agent", "GPT-4o", {"macro_f1": 0.759, "accuracy": 0.753})
+    ablation = load_table("t2agent-table3")
+    assert [(r.config, ablation.figures(r, "mmfakebench")["macro_f1"]) for r in ablation.rows] == [
+        ("mmd-agent-wikipedia", 0.398), ("mmd-agent-tools", 0.413), ("t2agent-base-tools", 0.535), ("t2agent", 0.568)]
+    agentfact = load_table("agentfact-table3")
+    row = next(r for r in agentfact.rows if r.config == "agentfact")
+    assert agentfact.figures(row, "rwpost") == {"weighted_f1": 65.5, "accuracy": 57.8, "weighted_recall": 57.8,
+                                                 "weighted_precision": 79.1}
+    closed = next(r for r in agentfact.rows if r.config == "agentfact-closed")
+    assert closed.missing is not None and closed.missing.reason == "not_reported"
+    factguard = load_table("factguard-table1")
+    mine = next(r for r in factguard.rows if r.config == "factguard")
+    assert factguard.figures(mine, "fakevv") == {"accuracy": 83.0, "fake_precision": 85.8, "fake_recall": 82.1, "fake_f1": 83.9}
+    assert set(factguard.datasets) == {"fakesv", "fakett", "fakevv"}
+
+
+def test_a_table_names_every_configuration_it_needs_and_says_which_are_missing() -> None:
+    table = load_table("agentfact-table3")
+    with pytest.raises(InputError, match="needs configurations agentfact-closed, agentfact-bounded .*which this build lacks"):
+        check_runnable(table, ["agentfact", "standard"])
+    check_runnable(load_table("t2agent-table1"), available_configs())
+
+
+def test_a_bad_table_is_refused_with_the_row_and_the_problem() -> None:
+    base: dict[str, Any] = {
+        "id": "x", "paper": "P", "paper_title": "P", "title": "t", "taxonomy": "m3d", "scale": "fraction",
+        "citation": {"table": "Table 1", "page": 3, "source": "the paper"}, "metrics": ["accuracy"],
+        "datasets": {"mmfakebench": {"samples": 10}},
+        "rows": [{"id": "a", "label": "A", "config": "standard", "numbers": {"mmfakebench": {"accuracy": 0.5}}}],
+    }
+    PaperTable.model_validate(base)
+    for change, message in [
+        ({"rows": [{"id": "a", "label": "A", "config": "standard"}]}, "lacks numbers; say why"),
+        ({"metrics": ["accuracy", "magic"]}, "unknown metrics"),
+        ({"citation": {"table": "Table 1", "source": "s"}}, "give the table's page"),
+        ({"rows": [{"id": "a", "label": "A", "config": None, "numbers": {"amg": {"accuracy": 0.5}}}]}, "not one of the table's data sets"),
+        ({"rows": [base["rows"][0], base["rows"][0]]}, "row ids repeat"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            PaperTable.model_validate({**base, **change})
+    with pytest.raises(InputError, match="unknown table 'nope'; known: .*t2agent-table1"):
+        load_table("nope")
+
+
+def row(i: int, gold: str, label: str | None, status: str = "ok", taxonomy: str = "m3d", iterations: int | None = None) -> EvalRow:
+    tax = get_taxonomy(taxonomy)
+    verdict = {"diagnostics": {"iterations": iterations}} if iterations is not None else {"diagnostics": {}}
+    return EvalRow(sample_id=f"s{i:02d}", index=i, seed=i, status=status, taxonomy=taxonomy, gold=gold,  # type: ignore[arg-type]
+                   label=label if status == "ok" else None, gold_misinformation=tax.is_misinformation(gold),
+                   is_misinformation=tax.is_misinformation(label) if label and status == "ok" else None,
+                   config="c", backend="b", verdict=verdict if status != "error" else None,
+                   error={"type": "BackendError", "message": "down"} if status == "error" else None)
+
+
+M3D = get_taxonomy("m3d").labels
+GOLD = [M3D[i % 4] for i in range(24)]
+PRED = [M3D[(i * 7 + i // 5) % 4] for i in range(24)]
+
+
+def sample_rows() -> list[EvalRow]:
+    rows = [row(i, g, p) for i, (g, p) in enumerate(zip(GOLD, PRED))]
+    rows[3] = row(3, GOLD[3], None, status="abstained")
+    rows[8] = row(8, GOLD[8], None, status="error")
+    return rows
+
+
+def test_a_rows_figures_are_the_runs_own_metrics_with_an_interval_around_them() -> None:
+    rows = sample_rows()
+    metrics = ["accuracy", "macro_f1", "weighted_f1", "macro_precision", "weighted_recall", "fake_precision",
+               "fake_recall", "fake_f1", "binary_accuracy"]
+    got = row_figures({"run": rows}, metrics, resamples=500, seed=1)["run"].figures
+    expected = compute_metrics(rows, "m3d")
+    assert expected.classification is not None and expected.binary is not None and expected.fake_class is not None
+    assert got["accuracy"].value == pytest.approx(expected.classification.accuracy)
+    assert got["macro_f1"].value == pytest.approx(expected.classification.macro_f1)
+    assert got["weighted_f1"].value == pytest.approx(expected.classification.weighted_f1)
+    assert got["weighted_recall"].value == pytest.approx(expected.classification.accuracy), "weighted recall is accuracy"
+    assert got["binary_accuracy"].value == pytest.approx(expected.binary.accuracy)
+    assert (got["fake_precision"].value, got["fake_recall"].value, got["fake_f1"].value) == pytest.approx(
+        (expected.fake_class.precision, expected.fake_class.recall, expected.fake_class.f1))
+    precisions = [expected.classification.per_class[label].precision for label in expected.classification.labels]
+    assert got["macro_precision"].value == pytest.approx(float(np.mean(precisions)))
+    for name, figure in got.items():
+        assert figure.low is not None and figure.high is not None and figure.value is not None
+        assert figure.low <= figure.value + 1e-9 <= figure.high + 2e-9, name
+        assert figure.low < figure.high, f"{name}: 24 mixed samples give a spread"
+    again = row_figures({"run": rows}, metrics, resamples=500, seed=1)["run"].figures
+    assert again == got, "the bootstrap is seeded"
+
+
+def test_rows_on_the_same_samples_share_their_resamples_and_a_cut_off_row_does_not() -> None:
+    rows = sample_rows()
+    same = [r.model_copy() for r in rows]
+    cut = rows[:10]
+    figures = row_figures({"a": rows, "b": same, "c": cut}, ["accuracy"], resamples=300, seed=0)
+    assert figures["a"].paired and figures["b"].paired and not figures["c"].paired
+    assert figures["a"].figures == figures["b"].figures
+    assert figures["c"].figures["accuracy"].samples == 10
+
+
+def test_a_diagnostic_metric_averages_over_the_samples_that_report_it() -> None:
+    rows = [row(i, "original", "original", iterations=k) for i, k in enumerate([1, 2, 3, 2])]
+    rows.append(row(9, "original", None, status="error"))
+    figure = row_figures({"r": rows}, ["mean_iterations"], resamples=200)["r"].figures["mean_iterations"]
+    assert figure.value == pytest.approx(2.0)
+    assert METRICS["mean_iterations"].view == "diagnostic"
+
+
+def test_model_names_match_the_papers_backbones_only_when_they_are_that_model() -> None:
+    assert model_key("Qwen/Qwen3-VL-8B-Instruct") == model_key("Qwen3-VL-8B")
+    assert same_model("gpt-4o-2024-08-06", "GPT-4o") is True
+    assert same_model("gpt-4o-mini", "GPT-4o") is False
+    assert same_model("gpt-4.1-nano", "GPT-4.1-nano") is True
+    assert same_model("gpt-4o", None) is None
+
+
+def fake_loaded(n: int) -> Any:
+    return SimpleNamespace(samples=list(range(n)))
+
+
+def test_the_header_calls_a_run_the_papers_setting_only_when_model_and_size_are_the_papers(tmp_path: Path) -> None:
+    table = PaperTable.model_validate({
+        "id": "x", "paper": "P", "paper_title": "Paper", "title": "T", "taxonomy": "m3d", "scale": "fraction",
+        "citation": {"table": "Table 2", "page": 5, "source": "the paper"}, "metrics": ["accuracy"],
+        "datasets": {"mmfakebench": {"split": "val", "samples": 4}}, "backbone": "GPT-4o",
+        "rows": [{"id": "a", "label": "A", "config": "standard", "backbone": "GPT-4o", "numbers": {"mmfakebench": {"accuracy": 0.5}}}],
+    })
+    spec = f"mmfakebench:{tmp_path / 'val.json'}"
+    same = describe_setting(table, "mmfakebench", spec, fake_loaded(4), 4, None, "openai", "gpt-4o")
+    assert same.papers_setting and not same.differences
+    lines = header_lines(table, same, 2000, 0, True, ["off for every row"])
+    assert any(line.startswith("setting: the paper's backbone and sample count (4)") for line in lines)
+    assert "Table 2, p. 5" in lines[1]
+
+    subset = describe_setting(table, "mmfakebench", spec, fake_loaded(4), 2, 2, "openai", "gpt-4o")
+    assert not subset.papers_setting
+    assert subset.differences == ["a subset: the first 2 of the data set's 4 samples (--limit 2)",
+                                  "2 samples, where the paper scored 4"]
+    assert "setting: NOT the paper's setting: a subset" in "\n".join(header_lines(table, subset, 2000, 0, True, []))
+
+    other = describe_setting(table, "mmfakebench", spec, fake_loaded(4), 4, None, "vllm", "Qwen/Qwen3-VL-8B-Instruct")
+    assert other.differences == ["backend vllm runs Qwen/Qwen3-VL-8B-Instruct; the paper ran GPT-4o"]
+
+    fixture = REPO / "tests" / "fixtures" / "datasets" / "MMFakeBench_val" / "source" / "MMFakeBench_val.json"
+    small = describe_setting(table, "mmfakebench", f"mmfakebench:{fixture}", fake_loaded(4), 4, None, "openai", "gpt-4o",
+                             without_evidence=["standard"])
+    assert small.differences == ["a test fixture in the data set's format, not the data set",
+                                 "retrieval off for standard (the paper's setting gathers evidence for it)"]
+
+    unknown = table.model_copy(update={"datasets": {"mmfakebench": table.datasets["mmfakebench"].model_copy(update={"samples": None})}})
+    assert not describe_setting(unknown, "mmfakebench", spec, fake_loaded(4), 4, None, "openai", "gpt-4o").papers_setting
+
+
+def test_a_table_with_several_backbones_marks_the_rows_run_on_ours(tmp_path: Path) -> None:
+    table = load_table("t2agent-table1")
+    spec = f"mmfakebench:{tmp_path / 'val.json'}"
+    setting = describe_setting(table, "mmfakebench", spec, fake_loaded(1000), 1000, None, "openai", "gpt-4o")
+    assert setting.differences == ["backend openai runs gpt-4o, the paper's backbone for the rows marked yes only; "
+                                   "the others ran on BLIP-2, GPT-4.1-nano, GPT-4o-mini, LLaVA-1.6"]
+    agentm3d = describe_setting(load_table("agentm3d-table1"), "mmfakebench", spec, fake_loaded(1000), 1000, None, "openai", "gpt-4o")
+    assert "the paper's backbone is not transcribed, so the model cannot be checked against it" in agentm3d.differences

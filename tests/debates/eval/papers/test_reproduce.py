@@ -1,0 +1,204 @@
+"""``m3d reproduce`` end to end against a scripted loopback model: a paper's table runs, prints the paper's
+numbers beside ours, says what differs from the paper's setting, and resumes after an interruption
+with no row lost or repeated."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from typer.testing import CliRunner
+
+from debates.cli.main import app
+from debates.eval.records import read_rows
+from tests.support.paths import REPO
+from tests.support.reproduce_script import backend_file, scripted_table_server
+
+FIXTURE = REPO / "tests" / "fixtures" / "datasets" / "MMFakeBench_val"
+ENTRY = "from debates.cli.main import app; app()"
+
+
+@pytest.fixture
+def scripted(tmp_path: Path) -> Iterator[Path]:
+    """A backends file naming the scripted loopback model (backend ``scripted``, model ``scripted-model``)."""
+    with scripted_table_server() as server:
+        path = tmp_path / "m3d.yaml"
+        path.write_text(backend_file(server.base_url))
+        yield path
+
+
+def arguments(table: str, dataset: str, out: Path, settings: Path, *more: str) -> list[str]:
+    return ["reproduce", table, "--dataset", dataset, "--backend", "scripted", "--config-file", str(settings),
+            "--out", str(out), "--retrieval", "off", "--no-progress", "--resamples", "500", *more]
+
+
+def test_the_list_shows_each_papers_tables() -> None:
+    result = CliRunner().invoke(app, ["reproduce", "--list"])
+    assert result.exit_code == 0, result.output
+    for line in ("agentm3d-table1  AgentM3D Table 1 on mmfakebench", "t2agent-table1  T2Agent Table 1 on mmfakebench",
+                 "t2agent-table3  T2Agent Table 3", "llm-consensus-table1  LLM-Consensus Table 1 on newsclippings",
+                 "agentfact-table3  AgentFact Table III on rwpost", "factguard-table1  FactGuard Table 1 on fakesv, fakett, fakevv"):
+        assert line in result.output
+
+
+def test_a_table_runs_end_to_end_and_prints_the_papers_numbers_beside_ours(tmp_path: Path, scripted: Path) -> None:
+    out = tmp_path / "t2agent"
+    dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
+    result = CliRunner().invoke(app, arguments("t2agent-table1", dataset, out, scripted), env={"COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert "setting: NOT the paper's setting: a test fixture in the data set's format, not the data set; " \
+           "3 samples, where the paper scored 1000; backend scripted runs scripted-model; the paper ran" in text
+    assert "retrieval off for mmd-agent-wikipedia, t2agent (the paper's setting gathers evidence for them)" in text
+    for number in ("0.759", "0.753", "0.568", "0.614", "0.716"):
+        assert number in text, f"the paper's {number} is printed"
+    assert "not run (no configuration)" in text, "LRQ-FACT has no configuration and says so"
+
+    table = json.loads((out / "table.json").read_text())
+    assert table["complete"] and not table["setting"]["papers_setting"]
+    rows = {r["id"]: r for r in table["rows"]}
+    for config in ("standard", "mmd-agent-wikipedia", "t2agent"):
+        folder = out / config
+        run_rows, _ = read_rows(folder / "results.jsonl")
+        assert len(run_rows) == 3 and len({r.sample_id for r in run_rows}) == 3
+        report = json.loads((folder / "metrics.json").read_text())["metrics"]
+        same = [r for r in rows.values() if r["config"] == config]
+        assert same and all(r["status"] == "done" and r["samples"] == 3 for r in same)
+        ours = same[0]["ours"]
+        assert ours["accuracy"]["value"] == pytest.approx(report["classification"]["accuracy"])
+        assert ours["macro_f1"]["value"] == pytest.approx(report["classification"]["macro_f1"])
+        assert ours["accuracy"]["low"] <= ours["accuracy"]["value"] <= ours["accuracy"]["high"]
+        assert same[0]["calls_per_sample"] == pytest.approx(report["calls_per_sample"]) and report["calls_per_sample"] >= 1
+    gpt4o = rows["t2agent-gpt4o"]
+    assert gpt4o["paper"] == {"macro_f1": 0.759, "accuracy": 0.753} and gpt4o["same_backbone"] is False
+    assert gpt4o["difference"]["accuracy"]["value"] == pytest.approx(gpt4o["ours"]["accuracy"]["value"] - 0.753)
+    assert rows["lrq-fact"]["status"] == "no configuration" and rows["lrq-fact"]["ours"] == {}
+
+    markdown = (out / "table.md").read_text()
+    assert markdown.startswith("# T2Agent Table 1: MMFakeBench, four classes")
+    assert "| T2Agent | GPT-4o (no) | t2agent | macro-F1 |" in markdown and "| 0.759 |" in markdown
+    assert (out / "table.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_table_the_paper_gives_no_numbers_for_says_so_in_every_row(tmp_path: Path, scripted: Path) -> None:
+    out = tmp_path / "agentm3d"
+    dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
+    result = CliRunner().invoke(app, arguments("agentm3d-table1", dataset, out, scripted, "--limit", "2"),
+                                env={"COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    assert "a subset: the first 2 of the data set's 3 samples (--limit 2)" in result.output
+    table = json.loads((out / "table.json").read_text())
+    assert [r["config"] for r in table["rows"]] == ["standard", "bon", "mmd-agent", "mmd-agent-bon", "agentm3d"]
+    assert all(r["paper"][m] is None and r["missing"]["reason"] == "not_transcribed" for r in table["rows"] for m in r["paper"])
+    assert result.output.count("n/a (not transcribed)") == 5 * 4
+    calls = {r["config"]: r["calls_per_sample"] for r in table["rows"]}
+    assert calls["standard"] == 1 and calls["bon"] > calls["standard"] and calls["agentm3d"] > calls["mmd-agent"]
+
+
+def test_bad_requests_get_one_line_before_any_work(tmp_path: Path, scripted: Path) -> None:
+    dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
+    cases = [
+        (arguments("t2agent-table1", f"newsclippings:{tmp_path}", tmp_path / "b", scripted),
+         "t2agent-table1 reports on mmfakebench, not on newsclippings"),
+        (arguments("no-such-table", dataset, tmp_path / "c", scripted), "unknown table 'no-such-table'"),
+        (["reproduce", "t2agent-table1", "--dataset", dataset], "give --backend, --out (or --list to see the tables)"),
+    ]
+    for args, message in cases:
+        result = CliRunner().invoke(app, args, env={"COLUMNS": "240"})
+        assert result.exit_code == 2, result.output
+        assert message in " ".join(result.output.split()) and "Traceback" not in result.output
+    assert not any((tmp_path / name).exists() for name in "bc")
+
+
+def test_workers_run_every_row_on_the_ray_runner(tmp_path: Path, scripted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--workers, --ray-address and --max-tries reach each row's runner the way m3d evaluate hands them over;
+    the Ray runner itself is tested in test_ray_runner.py (here it runs in this process)."""
+    import debates.eval.run.ray_runner as ray_runner
+    from debates.eval.run.batch import BatchRunner
+
+    seen: list[tuple[str, int | None, str | None, int, bool]] = []
+
+    class InProcess(BatchRunner):
+        def __init__(self, *args: Any, workers: int | None = None, address: str | None = None, max_tries: int = 3,
+                     worker_context: Any = None, **options: Any) -> None:
+            seen.append((args[0], workers, address, max_tries, callable(worker_context)))
+            super().__init__(*args, **options)
+
+    monkeypatch.setattr(ray_runner, "RayBatchRunner", InProcess)
+    dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
+    result = CliRunner().invoke(app, arguments("t2agent-table3", dataset, tmp_path / "t", scripted, "--limit", "1",
+                                               "--workers", "2", "--max-tries", "4"), env={"COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    assert seen == [(c, 2, None, 4, True) for c in ("mmd-agent-wikipedia", "mmd-agent-tools", "t2agent-base-tools", "t2agent")]
+    seen.clear()
+    single = CliRunner().invoke(app, ["evaluate", "--config", "standard", "--dataset", dataset, "--backend", "scripted",
+                                      "--config-file", str(scripted), "--out", str(tmp_path / "e"), "--no-progress",
+                                      "--ray-address", "auto", "--limit", "1"])
+    assert single.exit_code == 0, single.output
+    assert seen == [("standard", None, "auto", 3, True)]
+
+
+POSTS = 10
+
+
+def bigger_mmfakebench(folder: Path) -> str:
+    """Ten posts in MMFakeBench's format over the fixture's three images."""
+    images = [("/real/visualnews/vn_1.jpg", "original"), ("/fake/chatgpt_match_val/match_2.png", "textual_veracity_distortion"),
+              ("/fake/chatgpt_match_val/match_3.png", "mismatch")]
+    posts = [{"text": f"Post {i}: crowds gather in square {i} for festival number {i * 3}.", "image_path": images[i % 3][0],
+              "gt_answers": "True" if images[i % 3][1] == "original" else "Fake", "fake_cls": images[i % 3][1]}
+             for i in range(POSTS)]
+    (folder / "source").mkdir(parents=True)
+    (folder / "source" / "MMFakeBench_val.json").write_text(json.dumps(posts))
+    return f"mmfakebench:{folder / 'source' / 'MMFakeBench_val.json'}"
+
+
+def lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def test_an_interrupted_table_resumes_with_no_row_lost_or_repeated(tmp_path: Path) -> None:
+    dataset = bigger_mmfakebench(tmp_path / "data")
+    out = tmp_path / "table"
+    with scripted_table_server(delay_s=0.05) as server:
+        settings = tmp_path / "m3d.yaml"
+        settings.write_text(backend_file(server.base_url))
+        args = arguments("t2agent-table1", dataset, out, settings, "-o", f"image_root={FIXTURE}", "--concurrency", "2")
+        process = subprocess.Popen([sys.executable, "-c", ENTRY, *args], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        second = out / "mmd-agent-wikipedia" / "results.jsonl"
+        deadline = time.monotonic() + 120
+        while lines(second) < 3 and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert process.poll() is None, "the table finished before it could be interrupted"
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+        assert process.stderr is not None
+        assert process.returncode == 130, process.stderr.read().decode()
+        cut_at = lines(second)
+        assert lines(out / "standard" / "results.jsonl") == POSTS and 3 <= cut_at < POSTS
+        assert not (out / "t2agent").exists() and not (out / "table.json").exists()
+
+        resumed = CliRunner().invoke(app, args, env={"COLUMNS": "240"})
+    assert resumed.exit_code == 0, resumed.output
+    assert f"ran this time: standard 0, mmd-agent-wikipedia {POSTS - cut_at}, t2agent {POSTS} samples" in \
+        " ".join(resumed.output.split())
+    for config in ("standard", "mmd-agent-wikipedia", "t2agent"):
+        raw = [json.loads(line) for line in (out / config / "results.jsonl").read_text().splitlines()]
+        assert len(raw) == POSTS == len({r["sample_id"] for r in raw}), config
+    table = json.loads((out / "table.json").read_text())
+    assert table["complete"] and all(r["samples"] == POSTS for r in table["rows"] if r["config"])
+    assert table["bootstrap"]["paired"]
+
+    again = CliRunner().invoke(app, args, env={"COLUMNS": "240"})
+    assert again.exit_code == 0 and "ran this time: standard 0, mmd-agent-wikipedia 0, t2agent 0" in " ".join(again.output.split())
+    assert json.loads((out / "table.json").read_text())["rows"] == table["rows"]
+    shutil.rmtree(out)

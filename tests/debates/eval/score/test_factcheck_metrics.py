@@ -1,0 +1,86 @@
+"""AgentFact's scores: weighted precision and recall, and its true-vs-not-true view, on a fixed list.
+
+The constants were computed once with scikit-learn (``precision_recall_fscore_support`` with
+``labels=["true", "false", "unproven"]`` and ``zero_division=0``) and frozen here, so the test
+needs no scikit-learn and catches any drift in our own implementation.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from debates.eval.score.metrics import ABSTAIN, classification_scores, compute_metrics
+from debates.eval.records import EvalRow
+from m3d_agents.labels import collapse_label, get_taxonomy
+
+GOLD = ["true", "false", "false", "unproven", "false", "true", "false", "unproven", "false", "true", "false", "false"]
+PRED = ["true", "false", "unproven", "unproven", "false", "false", "false", "true", ABSTAIN, "true", "false", "unproven"]
+LABELS = ["true", "false", "unproven"]
+
+
+def rows(taxonomy: str = "factcheck") -> list[EvalRow]:
+    return [
+        EvalRow(
+            sample_id=f"s{i}", index=i, seed=0, status="abstained" if p == ABSTAIN else "ok", taxonomy=taxonomy, gold=g,
+            label=None if p == ABSTAIN else p, config="agentfact-bounded", backend="scripted",
+        )
+        for i, (g, p) in enumerate(zip(GOLD, PRED))
+    ]
+
+
+def test_weighted_and_macro_scores_equal_the_frozen_sklearn_figures() -> None:
+    scores = classification_scores(GOLD, PRED, LABELS + [ABSTAIN])
+    assert scores.weighted_precision == pytest.approx(0.688888888888889)
+    assert scores.weighted_recall == pytest.approx(0.5833333333333334)
+    assert scores.weighted_f1 == pytest.approx(0.6222222222222221)
+    assert scores.macro_f1 == pytest.approx(0.5777777777777778)
+    assert scores.accuracy == pytest.approx(0.5833333333333334)
+    expected = {"true": (2 / 3, 2 / 3, 2 / 3, 3), "false": (0.8, 4 / 7, 2 / 3, 7), "unproven": (1 / 3, 0.5, 0.4, 2)}
+    for label, (precision, recall, f1, support) in expected.items():
+        got = scores.per_class[label]
+        assert (got.precision, got.recall, got.f1, got.support) == pytest.approx((precision, recall, f1, support))
+
+
+def test_weighted_recall_is_the_accuracy() -> None:
+    scores = classification_scores(GOLD, PRED, LABELS + [ABSTAIN])
+    assert scores.weighted_recall == pytest.approx(scores.accuracy)
+
+
+def test_true_vs_not_true_counts_unproven_as_not_true() -> None:
+    metrics = compute_metrics(rows(), "factcheck")
+    view = metrics.true_vs_not_true
+    assert view is not None
+    assert view.accuracy == pytest.approx(0.75)
+    assert view.macro_f1 == pytest.approx(0.7450980392156863)
+    assert view.per_class["not_true"].support == 9
+    # the misinformation view differs: there, unproven is not misinformation
+    assert metrics.binary is not None and metrics.binary.accuracy != view.accuracy
+
+
+def test_taxonomies_without_a_true_rating_have_no_true_vs_not_true_view() -> None:
+    binary = [r.model_copy(update={"taxonomy": "binary", "gold": "real", "label": "real"}) for r in rows()]
+    assert compute_metrics(binary, "binary").true_vs_not_true is None
+
+
+def test_factcheck3_answers_are_factcheck_labels_unchanged() -> None:
+    three, five = get_taxonomy("factcheck3"), get_taxonomy("factcheck")
+    assert [collapse_label(label, three, five) for label in three.labels] == ["true", "false", "unproven"]
+    assert collapse_label("unproven", three, get_taxonomy("binary")) == "real"
+    with pytest.raises(ValueError):
+        collapse_label("mixture", five, three)
+
+
+def test_citation_validity_counts_ids_before_clean_up_and_leakage_sums_per_rule() -> None:
+    explained = rows()[:2]
+    explained[0].verdict = {
+        "explanation": {"key_points": [{"text": "a", "evidence_ids": ["ev-1", "ev-2"]}], "dropped_citations": 1},
+        "diagnostics": {"leakage": {"factcheck_domain": 2, "factcheck_path": 1}},
+    }
+    explained[1].verdict = {
+        "explanation": {"key_points": [{"text": "b", "evidence_ids": ["ev-3"]}], "dropped_citations": 0},
+        "diagnostics": {"leakage": {"factcheck_domain": 1, "after_claim_date": 1}},
+    }
+    metrics = compute_metrics(explained, "factcheck")
+    assert metrics.citation_validity == pytest.approx(3 / 4) and metrics.cited_ids == 4
+    assert metrics.leakage == {"factcheck_domain": 3, "factcheck_path": 1, "after_claim_date": 1}
+    assert compute_metrics(rows(), "factcheck").citation_validity is None

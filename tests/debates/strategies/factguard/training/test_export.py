@@ -1,0 +1,136 @@
+"""Trajectories recorded at the metering layer, and their SFT export: the rule filter, both formats, exact re-rendering."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pytest
+from autogen_core.models import LLMMessage
+from pydantic import BaseModel
+
+from debates.eval.run.batch import BatchRunner
+from debates.eval.records import RunManifest
+from debates.config_loader import load_config, with_overrides
+from debates.strategies.factguard.training.export import export_sft, rerender
+from debates.strategies.factguard.training.trajectories import TrajectoryRecorder, read_trajectories
+from m3d_agents.backends.factory import BackendPool
+from m3d_agents.backends.recording import chat_messages, llm_messages
+from m3d_agents.backends.transports.lean_http import openai_messages
+from m3d_agents.sample import Sample, VideoRef
+from tests.support.scripted import ScriptedClient, scripted_backend, text_of
+from tests.support.videos import make_clip
+
+SCOUT = '<tool_call>{"name": "clip_scout", "arguments": {"start_s": 1, "end_s": 3}}</tool_call>'
+# title: (gold, first turn, second turn or None)
+PLAN = {
+    "post one": ("fake", "<think>clear</think><answer>fake</answer>", None),
+    "post two": ("real", "<think>clear</think><answer>real</answer>", None),
+    "post three": ("fake", f"<think>look closer</think>{SCOUT}", "<think>edited</think><answer>fake</answer>"),
+    "post four": ("real", f"<think>look closer</think>{SCOUT}", "<think>fine</think><answer>real</answer>"),
+    "post five": ("fake", "<think>looks fine</think><answer>real</answer>", None),
+    "post six": ("real", "no idea at all", None),
+}
+
+
+def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+    prompt = text_of(messages)
+    title = next(t for t in PLAN if t in prompt)
+    _, first, second = PLAN[title]
+    return second if second is not None and "Results of your tool calls" in prompt else first
+
+
+class HfMessage(BaseModel):
+    role: str
+    content: str | list[dict[str, str]]
+
+
+class HfRow(BaseModel):
+    messages: list[HfMessage]
+    images: list[str]
+    reward: dict[str, float] | None
+
+
+async def record(tmp_path: Path, config_name: str = "factguard") -> tuple[Path, ScriptedClient]:
+    clip = make_clip(tmp_path / "clip.mp4", seconds=4)
+    samples = [Sample(text=title, video=VideoRef(path=clip), gold_label=gold) for title, (gold, _, _) in PLAN.items()]
+    client = ScriptedClient(respond, vision=True)
+    pool = BackendPool()
+    pool.add(scripted_backend(client, name="scripted"))
+    config = with_overrides(load_config(config_name), describe_frames=False, retries=1, artifacts_dir=str(tmp_path / "grids"))
+    path = tmp_path / "config.yaml"
+    path.write_text(json.dumps(config.model_dump(mode="json")))
+    run_dir = tmp_path / "run"
+    manifest = RunManifest(config=str(path), dataset="test", backend="scripted", seed=0, taxonomy="binary")
+    runner = BatchRunner(str(path), samples, pool, run_dir, manifest, concurrency=2, backend="scripted",
+                         recorder=TrajectoryRecorder(run_dir))
+    outcome = await runner.run()
+    assert len(outcome.rows) == 6 and all(r.status != "error" for r in outcome.rows), [r.error for r in outcome.rows]
+    return run_dir, client
+
+
+def wire(messages: Sequence[LLMMessage]) -> str:
+    info = {"vision": True, "multiple_system_messages": False}
+    return json.dumps(openai_messages(messages, info), sort_keys=True)  # type: ignore[arg-type]
+
+
+async def test_the_export_keeps_right_trajectories_and_counts_the_rest(tmp_path: Path) -> None:
+    run_dir, client = await record(tmp_path)
+    trajectories = read_trajectories(run_dir)
+    assert len(trajectories) == 6 and sum(len(t.calls) for t in trajectories) == len(client.calls)
+    report = export_sft(run_dir, tmp_path / "sft.jsonl")
+    assert report.kept == 4 and report.dropped == {"wrong_answer": 1, "malformed": 1}
+    rows = [HfRow.model_validate(json.loads(line)) for line in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    assert len(rows) == 4, "one conversation per sample: the first call is folded into the second"
+    assert all(Path(image).is_file() for row in rows for image in row.images)
+    with_tools = [r for r in rows if any(m.role == "tool" for m in r.messages)]
+    assert len(with_tools) == 2 and all(len(r.images) == 8 + 1 for r in with_tools)
+    assert all(r.reward is not None and set(r.reward) == {"accuracy", "format", "risk", "tool", "total"} for r in rows)
+    assert [r.reward["total"] for r in with_tools if r.reward] == pytest.approx([2.2, 2.2])
+    assert report.review is not None and Path(report.review).is_file()
+
+
+async def test_exported_messages_re_render_to_the_prompts_sent_byte_for_byte(tmp_path: Path) -> None:
+    run_dir, client = await record(tmp_path)
+    sent = {wire(call.messages) for call in client.calls}
+    for trajectory in read_trajectories(run_dir):
+        images = {f"images/{p.stem}.png": p.read_bytes() for p in (run_dir / "images").glob("*.png")}
+        for call in trajectory.calls:
+            assert wire(llm_messages(call.messages, images)) in sent
+    export_sft(run_dir, tmp_path / "sft.jsonl")
+    for line in (tmp_path / "sft.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        assert row["messages"][-1]["role"] == "assistant"
+        assert wire(rerender(row["messages"][:-1], row["images"])) in sent
+
+
+async def test_the_llamafactory_format_has_one_placeholder_per_image(tmp_path: Path) -> None:
+    run_dir, _ = await record(tmp_path)
+    export_sft(run_dir, tmp_path / "lf.jsonl", fmt="llamafactory")
+    for line in (tmp_path / "lf.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        assert all(isinstance(m["content"], str) for m in row["messages"])
+        assert sum(m["content"].count("<image>") for m in row["messages"]) == len(row["images"])
+
+
+async def test_the_teacher_hint_reaches_no_exported_message(tmp_path: Path) -> None:
+    run_dir, client = await record(tmp_path, "factguard-teacher")
+    assert any("the correct answer for this post" in call.prompt for call in client.calls)
+    export_sft(run_dir, tmp_path / "sft.jsonl")
+    exported = (tmp_path / "sft.jsonl").read_text()
+    assert exported and "the correct answer for this post" not in exported and "worked example" not in exported
+
+
+def test_recording_round_trips_every_message_kind() -> None:
+    from autogen_core import FunctionCall
+    from autogen_core.models import AssistantMessage, FunctionExecutionResult, FunctionExecutionResultMessage, SystemMessage, UserMessage
+
+    messages: list[LLMMessage] = [
+        SystemMessage(content="sys"), UserMessage(content="hi", source="user"),
+        AssistantMessage(content=[FunctionCall(id="1", name="f", arguments="{}")], thought="t", source="a"),
+        FunctionExecutionResultMessage(content=[FunctionExecutionResult(content="r", call_id="1", name="f", is_error=False)]),
+        AssistantMessage(content="done", source="a"),
+    ]
+    images: dict[str, bytes] = {}
+    assert wire(llm_messages(chat_messages(messages, images), images)) == wire(messages)
