@@ -702,7 +702,7 @@ def served_model(base_url: str) -> str:
 
 async def prefix_reuse_vllm(args: argparse.Namespace) -> None:
     """The prefix section against a real vLLM server: the estimate on the bodies sent, and vLLM's own counters."""
-    from debates.strategy import run_sample
+    from debates.session import run_sample
 
     model = args.vllm_model or served_model(args.vllm_url)
     tokens = Tokens()

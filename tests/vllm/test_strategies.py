@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from debates.strategy import run_sample
+from debates.session import run_sample
 from m3d_agents.backends.config import BackendConfig, BackendSettings
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.sample import Sample, VideoRef
