@@ -11,8 +11,9 @@ without it.
 
 What this does: when ``torchvision`` is first imported, and only if its extension cannot be loaded,
 it defines those two operators with a CPU kernel written in torch (greedy non-maximum suppression),
-so they are real operators, not placeholders. Where torchvision's extension does load (a real CPU
-build), nothing is defined. A ``.pth`` file imports this module at interpreter start; importing it
+so they are real operators, not placeholders (torchvision's Python wrappers, such as
+``torchvision.ops.nms``, still say that its C++ ops are missing; ``torch.ops.torchvision.nms`` runs).
+Where torchvision's extension does load (a real CPU build), nothing is defined. A ``.pth`` file imports this module at interpreter start; importing it
 costs nothing (torch is imported only when torchvision is).
 """
 

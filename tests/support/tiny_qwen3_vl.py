@@ -1,4 +1,4 @@
-"""A Qwen3-VL of about 1.3 M parameters with random weights, built by code, for a real vLLM server to serve.
+"""A Qwen3-VL of about 1.2 M parameters with random weights, built by code, for a real vLLM server to serve.
 
 Model hubs are out of reach, so the tests make their own checkpoint: the architecture vLLM serves
 (``Qwen3VLForConditionalGeneration``: text hidden 128, 2 layers, head_dim 32, which vLLM's CPU
