@@ -119,7 +119,8 @@ class DepartureGroup(BaseModel):
 
 
 def group_departures(by_config: dict[str, list[StatedDeparture]]) -> list[DepartureGroup]:
-    """Departures shared by several configurations once, with the configurations that have them, in first-seen order."""
+    """Departures shared by several configurations once, with the configurations that have them: the detected ones
+    first (what this run's settings and rows show), then the configurations' own lists, each in first-seen order."""
     groups: dict[tuple[str, str], DepartureGroup] = {}
     for config, departures in by_config.items():
         for departure in departures:
@@ -128,7 +129,7 @@ def group_departures(by_config: dict[str, list[StatedDeparture]]) -> list[Depart
                 groups[key].configs.append(config)
             else:
                 groups[key] = DepartureGroup(configs=[config], departure=departure)
-    return list(groups.values())
+    return sorted(groups.values(), key=lambda group: group.departure.origin != "detected")
 
 
 def departure_lines(groups: list[DepartureGroup], configs: list[str]) -> list[str]:

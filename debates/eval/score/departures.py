@@ -92,10 +92,11 @@ def _evidence_departures(plan: PlannedRun, conditions: set[str]) -> list[StatedD
         conditions.add("no_evidence")
         why = "; ".join(f"{p.provider}: {p.why}" for p in missing_first)
         uses = " and ".join(dict.fromkeys(USES[p.use] for p in missing_first))
-        text = (f"the rows will gather no evidence: no provider can find {uses} ({why}) and nothing else is gathered "
-                "before the agents start")
+        text = (f"the rows will gather no evidence before the agents start: no provider can find {uses} ({why}) and "
+                "nothing else is gathered")
         if searching:
-            text += (f"; {' and '.join(searching)} can answer only the agents' own searches, so {uses} are still missing")
+            text += (f"; {' and '.join(searching)} can answer only the searches the agents make themselves, so {uses} "
+                     "are still missing")
         found.append(_detected("no-evidence", text))
     elif missing_first and any(p.use == "reverse_image" for p in missing_first) \
             and not any(p.ready for p in first if p.use == "reverse_image"):

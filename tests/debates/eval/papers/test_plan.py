@@ -46,7 +46,8 @@ def test_without_search_keys_the_llm_consensus_plan_says_the_rows_gather_no_evid
 def test_with_only_a_serper_key_the_plan_says_which_evidence_is_still_missing(tmp_path: Path) -> None:
     output = plan_output(tmp_path, "llm-consensus-table1", env={"SERPER_API_KEY": "dummy-serper-key"})
     line = departure_line(output, "no-evidence")
-    assert "serper and duckduckgo can answer only the agents' own searches, so the pages that show the image are still missing" in line
+    assert ("serper and duckduckgo can answer only the searches the agents make themselves, so the pages that show the image "
+            "are still missing") in line
     assert "google_vision: no GOOGLE_VISION_API_KEY" in line
     assert "[provider-serper]" not in output
     assert "dummy-serper-key" not in output
