@@ -163,3 +163,27 @@ def test_the_config_file_names_only_configured_backends(tmp_path: Path) -> None:
         load_backend_settings(path)
     assert BackendSettings.model_validate({"backends": {"llava": {"kind": "vllm"}},
                                            "tools": {"physics_check": {"backend": "llava"}}}).tools["physics_check"].backend == "llava"
+
+
+async def test_agentm3ds_logic_check_runs_on_the_backend_the_run_gives_it() -> None:
+    from tests.support.cascade import M3D_SAMPLE, bon_config, by_candidate, finish
+    from tests.support.debate import seat_pool
+    from tests.support.selector_script import SelectorScript
+
+    script = SelectorScript(
+        answers={"text": lambda i: finish("TEXT REFUTE", f"CAND-{i}")},
+        reward=by_candidate({0: 0.9, 1: 0.1, 2: 1.0, 3: 1.0, 4: 1.0}),
+        critique=lambda prompt: "Sound. The score is 10" if "CAND-0" in prompt else "Weak. The score is 1",
+    )
+    config = bon_config("mmd-agent-bon", critique=True, critic_format="prose", early_stop=True, scoring="lazy", tau=0.5)
+    config = config.model_copy(update={"tools": {"logic_check": ToolSettings(backend="qwen4b")}})
+    config, pool, clients = seat_pool(config, {"text_agent": script})
+    checker = ScriptedClient(['{"consistent": false, "issues": ["born in 1990 but voted in 1985"], "rationale": "dates"}'])
+    pool.add(scripted_backend(checker, name="qwen4b"))
+    verdict = await run_sample(config, M3D_SAMPLE, pool)
+    check = "Check the claim below for internal logic"
+    assert len(checker.calls) == 1 and check in checker.calls[0].prompt
+    assert not any(check in c.prompt for c in clients["text_agent"].calls), "the agent's backend is not asked"
+    critiques = [c.prompt for c in clients["text_agent"].calls if "born in 1990 but voted in 1985" in c.prompt]
+    assert critiques, "the critic reads the report the checker wrote"
+    assert verdict.accounting.by_backend["qwen4b"].calls == 1 and verdict.accounting.by_agent["logic_check"].calls == 1
