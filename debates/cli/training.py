@@ -118,6 +118,16 @@ def prepare_local_model_command(
     console.print(str(prepare_local_model(out, force)))
 
 
+@train_app.command("accelerate-config")
+def accelerate_config_command(
+    zero: int = typer.Option(3, "--zero", min=2, max=3, help="DeepSpeed ZeRO stage: 3 shards weights too (the 8-GPU setting), 2 shards optimizer states and gradients."),
+) -> None:
+    """Print the path of the shipped accelerate config for 8 GPUs under DeepSpeed: accelerate launch --config_file PATH -m debates train ..."""
+    from importlib import resources
+
+    console.print(str(resources.files("debates.strategies.factguard.training") / "accelerate" / f"zero{zero}.yaml"), soft_wrap=True)
+
+
 @train_app.command("sft")
 def sft_command(
     data: Path = typer.Option(..., "--data", help="JSONL from m3d export-sft (hf format)."),

@@ -15,7 +15,7 @@ from trl import GRPOTrainer
 from debates.strategies.factguard.training.rollout_images import RolloutImages
 
 
-class FactGuardGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
+class FactGuardGRPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, rollout_images: RolloutImages, **kwargs: Any) -> None:
         self.rollout_images = rollout_images
         super().__init__(*args, **kwargs)
