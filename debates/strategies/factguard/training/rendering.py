@@ -20,6 +20,7 @@ from autogen_core.models import AssistantMessage, LLMMessage, SystemMessage, Use
 from PIL import Image
 
 from debates.strategies.factguard.training.chat_template import TrainingTemplate
+from m3d_agents.errors import InputError
 
 IMAGE_TEXT = "[image]"
 TOKEN_FIELDS = ("mm_token_type_ids", "token_type_ids")
@@ -31,7 +32,13 @@ def load_processing_class(model_dir: Any) -> Any:
     """The model's processor (a vision-language model) or its tokenizer (a text model)."""
     from transformers import AutoProcessor
 
-    return AutoProcessor.from_pretrained(str(model_dir))
+    try:
+        return AutoProcessor.from_pretrained(str(model_dir))
+    except ImportError as exc:
+        # Qwen2.5-VL's processor includes a video processor that needs torchvision.
+        raise InputError("model", f"{model_dir}: its processor cannot load ({' '.join(str(exc).split())[:300]})") from None
+    except OSError as exc:
+        raise InputError("model", f"{model_dir} is not a transformers model folder with a tokenizer ({type(exc).__name__})") from None
 
 
 def tokenizer_of(processing_class: Any) -> Any:

@@ -121,3 +121,39 @@ def test_two_grpo_steps_through_the_factguard_loop(model_dir: Path, tmp_path: Pa
         assert batch["advantages"] == pytest.approx(group_advantages(totals, 2), abs=1e-4), "Eq. 7 over the weighted sum"
     after = trainer.model.state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before), "the weights changed"
+
+
+def test_the_prompt_cap_leaves_out_samples_whose_first_prompt_is_longer(model_dir: Path, tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from debates.strategies.factguard.training.grpo import measure_prompts
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    template = training_template(tokenizer, "tiny")
+    short, long = Sample(text="a flood", gold_label="fake"), Sample(text="a flood " * 400, gold_label="fake")
+    config = load_config("factguard")
+    sizes = measure_prompts([short, long], config, tokenizer, template, 0).too_long
+    assert sizes[long.id] > sizes[short.id] + 700
+    fit = measure_prompts([short, long], config, tokenizer, template, (sizes[short.id] + sizes[long.id]) // 2)
+    assert fit.kept == [short] and fit.too_long == {long.id: sizes[long.id]}
+    with pytest.raises(InputError, match="no sample's first prompt fits in 64 tokens"):
+        train_grpo(model_dir, [short], config, tmp_path / "out", GRPOSettings(max_prompt_length=64))
+
+
+def test_m3d_train_grpo_runs_a_step_from_the_command_line(model_dir: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from debates.cli.main import app
+
+    rows = [{"video_id": f"70{i}", "description": f"Flood number {i} on the highway", "annotation": "fake" if i % 2 else "real",
+             "publish_time": 1661990400000 + i} for i in range(2)]
+    data = tmp_path / "fakett.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "grpo"
+    result = CliRunner().invoke(app, ["train", "grpo", "--dataset", f"fakett:{data}", "--model", str(model_dir), "--out", str(out),
+                                      "--max-steps", "1", "-G", "2", "--max-completion-length", "8", "--lambda", "0",
+                                      "--retrieval", "off", "--dtype", "fp32"])
+    assert result.exit_code == 0, result.output
+    assert "FactProbe: retrieval off" in result.output and "lambda=0.0" in result.output
+    assert f"{out}: 1 steps (the model's own template)" in " ".join(result.output.split())
+    assert (out / "model.safetensors").is_file()

@@ -63,20 +63,23 @@ def seen_images(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.fixture
 def scripted_policy(monkeypatch: pytest.MonkeyPatch, vlm: tuple[Path, Any]) -> Iterator[dict[str, str]]:
-    """The policy's sampling replaced by a script (first turn; after tool results, fake and real in turn), as TRL's
-    own tests patch ``generate``; everything else (rendering, the loop, the tools, the trainer) is real."""
+    """The policy's sampling replaced by a script (first turn; after tool results, fake and real in turn for each
+    post, so every group holds a right and a wrong answer), as TRL's own tests patch ``generate``; everything else
+    (rendering, the loop, the tools, the trainer) is real."""
     import torch
     from transformers import Qwen2_5_VLForConditionalGeneration
 
     _, processor = vlm
     script = {"first": SCOUT, "after": ANSWER}
-    answers = itertools.count()
+    answers: dict[str, Iterator[int]] = {}
 
     def generate(self: Any, input_ids: Any, **kwargs: Any) -> Any:
         prompt = processor.tokenizer.decode(input_ids[0])
         text = script["first"]
         if "Results of your tool calls" in prompt:
-            text = script["after"] if next(answers) % 2 == 0 else script["after"].replace("<answer>fake", "<answer>real")
+            post = next(p for p in ("post 0", "post 1") if p in prompt)
+            turn = next(answers.setdefault(post, itertools.count()))
+            text = script["after"] if turn % 2 == 0 else script["after"].replace("<answer>fake", "<answer>real")
         new = processor.tokenizer(text + "<|im_end|>", add_special_tokens=False, return_tensors="pt")["input_ids"]
         return torch.cat([input_ids, new.to(input_ids.device)], dim=1)
 
