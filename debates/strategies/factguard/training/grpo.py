@@ -171,26 +171,26 @@ def train_grpo(
     settings = settings or GRPOSettings()
     processing_class = processing_class if processing_class is not None else load_processing_class(model_dir)
     template = training_template(processing_class, str(model_dir), chat_template)
-    fit = measure_prompts(samples, config, processing_class, template, settings.max_prompt_length)
-    for sample_id, tokens in fit.too_long.items():
-        log.warning("sample %s left out: its first prompt has %d tokens, over the %d-token cap", sample_id, tokens,
-                    settings.max_prompt_length)
-    if not fit.kept:
-        raise InputError("samples", f"no sample's first prompt fits in {settings.max_prompt_length} tokens")
-    args = grpo_args(settings, output_dir, **overrides)
-    if extra_rewards:
-        args.reward_weights = [*reward_weights(settings.reward), *([1.0] * len(extra_rewards))]
     images = RolloutImages()
-    rollout = FactGuardRollout(config, fit.kept, template, settings.max_completion_length, settings.temperature, settings.seed,
+    rollout = FactGuardRollout(config, samples, template, settings.max_completion_length, settings.temperature, settings.seed,
                                retrieval, images)
-    trainer = FactGuardGRPOTrainer(
-        model=str(model_dir), reward_funcs=[*reward_functions(settings.reward), *extra_rewards], args=args,
-        train_dataset=prompt_dataset(fit.kept), processing_class=processing_class, rollout_func=rollout,
-        peft_config=settings.scale.peft_config(), rollout_images=images,
-    )
-    if is_vision(processing_class):
-        log.info("vision-language policy: frames and ClipScout grids reach the forward pass as images")
     try:
+        fit = measure_prompts(samples, rollout.config, processing_class, template, settings.max_prompt_length)
+        for sample_id, tokens in fit.too_long.items():
+            log.warning("sample %s left out: its first prompt has %d tokens, over the %d-token cap", sample_id, tokens,
+                        settings.max_prompt_length)
+        if not fit.kept:
+            raise InputError("samples", f"no sample's first prompt fits in {settings.max_prompt_length} tokens")
+        args = grpo_args(settings, output_dir, **overrides)
+        if extra_rewards:
+            args.reward_weights = [*reward_weights(settings.reward), *([1.0] * len(extra_rewards))]
+        trainer = FactGuardGRPOTrainer(
+            model=str(model_dir), reward_funcs=[*reward_functions(settings.reward), *extra_rewards], args=args,
+            train_dataset=prompt_dataset(fit.kept), processing_class=processing_class, rollout_func=rollout,
+            peft_config=settings.scale.peft_config(), rollout_images=images,
+        )
+        if is_vision(processing_class):
+            log.info("vision-language policy: frames and ClipScout grids reach the forward pass as images")
         trainer.train()
     finally:
         rollout.close()

@@ -63,7 +63,9 @@ class FactGuardRollout:
     def __init__(self, config: FactGuardConfig, samples: Sequence[Sample], template: TrainingTemplate, max_new_tokens: int,
                  temperature: float, seed: int = 0, retrieval: RunRetrieval | None = None,
                  images: RolloutImages | None = None) -> None:
-        self.config = with_overrides(config, retries=0, describe_frames=False)
+        trained = with_overrides(config, retries=0, describe_frames=False)
+        assert isinstance(trained, FactGuardConfig)
+        self.config: FactGuardConfig = trained
         self.samples = {s.id: s for s in samples}
         self.template = template
         self.max_new_tokens = max_new_tokens
