@@ -97,6 +97,11 @@ class BackendConfig(BaseModel):
     concurrency: int = Field(8, gt=0)
     cache: bool = True
     cache_dir: Path | None = None
+    checkpoint: str | None = Field(
+        None, description="your name for the weights a vllm server serves (a version, a training run's id): when set, "
+        "the response cache keys answers by it instead of by the server's start, so they outlive restarts of the same "
+        "weights; change it whenever the weights change (see m3d_agents/backends/checkpoint.py)",
+    )
     vision: bool | None = None
     local: LocalServerSettings = Field(default_factory=LocalServerSettings)
 
@@ -194,7 +199,8 @@ class BackendConfig(BaseModel):
         The server is the URL as resolved now (``base_url``, else ``M3D_VLLM_BASE_URL`` or
         ``M3D_LOCAL_BASE_URL``), or the embedded model's identity, so that two servers never share
         answers. The transport is left out: both send the same request bodies. The request itself
-        (messages, tools, schema, per-call overrides) is the key within the store.
+        (messages, tools, schema, per-call overrides) is the key within the store, with the served
+        checkpoint of a ``vllm`` server (:mod:`m3d_agents.backends.checkpoint`) unless ``checkpoint`` names it here.
         """
         endpoint = self.endpoint()
         relevant = {
@@ -207,6 +213,8 @@ class BackendConfig(BaseModel):
             "max_tokens": self.max_tokens,
             "vision": self.has_vision,
         }
+        if self.checkpoint is not None:
+            relevant["checkpoint"] = self.checkpoint
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
     def with_overrides(self, **changes: object) -> "BackendConfig":
