@@ -27,6 +27,7 @@ import resource
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,7 +71,8 @@ def tiny_step(generations: int, tokens: int) -> None:
           f"template: {run.template.source}")
     print(f"assistant tokens in loss mask: {sum(stats.mask_tokens)} ({', '.join(map(str, stats.mask_tokens))} per rollout)")
     print(f"images per rollout: {sum(stats.images) / rollouts:.1f} ({', '.join(map(str, stats.images))})")
-    print(f"loss: {log['loss']:.4f} (reward {log['reward']:+.3f}, kl {log['kl']:.4f})")
+    print(f"loss: {log['loss']:.4f} (reward {log['reward']:+.3f}, kl {log['kl']:.4f}; groups whose rollouts all scored alike, "
+          f"so their advantages are 0: {log['frac_reward_zero_std']:.0%})")
     print(f"peak RSS: {peak:.2f} GiB; wall time: {wall:.1f} s")
 
 
@@ -133,6 +135,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     logging.disable(logging.WARNING)
+    warnings.filterwarnings("ignore", category=FutureWarning)
     tiny_step(args.generations, args.tokens)
     estimates()
 
