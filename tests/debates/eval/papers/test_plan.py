@@ -84,4 +84,6 @@ def test_the_plan_reads_configurations_only(tmp_path: Path) -> None:
     factguard = next(row for row in plan.rows if row.config == "factguard")
     assert factguard.budget is not None and factguard.budget.calls == 2 and factguard.answer_tokens == 768
     ids = {group.departure.id for group in plan.departures}
-    assert {"no-searcher-fact-probe", "no-asr", "text-only-training"} <= ids
+    assert {"provider-serper", "asr-opt-in", "clip-scout-needs-video", "text-only-backend"} <= ids
+    off = plan_table(PlanRequest(table="factguard-table1", retrieval="off", env={}))
+    assert "no-searcher-fact-probe" in {group.departure.id for group in off.departures}
