@@ -143,15 +143,16 @@ def open_retrieval(
     )
     ratings = DomainRatings.load(settings.reliability_list)
 
-    def answerer(providers: list[WebSearch]) -> SearchAnswerer:
+    def answerer(providers: list[WebSearch], first_only: bool = False) -> SearchAnswerer:
         return SearchAnswerer(
             providers, store=store, rater=ReliabilityRater(ratings, judge=pipeline.rater.judge, store=store),
             leakage=LeakageFilter(ratings, settings.leakage), limit=settings.query_results, log=log, replay_misses=misses,
+            first_only=first_only,
         )
 
     searchers: dict[str, QueryAnswerer] = {"wikipedia": answerer([wikipedia])}
     if web:
-        searchers["web"] = pipeline if settings.web_answers == "pages" else answerer(web)
+        searchers["web"] = pipeline if settings.web_answers == "pages" else answerer(web, settings.web_first_available)
     corpus = _corpus(settings)
     if corpus is not None:
         searchers["corpus"] = answerer([corpus])
@@ -180,7 +181,7 @@ def _reverse_providers(
         if name == "google_vision" and _has_key(google_vision.KEY_VARIABLE, mode, not_run, name):
             url = endpoint(settings.endpoints.google_vision, name, google_vision.ENDPOINT)
             providers.append(google_vision.GoogleVisionWebDetection(fetcher, endpoint=url))
-        elif name == "serpapi_lens" and mode != "replay" and not settings.public_image_url:
+        elif name == "serpapi_lens" and not settings.public_image_url:
             not_run[name] = serpapi_lens.NEEDS_PUBLIC_URL
         elif name == "serpapi_lens" and _has_key(serpapi_lens.KEY_VARIABLE, mode, not_run, name):
             url = endpoint(settings.endpoints.serpapi, "serpapi", serpapi_lens.ENDPOINT)

@@ -100,8 +100,11 @@ def evaluate(
     console.print(run_costs_line(outcome.rows))
     if m.escalation is not None:
         console.print(m.escalation.line())
-    if m.evidence is not None and m.evidence.without:
-        err_console.print(f"[yellow]{m.evidence.line()}; each sample's evidence report in results.jsonl says why[/]")
+    departures = result.summary.manifest.departures
+    if departures:
+        console.print(f"departures from the paper ({len(departures)}; also in report.md and run.json):", highlight=False)
+        for departure in departures:
+            console.print(f"  {departure.line()}", markup=False, highlight=False, soft_wrap=True)
     if outcome.interrupted:
         err_console.print("[yellow]interrupted: finished rows are saved; rerun the same command to resume[/]")
         raise typer.Exit(130)

@@ -78,27 +78,6 @@ class ToolStatistics(BaseModel):
     latency_per_sample_s: float
 
 
-class EvidenceCoverage(BaseModel):
-    """How many of a run's samples had evidence gathered for them, and how many of those got none:
-    a sample whose reverse image search could not run debates on what the model knows, which is
-    LLM-Consensus's "without external information" setting, not its default one."""
-
-    gathered: int = Field(description="finished samples whose evidence was gathered (retrieval not off)")
-    without: int = Field(description="of those, the samples that gave the agents no evidence item")
-
-    def line(self) -> str:
-        return f"no evidence reached the agents for {self.without} of {self.gathered} samples whose evidence was gathered"
-
-
-def evidence_coverage(rows: Sequence[EvalRow]) -> EvidenceCoverage | None:
-    """The evidence coverage of the finished rows whose verdict reports gathering; None when none does."""
-    reports = [((r.verdict or {}).get("evidence_report") or {}) for r in rows if r.status != "error"]
-    gathered = [report for report in reports if report.get("mode") not in (None, "off")]
-    if not gathered:
-        return None
-    return EvidenceCoverage(gathered=len(gathered), without=sum(1 for report in gathered if not report.get("kept")))
-
-
 def escalation(rows: Sequence[EvalRow]) -> Escalation | None:
     """The planner's escalation over the finished rows that report one; None when no row had a planner."""
     flags = [((r.verdict or {}).get("diagnostics") or {}).get("escalated") for r in rows if r.status != "error"]
@@ -134,7 +113,6 @@ class RunMetrics(BaseModel):
     cited_ids: int = 0
     leakage: dict[str, int] = Field(default_factory=dict)
     escalation: Escalation | None = Field(None, description="the planner's escalation to best-of-N, for runs with a planner")
-    evidence: EvidenceCoverage | None = Field(None, description="samples whose gathered evidence came to nothing, for runs that gather")
 
 
 def fake_class_row(binary: ClassificationScores | None) -> FakeClassRow | None:
@@ -334,6 +312,5 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         cited_ids=all_cited,
         leakage=leakage_counts(finished),
         escalation=escalation(rows),
-        evidence=evidence_coverage(rows),
     )
 

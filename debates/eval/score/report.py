@@ -115,8 +115,6 @@ def markdown(summary: RunSummary) -> str:
         f"| cost (USD) total / per sample | {_fmt(m.cost_usd, 4)} / {_fmt(m.cost_per_sample_usd, 6)} |",
         *([f"| escalated to best-of-N by the planner (AgentM3D reports 69.1% on MMFakeBench, 77.2% on Combined) | "
            f"{100 * m.escalation.share:.1f}% ({m.escalation.escalated} of {m.escalation.planned}) |"] if m.escalation else []),
-        *([f"| samples with no evidence item (of those whose evidence was gathered) | {m.evidence.without} of {m.evidence.gathered} |"]
-          if m.evidence else []),
         "",
     ]
     if m.classification:
@@ -143,6 +141,10 @@ def markdown(summary: RunSummary) -> str:
                   f"| mean model turns | {t.mean_turns:.2f} |",
                   f"| tokens per sample | {t.tokens_per_sample:.0f} |",
                   f"| latency per sample (s) | {t.latency_per_sample_s:.2f} |", ""]
+    if man.departures:
+        lines += ["## Departures from the paper", "",
+                  "Listed by the configuration, or detected from the run's settings and its rows (the same list as run.json):",
+                  "", *[f"- {d.line()}{' (detected)' if d.origin == 'detected' else ''}" for d in man.departures], ""]
     if m.error_types:
         lines += ["## Failed samples", "", *[f"- {name}: {count}" for name, count in m.error_types.items()], ""]
     if man.load_report is not None and man.load_report.skipped:

@@ -53,6 +53,7 @@ def build_seats(
     for name in humans:
         config.seat(name)
     seats: list[ChatAgent | Team] = []
+    setup = ctx.tool_setup(config)
     for index, seat in enumerate(config.seats):
         if seat.name in humans:
             seats.append(HumanSeat(seat, config, state.protocol, state.taxonomy, preparation, evidence, humans[seat.name]))
@@ -77,7 +78,7 @@ def build_seats(
                 turn_state=state.turn_state,
                 structured=chosen.structured_args if config.structured_turns else None,
                 tools=ToolContext(prepared, ledger=ctx.ledger, backend=chosen, agent=seat.name, evidence=list(evidence),
-                                  searchers=dict(ctx.searchers)),
+                                  searchers=dict(ctx.searchers), setup=setup),
             )
         )
     return seats

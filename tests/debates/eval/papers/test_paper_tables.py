@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from debates.eval.score.metrics import EvidenceCoverage, compute_metrics
+from debates.eval.score.metrics import compute_metrics
 from debates.eval.papers.paper_tables import PaperTable, all_tables, check_runnable, load_table, table_names
 from debates.eval.records import EvalRow
 from debates.eval.papers.reproduce import describe_setting, header_lines, model_key, same_model
@@ -230,12 +230,6 @@ def test_the_header_calls_a_run_the_papers_setting_only_when_model_and_size_are_
                              without_evidence=["standard"])
     assert small.differences == ["a test fixture in the data set's format, not the data set",
                                  "retrieval off for standard (the paper's setting gathers evidence for it)"]
-
-    keyless = describe_setting(table, "mmfakebench", spec, fake_loaded(4), 4, None, "openai", "gpt-4o",
-                               evidence_free={"standard": EvidenceCoverage(gathered=4, without=3),
-                                              "other": EvidenceCoverage(gathered=4, without=0)})
-    assert keyless.differences == ["samples that got no evidence item: standard 3 of 4 (their evidence reports in "
-                                   "results.jsonl say why)"]
 
     unknown = table.model_copy(update={"datasets": {"mmfakebench": table.datasets["mmfakebench"].model_copy(update={"samples": None})}})
     assert not describe_setting(unknown, "mmfakebench", spec, fake_loaded(4), 4, None, "openai", "gpt-4o").papers_setting
