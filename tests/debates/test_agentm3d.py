@@ -179,3 +179,63 @@ async def test_the_planner_weighs_the_papers_three_questions_without_tools() -> 
     system = " ".join(text_of(planner.messages[:1]).split())
     assert "Reply with one of these two tags and nothing else" in system, "the paper asks for the action alone (paper line 323)"
     assert "sentence" not in system
+
+
+async def test_the_image_critic_reads_the_learned_detector_the_run_names(tmp_path: Any) -> None:
+    """AgentM3D's image critic reads a learned detector (PatchCraft, paper line 373): with weights named
+    under tools.learned_detector the critic reads that detector, made once per post; without, the fused
+    CPU forensics."""
+    torch = pytest.importorskip("torch")
+    from debates.tool_settings import ToolSettings
+
+    class RedIsFake(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return (x[:, :1] - x[:, 1:2]) * 20.0
+
+    weights = tmp_path / "detector.pt"
+    torch.jit.script(RedIsFake()).save(str(weights))
+    for tools, expected, absent in (({}, "fused forgery score", "learned detector"),
+                                    ({"learned_detector": ToolSettings(model=weights)}, "learned detector detector.pt",
+                                     "fused forgery score")):
+        seen: list[str] = []
+
+        def critic_aware(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+            system, everything = text_of(messages[:1]), text_of(messages)
+            if "You are a critic" in system:
+                seen.append(everything)
+                return "0.5"
+            if "strict grader" in text_of(messages[-1:]):
+                return "SCORE: 0.5"
+            if "internal logic, not for its truth" in everything:
+                return '{"consistent": true, "issues": [], "rationale": "consistent"}'
+            if "checking effort" in system:
+                return "[BON level-1]"
+            for marker, action in (("its TEXT is true", "TEXT SUPPORT"), ("its IMAGE is genuine", "IMAGE REFUTE")):
+                if marker in system:
+                    return f"Candidate {int(kwargs.get('seed', 0) or 0)}.\nFinish[{action}]\nCONFIDENCE: 0.7"
+            raise AssertionError(everything[:100])
+
+        config = cascade("agentm3d").model_copy(update={"tools": {**cascade("agentm3d").tools, **tools}})
+        config, pool, _ = seat_pool(config, {n: critic_aware for n in ("text_agent", "image_agent", "cross_modal_agent")})
+        await run_sample(config, SAMPLE, pool)
+        image_critiques = [p for p in seen if "What the forgery tool reports" in p]
+        assert len(image_critiques) == 5
+        assert all(expected in p and absent not in p for p in image_critiques)
+
+
+@pytest.mark.parametrize("settings", ["", "tools:\n  logic_check: {backend: qwen4b}\n  learned_detector: {model: /weights/patchcraft.pt}\n"])
+def test_agentm3d_lists_its_critics_tools_as_departures_until_the_run_gives_them(settings: str, tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from debates.cli.main import app
+
+    config_file = tmp_path / "m3d.yaml"
+    backends = "backend: local\nbackends:\n  qwen4b: {kind: vllm, model: Qwen/Qwen3-4B-Instruct-2507, base_url: 'http://127.0.0.1:9/v1'}\n"
+    config_file.write_text(backends + settings)
+    result = CliRunner().invoke(app, ["reproduce", "agentm3d-table1", "--plan", "--config-file", str(config_file)],
+                                env={"COLUMNS": "400", "TERM": "dumb", "M3D_FORGERY_MODEL": ""})
+    assert result.exit_code == 0, result.output
+    given = bool(settings)
+    assert ("[own-model-logic-check]" in result.output) is not given, "the paper runs the check on Qwen3-4B (line 371)"
+    assert ("[forgery-critic-fused]" in result.output) is not given, "the paper's critic reads PatchCraft (line 373)"
+    assert ("[forgery-critic-learned]" in result.output) is given
