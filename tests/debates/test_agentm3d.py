@@ -199,7 +199,7 @@ async def test_the_image_critic_reads_the_learned_detector_the_run_names(tmp_pat
                                      "fused forgery score")):
         seen: list[str] = []
 
-        def critic_aware(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+        def critic_aware(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any], seen: list[str] = seen) -> str:
             system, everything = text_of(messages[:1]), text_of(messages)
             if "You are a critic" in system:
                 seen.append(everything)
