@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.console import Console
 
-from debates.chat.human_input import console_input
+from debates.chat.human_input import TerminalSeat
 from debates.cli.common import (
-    build_sample, evidence_store_option, print_verdict, replayed_sample, retrieval_option, run_cli, stream_turn,
+    build_sample, err_console, evidence_store_option, print_verdict, replayed_sample, retrieval_option, run_cli, stream_turn,
 )
+from debates.cli.thinking import ThinkingLine
 from debates.chat.config import DebateConfig
 from debates.config_loader import available_configs, load_config, with_overrides
 from debates.session import run_sample
 from m3d_agents.backends.config import BackendSettings, load_backend_settings
 from m3d_agents.backends.factory import BackendPool
+from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample
-from m3d_agents.verdict import Verdict
+from m3d_agents.verdict import TranscriptTurn, Verdict
+
+
+_NO_TERMINAL = Console(file=io.StringIO(), force_terminal=False)
 
 
 def debate(
@@ -55,7 +62,10 @@ def debate(
         if human_seat and not isinstance(loaded, DebateConfig):
             raise InputError("human-seat", f"the {loaded.name} configuration ({loaded.strategy}) has no seats to take")
         for seat in human_seat:
-            loaded.seat(seat)  # type: ignore[attr-defined]
+            if seat not in {s.name for s in loaded.seats}:  # type: ignore[attr-defined]
+                listed = ", ".join(f"{s.name} ({s.role})" for s in loaded.seats)  # type: ignore[attr-defined]
+                raise InputError("human-seat", f"the {loaded.name} configuration has no seat named {seat!r}; its seats: "
+                                               f"{listed} (m3d seats {config} lists them)")
         pool = BackendPool(settings)
         sources: RunRetrieval | None = None
         try:
@@ -69,11 +79,20 @@ def debate(
                 sample = build_sample(text, image, taxonomy, claim_date, language, source_url, video, transcript)
                 sources = open_retrieval(loaded, pool, mode=parse_mode(retrieval), store_path=evidence_store, backend=backend)
                 options = sources.context_options()
-            verdict = await run_sample(
-                loaded, sample, pool, backend=backend, **options,
-                human_seats={seat: console_input for seat in human_seat},
-                on_turn=None if as_json else stream_turn,
-            )
+            # The live line would write over what a person in a seat types, so it is left out then.
+            thinking = ThinkingLine(err_console if not human_seat else _NO_TERMINAL, loaded)
+
+            def on_turn(turn: TranscriptTurn) -> None:
+                thinking.turn_finished(turn)
+                if not as_json:
+                    stream_turn(turn)
+
+            with thinking:
+                verdict = await run_sample(
+                    loaded, sample, pool, backend=backend, **options,
+                    human_seats={seat: TerminalSeat() for seat in human_seat},
+                    on_turn=on_turn, ledger=UsageLedger(observer=thinking.observe),
+                )
             vision = pool.get(backend or getattr(loaded, "backend", None) or pool.default_backend).vision
             return verdict, vision, sample, settings
         finally:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from debates.cli import backends, check, compare, debate, evaluate, evidence, report, reproduce, serve, tools, training
+from debates.cli import backends, check, compare, debate, evaluate, evidence, report, reproduce, seats, serve, tools, training
 from debates.cli.common import OneLineErrors, guarded, set_debug
 
 app = typer.Typer(
@@ -28,6 +28,7 @@ app.command("debate")(guarded(debate.debate))
 app.command("evaluate")(guarded(evaluate.evaluate))
 app.command("compare")(guarded(compare.compare))
 app.command("reproduce")(guarded(reproduce.reproduce))
+app.command("seats")(guarded(seats.seats))
 app.command("evidence")(guarded(evidence.evidence))
 app.command("select-tools")(guarded(tools.select_tools))
 app.command("tools")(guarded(tools.list_tools))

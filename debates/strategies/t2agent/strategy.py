@@ -45,6 +45,7 @@ from m3d_agents.asking import ask, ask_choices
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.errors import InputError
+from m3d_agents.grammars import likelihood_list, react_step, ten_point_verdict, with_grammar
 from m3d_agents.labels import collapse_label, get_taxonomy
 from m3d_agents.media.images import PreparedSample, prepare_sample
 from m3d_agents.sample import Sample
@@ -61,6 +62,10 @@ def _seed(*parts: int) -> int:
     for part in parts:
         value = (value * 1_000_003 + part) % 2**31
     return value
+
+
+SCORE_PHRASES = {"trajectory_score": "The correctness score is", "confidence_score": "The reliability score is"}
+"""The last line each score prompt asks for (prompts/t2agent/trajectory_score.md, confidence_score.md)."""
 
 
 class ModelRollout:
@@ -124,7 +129,8 @@ class ModelRollout:
         else:
             priors = await model_priors(
                 self.client("prior", "prior"), prior_messages(self.config, self.prepared, self.vision), k,
-                retries=self.config.retries, create_kwargs=self.create_kwargs(self.settings.prior_temperature, self.ctx.seed),
+                retries=self.config.retries, create_kwargs=with_grammar(
+                    self.create_kwargs(self.settings.prior_temperature, self.ctx.seed), likelihood_list("The likelihoods are", k)),
                 on_retry=self.count_retry,
             )
         listed = ", ".join(f"{s.name} {v:.2f}" for s, v in zip(self.config.subtasks, priors.values))
@@ -151,8 +157,8 @@ class ModelRollout:
     async def _ask_score(self, kind: str, agent: str, messages: list[LLMMessage]) -> float | None:
         answer = await ask(
             self.client(agent, kind), messages, lambda text: read_score(text, self.settings.score_map),
-            retries=self.config.retries, create_kwargs=self.create_kwargs(self.settings.score_temperature, self.ctx.seed),
-            on_retry=self.count_retry,
+            retries=self.config.retries, on_retry=self.count_retry, create_kwargs=with_grammar(
+                self.create_kwargs(self.settings.score_temperature, self.ctx.seed), ten_point_verdict(SCORE_PHRASES[kind])),
         )
         if answer.value is None:
             self.missing[kind] += 1
@@ -177,7 +183,8 @@ class ModelRollout:
 
         answers = await ask_choices(
             client, messages, parse, self.settings.children, retries=self.config.retries,
-            create_kwargs=self.create_kwargs(self.settings.step_temperature, _seed(self.ctx.seed, node.id, 0)),
+            create_kwargs=with_grammar(self.create_kwargs(self.settings.step_temperature, _seed(self.ctx.seed, node.id, 0)),
+                                       react_step(len(node.steps()) + 1, list(specs), subtask.answers, must_finish)),
             on_retry=self.count_retry, one_request=self.config.children_in_one_request,
         )
         children: list[Node] = []

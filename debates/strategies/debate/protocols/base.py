@@ -16,6 +16,7 @@ from debates.chat.reading import StanceReading, read_message
 from debates.chat.protocol import PROTOCOLS
 from debates.chat.protocol import DebateOutcome
 from m3d_agents.evidence import evidence_block
+from m3d_agents.grammars import Grammar, answer_lines, prose_only
 from m3d_agents.media.post_content import image_context
 from m3d_agents.verdict import Finding
 
@@ -186,6 +187,13 @@ class DebaterProtocol:
     def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int) -> StanceReading:
         return read_message(text, taxonomy, max_queries)
 
+    def turn_grammar(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> Grammar | None:
+        """The answer lines (with the query lines where the protocol asks for queries) for a seat that must
+        answer; prose for one that argues without answering."""
+        if not self.answers_required(seat, config):
+            return prose_only()
+        return answer_lines(taxonomy.labels, config.max_queries_per_turn if self.asks_queries else 0)
+
     # --- outcome -----------------------------------------------------------------------------------
 
     def decide(self, state: DebateState) -> DebateOutcome:
@@ -246,9 +254,12 @@ def other_side(view: SeatView) -> dict[str, str]:
 
     Under the ``human`` framing the other side's arguments are presented as the user's own ("this
     is what I think ... Do you agree with me?"), as LLM-Consensus does; under ``ai`` as another
-    model's.
+    model's. A person is told the other seats' names.
     """
     several = len(view.peers()) > 1
+    if view.for_person:
+        names = " and ".join(view.peers()) or "the others"
+        return {"their_view": f"this is what {names} said", "them": names}
     if view.config.framing == "human":
         if several:
             return {"their_view": "this is what the other people in this conversation think", "them": "them"}
