@@ -69,9 +69,6 @@ class ModelSeat(BaseChatAgent):
         self._turn = turn_policy
         self._create_kwargs = dict(create_kwargs)
         self._schema: type[BaseModel] | None = None
-        if grammar is not None:
-            # The turn keeps its own text format; the server's grammar only guarantees it.
-            self._create_kwargs.update(grammar.create_args())
         with_queries = protocol.structured_turn(seat, config)
         if structured is not None and with_queries is not None:
             schema = turn_schema(tuple(taxonomy.labels), with_queries, config.max_queries_per_turn)
@@ -80,6 +77,9 @@ class ModelSeat(BaseChatAgent):
                 self._schema = schema
                 self._create_kwargs.update(args["extra_create_args"])
                 self._structured_hint = instruction(taxonomy, with_queries, config.max_queries_per_turn)
+        if grammar is not None and self._schema is None:
+            # The turn keeps its own text format; the server's grammar only guarantees it.
+            self._create_kwargs.update(grammar.create_args())
         self._vision = vision
         self._turn_state = turn_state if turn_state is not None else TurnPolicyState()
         self._tools = tools

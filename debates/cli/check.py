@@ -29,8 +29,8 @@ def check(
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     taxonomy: str = typer.Option("binary", "--taxonomy", help="Label set of the answer."),
     claim_date: Optional[str] = typer.Option(None, "--claim-date", help="YYYY-MM-DD"),
-    language: Optional[str] = typer.Option(None, "--language"),
-    source_url: Optional[str] = typer.Option(None, "--source-url"),
+    language: Optional[str] = typer.Option(None, "--language", help="The post's language (ISO 639-1, e.g. en); default: detected from the text."),
+    source_url: Optional[str] = typer.Option(None, "--source-url", help="Where the post was published (used by the leakage filter and reliability checks)."),
     replay_mr2: Optional[Path] = typer.Option(
         None, "--replay-mr2", help="Check a claim of a recorded MR2 trace, with evidence replayed offline from it."
     ),

@@ -36,10 +36,10 @@ def debate(
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     human_seat: list[str] = typer.Option([], "--human-seat", help="Take this seat yourself (debater or judge)."),
     max_rounds: Optional[int] = typer.Option(None, "--max-rounds", min=1, help="Override the config's number of rounds."),
-    taxonomy: str = typer.Option("binary", "--taxonomy"),
+    taxonomy: str = typer.Option("binary", "--taxonomy", help="Label set of the answer (binary, m3d, ...)."),
     claim_date: Optional[str] = typer.Option(None, "--claim-date", help="YYYY-MM-DD"),
-    language: Optional[str] = typer.Option(None, "--language"),
-    source_url: Optional[str] = typer.Option(None, "--source-url"),
+    language: Optional[str] = typer.Option(None, "--language", help="The post's language (ISO 639-1, e.g. en); default: detected from the text."),
+    source_url: Optional[str] = typer.Option(None, "--source-url", help="Where the post was published (used by the leakage filter and reliability checks)."),
     replay_mr2: Optional[Path] = typer.Option(
         None, "--replay-mr2", help="Debate a claim of a recorded MR2 trace, with evidence replayed offline from it."
     ),
@@ -50,6 +50,10 @@ def debate(
     as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON (turns are not streamed)."),
     video: Optional[Path] = typer.Option(None, "--video", help="The video of the post (mp4, webm, ...); see --config factguard."),
     transcript: Optional[str] = typer.Option(None, "--transcript", help="What is said in the video, as text."),
+    save: Optional[Path] = typer.Option(
+        None, "--save", help="Also save the debate as a run folder under this folder (one per debate), to review it "
+        "later with m3d serve --runs FOLDER or m3d report."
+    ),
 ) -> None:
     """Run a configuration on one post; the turns stream live, then the verdict, its evidence and the tool findings."""
     from retrieval.runpath import RunRetrieval, open_retrieval, parse_mode
@@ -102,3 +106,10 @@ def debate(
 
     verdict, vision, sample, settings = run_cli(main())
     print_verdict(verdict, as_json, sample=sample, settings=settings, vision=vision)
+    if save is not None:
+        from debates.eval.run.saved_post import save_post_run, saved_run_name
+
+        folder = save_post_run(save / saved_run_name(verdict.config, verdict.sample_id), config, sample, verdict,
+                               verdict.backend or backend or "")
+        err_console.print(f"saved as a run folder: {folder} (review it with m3d serve --runs {save})", markup=False,
+                          highlight=False, soft_wrap=True)

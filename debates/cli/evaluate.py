@@ -9,6 +9,7 @@ import typer
 
 from debates.config_loader import available_configs
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, retrieval_option, run_cli
+from debates.cli.tables import print_caveats
 
 
 def _rate_limits(pairs: list[str]) -> dict[str, float]:
@@ -25,6 +26,12 @@ def _rate_limits(pairs: list[str]) -> dict[str, float]:
             raise InputError("rate-limit", f"{pair!r} is not NAME=REQUESTS_PER_MINUTE with a positive number")
         limits[name.strip()] = rpm
     return limits
+
+
+def sample_option() -> Any:
+    return typer.Option("first", "--sample", metavar="first|random|balanced", help="With --limit N, which N: the first "
+                        "rows, N drawn at random, or N balanced across the gold labels (the first rows of a data set are "
+                        "often one class); random and balanced are seeded by --seed.")
 
 
 def workers_option() -> Any:
@@ -46,7 +53,8 @@ def evaluate(
     config: str = typer.Option(..., "--config", help=f"Configuration to run: a built-in name or a YAML file. Built in: {', '.join(available_configs())}."),
     dataset: str = typer.Option(..., "--dataset", help="KIND:PATH, e.g. mediaeval:../shared/data/mediaeval2016-dev"),
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples of the data set."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use N samples of the data set (which ones: --sample)."),
+    sample: str = sample_option(),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once (with --workers, in all workers together)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run folder; default runs/<config name or file stem>-<dataset kind>-<backend>."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat (default: the configuration's own)."),
@@ -71,7 +79,7 @@ def evaluate(
 
     async def main() -> Any:
         request = EvaluateRequest(
-            config=config, dataset=dataset, dataset_options=parse_option_pairs(dataset_option), limit=limit,
+            config=config, dataset=dataset, dataset_options=parse_option_pairs(dataset_option), limit=limit, sample=sample,  # type: ignore[arg-type]
             concurrency=concurrency, out=out, backend=backend, config_file=config_file, seed=seed,
             rate_limits=_rate_limits(rate_limit), prices=prices, retry_errors=retry_errors, retrieval=retrieval,
             evidence_store=evidence_store, record_trajectories=record_trajectories, workers=workers, ray_address=ray_address,
@@ -95,9 +103,10 @@ def evaluate(
     console.print(
         f"{outcome.out_dir}: {len(outcome.rows)}/{outcome.total} samples done ({outcome.ran} this time), "
         f"accuracy {accuracy}, macro-F1 {macro}, abstained {m.abstained}, errors {m.errors}{cited}; report in "
-        f"{outcome.out_dir / 'report.md'}"
+        f"{outcome.out_dir / 'report.md'}", soft_wrap=not console.is_terminal,
     )
-    console.print(run_costs_line(outcome.rows))
+    console.print(run_costs_line(outcome.rows), soft_wrap=not console.is_terminal)
+    print_caveats(result.summary.caveats)
     if m.escalation is not None:
         console.print(m.escalation.line())
     departures = result.summary.manifest.departures

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli
-from debates.cli.evaluate import _rate_limits, max_tries_option, ray_address_option, workers_option
+from debates.cli.evaluate import _rate_limits, max_tries_option, ray_address_option, sample_option, workers_option
 
 
 def list_tables() -> None:
@@ -50,7 +50,8 @@ def reproduce(
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat of every row (see m3d backends)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Folder of the table: one run folder per configuration, then table.md, table.json, table.png."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples (the table then says it is a subset)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use N samples (which ones: --sample; the table then says it is a subset)."),
+    sample: str = sample_option(),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once, per row (with --workers, in all workers together)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     seed: int = typer.Option(0, "--seed", help="Run seed, as m3d evaluate's."),
@@ -95,7 +96,7 @@ def reproduce(
     async def main() -> ReproduceOutcome:
         request = ReproduceRequest(
             table=table, dataset=dataset, backend=backend, out=out, dataset_options=parse_option_pairs(dataset_option),
-            limit=limit, concurrency=concurrency, config_file=config_file, seed=seed, rate_limits=_rate_limits(rate_limit),
+            limit=limit, sample=sample, concurrency=concurrency,  # type: ignore[arg-type] config_file=config_file, seed=seed, rate_limits=_rate_limits(rate_limit),
             prices=prices, retry_errors=retry_errors, retrieval=retrieval, evidence_store=evidence_store, workers=workers,
             ray_address=ray_address, max_tries=max_tries, resamples=resamples, bootstrap_seed=bootstrap_seed,
         )

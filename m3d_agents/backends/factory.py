@@ -82,6 +82,11 @@ class Backend:
         return self.config.grammar_field != "none"
 
     @property
+    def bounds_prose(self) -> bool:
+        """Whether the free prose of a format decoded under a grammar is bounded (the embedded model's few sentences)."""
+        return self.takes_grammar and self.config.shaping().prose_sentences is not None
+
+    @property
     def vision(self) -> bool:
         return bool(self.client.model_info["vision"])
 

@@ -24,7 +24,7 @@ from typing import Callable, Literal
 from pydantic import BaseModel, Field
 
 from debates.eval.run.evaluate import (CheckedRequest, EvaluateRequest, RunProgress, check_request, load_samples, run_evaluation,
-                                   worker_deaths_line)
+                                   subset_of, worker_deaths_line)
 from debates.eval.score.departures import run_shares
 from debates.eval.score.metrics import compute_metrics
 from debates.fidelity import StatedDeparture
@@ -34,6 +34,7 @@ from debates.eval.score.report import load_run
 from debates.eval.papers.table_figures import METRICS, Figure, row_figures
 from debates.config_loader import available_configs, load_config
 from m3d_agents.datasets import LoadedDataset, parse_spec
+from m3d_agents.datasets.subsets import SampleChoice, Subset
 from m3d_agents.errors import InputError
 from retrieval.runpath import settings_of
 
@@ -52,6 +53,7 @@ class ReproduceRequest:
     out: Path
     dataset_options: dict[str, str] = field(default_factory=dict)
     limit: int | None = None
+    sample: SampleChoice = "first"
     concurrency: int = 4
     config_file: Path | None = None
     seed: int = 0
@@ -68,7 +70,7 @@ class ReproduceRequest:
 
     def row_request(self, config: str) -> EvaluateRequest:
         return EvaluateRequest(
-            config=config, dataset=self.dataset, dataset_options=dict(self.dataset_options), limit=self.limit,
+            config=config, dataset=self.dataset, dataset_options=dict(self.dataset_options), limit=self.limit, sample=self.sample,
             concurrency=self.concurrency, out=self.out / config, backend=self.backend, config_file=self.config_file,
             seed=self.seed, rate_limits=dict(self.rate_limits), prices=self.prices, retry_errors=self.retry_errors,
             retrieval=self.retrieval, evidence_store=self.evidence_store, workers=self.workers, ray_address=self.ray_address,
@@ -205,7 +207,8 @@ def is_fixture(path: Path) -> bool:
 
 
 def describe_setting(table: PaperTable, kind: str, spec: str, loaded: LoadedDataset, samples: int, limit: int | None,
-                     backend: str, model: str, without_evidence: list[str] | None = None) -> Setting:
+                     backend: str, model: str, without_evidence: list[str] | None = None,
+                     subset: Subset | None = None) -> Setting:
     """What this run is next to the paper's setting; ``without_evidence`` are configurations that ask
     for evidence (a retrieval block) but ran with retrieval off."""
     _, path = parse_spec(spec)
@@ -214,7 +217,9 @@ def describe_setting(table: PaperTable, kind: str, spec: str, loaded: LoadedData
     known = [b for b in run_backbones if b]
     differences = []
     if limit is not None and samples < len(loaded.samples):
-        differences.append(f"a subset: the first {samples} of the data set's {len(loaded.samples)} samples (--limit {limit})")
+        chosen = subset or Subset(limit=limit)
+        how = "" if chosen.how == "first" else f", --sample {chosen.how}"
+        differences.append(f"a subset: {chosen.describe(samples, len(loaded.samples))} (--limit {limit}{how})")
     if is_fixture(path):
         differences.append("a test fixture in the data set's format, not the data set")
     if paper.samples is None:
@@ -396,7 +401,7 @@ async def reproduce(
     without_evidence = [config for config, (_, _, mode) in runs.items()
                         if mode == "off" and settings_of(load_config(config)) is not None]
     setting = describe_setting(checked.table, checked.kind, request.dataset, loaded, len(samples), request.limit,
-                               first.backend_name, settings.model_name, without_evidence)
+                               first.backend_name, settings.model_name, without_evidence, subset_of(first.request))
     result = table_result(checked.table, setting, runs, resamples=request.resamples, seed=request.bootstrap_seed,
                           kind=checked.kind, departures=departures)
     return ReproduceOutcome(result=result, interrupted=False, ran=ran, worker_deaths=deaths)

@@ -102,7 +102,8 @@ def prepare_run_dir(out_dir: Path, manifest: RunManifest) -> None:
         except (OSError, ValueError) as exc:
             raise InputError("out", f"{path} is not the manifest of a run ({type(exc).__name__}); choose another --out folder") from None
         if existing.identity() != manifest.identity():
-            diff = {k: (existing.identity()[k], v) for k, v in manifest.identity().items() if existing.identity()[k] != v}
+            before, now = existing.identity(), manifest.identity()
+            diff = {k: (before.get(k), now.get(k)) for k in {*before, *now} if before.get(k) != now.get(k)}
             raise InputError("out", f"{out_dir} holds a different run ({diff}); choose another --out folder")
         return
     manifest.created = datetime.now(timezone.utc).isoformat(timespec="seconds")

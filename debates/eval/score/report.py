@@ -13,6 +13,7 @@ from typing import Sequence
 
 from pydantic import BaseModel
 
+from debates.eval.score.caveats import Caveat, run_caveats
 from debates.eval.score.annotations import ANNOTATIONS, Annotation, GoldSource, read_annotations, with_annotated_gold
 from debates.eval.records import MANIFEST, RESULTS, RunManifest
 from debates.eval.score.metrics import RunMetrics, compute_metrics
@@ -35,6 +36,8 @@ class RunSummary(BaseModel):
     gold: GoldSource = "dataset"
     annotated: int = 0
     """With ``gold="annotations"``: how many samples were scored against a reviewer's label."""
+    caveats: list[Caveat] = []
+    """What the figures cannot say (one class, few samples, an unfinished run): :mod:`debates.eval.score.caveats`."""
 
 
 def load_run(
@@ -66,7 +69,7 @@ def _load(
 def summarise(run_dir: Path, gold: GoldSource = "dataset", annotations: Sequence[Annotation] | None = None) -> RunSummary:
     manifest, rows, annotated = _load(run_dir, gold, annotations)
     return RunSummary(path=str(run_dir), manifest=manifest, metrics=compute_metrics(rows, manifest.taxonomy),
-                      gold=gold, annotated=annotated)
+                      gold=gold, annotated=annotated, caveats=run_caveats(manifest, rows))
 
 
 def run_label(summary: RunSummary) -> str:
@@ -86,6 +89,9 @@ def markdown(summary: RunSummary) -> str:
         "",
         *([f"Scored against the reviewers' labels: {summary.annotated} sample(s) take their gold label from "
            f"`{ANNOTATIONS}`, the others keep the data set's.", ""] if summary.gold == "annotations" else []),
+        *([f"Samples: {man.subset.describe(m.samples, man.load_report.loaded)}.", ""]
+          if man.subset is not None and man.load_report is not None else []),
+        *(["**Read with care:**", "", *[f"- {c.text}" for c in summary.caveats], ""] if summary.caveats else []),
         "| figure | value |",
         "|---|---|",
         f"| samples (scored / errors) | {m.samples} ({m.scored} / {m.errors}) |",

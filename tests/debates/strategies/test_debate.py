@@ -82,7 +82,7 @@ async def test_tie_without_consensus_abstains() -> None:
     config.seats = config.seats[:2]
     config, pool, _ = seat_pool(config, {"agent_a": [answer("fake")] * 2, "agent_b": [answer("real")] * 2})
     verdict = await run_sample(config, SAMPLE, pool)
-    assert verdict.abstained and "no consensus and no majority" in (verdict.abstain_reason or "")
+    assert verdict.abstain_reason == "no consensus and no majority: agent_a answered fake and agent_b answered real"
     assert len(verdict.transcript) == 4
 
 

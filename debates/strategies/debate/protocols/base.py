@@ -208,7 +208,7 @@ class DebaterProtocol:
             return DebateOutcome(consensus, "consensus", rationale_for(state, consensus))
         majority = state.majority()
         if majority is None:
-            return DebateOutcome(None, f"no consensus and no majority: {state.latest_labels()}", "")
+            return DebateOutcome(None, f"no consensus and no majority: {answers_in_words(state.latest_labels())}", "")
         return DebateOutcome(majority, "majority", rationale_for(state, majority))
 
     def confidence(self, state: DebateState, decision: DebateOutcome) -> float:
@@ -267,6 +267,13 @@ def other_side(view: SeatView) -> dict[str, str]:
     if several:
         return {"their_view": "this is what the other AI models think", "them": "them"}
     return {"their_view": "this is what the other AI model thinks", "them": "it"}
+
+
+def answers_in_words(labels: dict[str, str | None]) -> str:
+    """The deciders' latest answers as a sentence: "agent_a answered fake, agent_b answered real"."""
+    said = [f"{seat} answered {label}" if label is not None else f"{seat} gave no readable answer"
+            for seat, label in labels.items()]
+    return ", ".join(said[:-1]) + f" and {said[-1]}" if len(said) > 1 else (said[0] if said else "nobody answered")
 
 
 def consensus_reason(state: DebateState) -> str:

@@ -1,0 +1,51 @@
+"""Tables and notes for terminals of any width and for pipes: nothing is ever cut.
+
+A wide table squeezed into 80 columns (a pipe's width) has its numbers cut to ``0.…``. So the
+figures of several runs are laid out one figure per row and one run per column, under a short
+name (A, B, ...) that a legend resolves, and every cell folds onto the next line rather than
+being cut. The same rows give the Markdown that ``m3d compare --out`` writes.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from debates.cli.common import console, err_console
+from debates.eval.score.caveats import Caveat
+
+
+def print_caveats(caveats: Sequence[Caveat], to: Console = err_console) -> None:
+    """Each caveat as a warning (on stderr, so a pipe of the figures stays clean): wrapped at words on a terminal,
+    one whole line in a pipe or a log."""
+    for caveat in caveats:
+        to.print(Text.assemble(("warning:", "bold yellow"), " ", caveat.text), soft_wrap=not to.is_terminal)
+
+
+def run_letters(count: int) -> list[str]:
+    return [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(count)]
+
+
+def figure_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
+    """A table whose cells fold instead of being cut, whatever the width."""
+    table = Table(title=title, title_justify="left", show_lines=False, expand=False)
+    for i, column in enumerate(columns):
+        table.add_column(column, overflow="fold", justify="left" if i == 0 else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], to: Console = console) -> None:
+    to.print(figure_table(title, columns, rows))
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", "<br>")
+
+    return ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns),
+            *["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]]
