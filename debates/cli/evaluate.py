@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from debates.config_loader import available_configs
+
+if TYPE_CHECKING:
+    from m3d_agents.datasets.subsets import SampleChoice
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, retrieval_option, run_cli
 from debates.cli.tables import print_caveats
 
@@ -32,6 +35,17 @@ def sample_option() -> Any:
     return typer.Option("first", "--sample", metavar="first|random|balanced", help="With --limit N, which N: the first "
                         "rows, N drawn at random, or N balanced across the gold labels (the first rows of a data set are "
                         "often one class); random and balanced are seeded by --seed.")
+
+
+def checked_sample(value: str) -> SampleChoice:
+    """``--sample`` as one of its choices, or one error line naming them."""
+    from m3d_agents.datasets.subsets import SAMPLE_CHOICES
+    from m3d_agents.errors import InputError
+
+    for choice in SAMPLE_CHOICES:
+        if value == choice:
+            return choice
+    raise InputError("sample", f"{value!r} is not one of {', '.join(SAMPLE_CHOICES)}")
 
 
 def workers_option() -> Any:
@@ -79,7 +93,7 @@ def evaluate(
 
     async def main() -> Any:
         request = EvaluateRequest(
-            config=config, dataset=dataset, dataset_options=parse_option_pairs(dataset_option), limit=limit, sample=sample,  # type: ignore[arg-type]
+            config=config, dataset=dataset, dataset_options=parse_option_pairs(dataset_option), limit=limit, sample=checked_sample(sample),
             concurrency=concurrency, out=out, backend=backend, config_file=config_file, seed=seed,
             rate_limits=_rate_limits(rate_limit), prices=prices, retry_errors=retry_errors, retrieval=retrieval,
             evidence_store=evidence_store, record_trajectories=record_trajectories, workers=workers, ray_address=ray_address,

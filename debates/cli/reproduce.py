@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli
-from debates.cli.evaluate import _rate_limits, max_tries_option, ray_address_option, sample_option, workers_option
+from debates.cli.evaluate import _rate_limits, checked_sample, max_tries_option, ray_address_option, sample_option, workers_option
 
 
 def list_tables() -> None:
@@ -96,7 +96,8 @@ def reproduce(
     async def main() -> ReproduceOutcome:
         request = ReproduceRequest(
             table=table, dataset=dataset, backend=backend, out=out, dataset_options=parse_option_pairs(dataset_option),
-            limit=limit, sample=sample, concurrency=concurrency,  # type: ignore[arg-type] config_file=config_file, seed=seed, rate_limits=_rate_limits(rate_limit),
+            limit=limit, sample=checked_sample(sample), concurrency=concurrency, config_file=config_file, seed=seed,
+            rate_limits=_rate_limits(rate_limit),
             prices=prices, retry_errors=retry_errors, retrieval=retrieval, evidence_store=evidence_store, workers=workers,
             ray_address=ray_address, max_tries=max_tries, resamples=resamples, bootstrap_seed=bootstrap_seed,
         )

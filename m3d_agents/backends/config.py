@@ -246,7 +246,7 @@ class BackendConfig(BaseModel):
         checkpoint of a ``vllm`` server (:mod:`m3d_agents.backends.checkpoint`) unless ``checkpoint`` names it here.
         """
         endpoint = self.endpoint()
-        relevant = {
+        relevant: dict[str, object] = {
             "kind": self.kind,
             "model": self.model_name,
             "endpoint": endpoint,
