@@ -127,7 +127,7 @@ def open_retrieval(
     reverse = _reverse_providers(settings, fetcher, chosen, not_run)
     web = _web_providers(settings, fetcher, chosen, not_run)
     wikipedia = _wikipedia(settings, fetcher)
-    log = EvidenceLog(chosen, note, not_run)
+    log = EvidenceLog(chosen, note, not_run, image_providers=settings.reverse_image)
     run_backend = backend or getattr(config, "backend", None) or pool.default_backend
     summaries = settings.summary.enabled
     judge: Backend | None = (

@@ -8,24 +8,23 @@ from __future__ import annotations
 from typing import Any
 
 import typer
+from typer.core import TyperOption
 
 from debates.cli import backends, check, compare, debate, evaluate, evidence, report, reproduce, seats, serve, tools, training
 from debates.cli.common import OneLineErrors, guarded, set_debug
 
-class Commands(OneLineErrors):
-    """The ``m3d`` group: one-line errors, and help that shows no value type for a flag (typer 0.29 labels
-    every flag ``<bool>``, as if it took a value)."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:
-        for command in self.commands.values():
-            for param in getattr(command, "params", []):
-                if getattr(param, "is_flag", False) and param.metavar is None:
-                    param.metavar = ""
-        return super().main(*args, **kwargs)
+def _no_type_for_a_flag(option: TyperOption, ctx: Any) -> str | None:
+    """typer 0.29 labels every flag ``<bool>`` in help, as if it took a value; a flag takes none."""
+    return None if option.is_flag else _typed(option, ctx)
+
+
+_typed = TyperOption.display_type_rich
+TyperOption.display_type_rich = _no_type_for_a_flag  # type: ignore[method-assign, assignment]
 
 
 app = typer.Typer(
-    cls=Commands, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    cls=OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
     help="Multimodal misinformation detection by debating agents.",
 )
 

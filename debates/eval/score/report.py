@@ -182,8 +182,8 @@ def plot_confusion(summary: RunSummary, path: Path) -> None:
     else:
         gold_rows = [label for label in scores.labels if scores.per_class[label].support]
         ax.imshow(scores.confusion, cmap="Blues")
-        ax.set_xticks(range(len(scores.confusion_columns)), scores.confusion_columns, rotation=30, ha="right")
-        ax.set_yticks(range(len(gold_rows)), gold_rows)
+        ax.set_xticks(range(len(scores.confusion_columns)), [tick_label(c) for c in scores.confusion_columns], fontsize=8)
+        ax.set_yticks(range(len(gold_rows)), [tick_label(r) for r in gold_rows], fontsize=8)
         for i, counts in enumerate(scores.confusion):
             for j, count in enumerate(counts):
                 ax.text(j, i, str(count), ha="center", va="center")
@@ -195,26 +195,41 @@ def plot_confusion(summary: RunSummary, path: Path) -> None:
     plt.close(fig)
 
 
+def tick_label(label: str) -> str:
+    """A class name on a plot axis: words on lines of their own, so that long M3D labels do not run into each other."""
+    return label.replace("_", "\n") if len(label) > 12 else label
+
+
+MARKERS = "osD^vP*X<>"
+
+
 def plot_tradeoffs(summaries: Sequence[RunSummary], folder: Path) -> list[Path]:
-    """Accuracy against p50 latency and against cost per sample, one point per run."""
+    """Accuracy against p50 latency and against cost per sample, one point per run.
+
+    Runs are told apart by colour and marker in a legend below the axes: labels written beside the
+    points ran into one another wherever runs land close together, as small runs often do."""
     plt = _pyplot()
     written = []
     for name, attribute, xlabel in (
         ("accuracy_vs_latency.png", "latency_p50_s", "median latency per sample (s)"),
         ("accuracy_vs_cost.png", "cost_per_sample_usd", "cost per sample (USD)"),
     ):
-        fig, ax = plt.subplots(figsize=(6, 4.5))
-        for s in summaries:
+        fig, ax = plt.subplots(figsize=(6.4, 4.8))
+        shown = 0
+        for i, s in enumerate(summaries):
             x = getattr(s.metrics, attribute)
             if s.metrics.classification is None or x is None:
                 continue
             y = s.metrics.classification.accuracy
-            ax.scatter([x], [y])
-            ax.annotate(run_label(s), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+            ax.scatter([x], [y], marker=MARKERS[i % len(MARKERS)], s=48, alpha=0.85, label=f"{run_label(s)} ({Path(s.path).name})")
+            shown += 1
         ax.set_xlabel(xlabel)
         ax.set_ylabel("accuracy")
         ax.set_title(f"accuracy vs {xlabel.split(' per')[0].split(' (')[0]}")
         ax.grid(alpha=0.3)
+        if shown:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=7, frameon=False,
+                      ncol=1 if shown < 4 else 2)
         fig.tight_layout()
         fig.savefig(folder / name, dpi=120)
         plt.close(fig)
