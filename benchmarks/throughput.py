@@ -353,7 +353,7 @@ def bench_pool(url: str, vision: bool = False) -> Any:
     from m3d_agents.backends.factory import BackendPool
 
     backend = BackendConfig(kind="vllm", base_url=url, model="bench-model", cache=False, vision=vision,
-                            concurrency=4096, max_retries=0, timeout_s=120)
+                            concurrency=4096, transport_retries=0, timeout_s=120)
     return BackendPool(BackendSettings(backend="bench", backends={"bench": backend}))
 
 

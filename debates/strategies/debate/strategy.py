@@ -129,11 +129,5 @@ class DebateStrategy:
             findings=protocol.findings(state),
             evidence_ids=cited,
             evidence=(gathered if config.use_evidence else []) + answered,
-            diagnostics={
-                **state.diagnostics(decision.label),
-                "decided_by": decision.decided_by if decision.label is not None else None,
-                "answer": {"taxonomy": answering.name, "label": decision.label},
-                "selection": state.turn_state.diagnostics(),
-                **({"image_descriptions": prepared.descriptions} if prepared.descriptions else {}),
-            },
+            diagnostics=state.diagnostics(decision.label, decision.decided_by, prepared.descriptions),
         )

@@ -30,6 +30,7 @@ from debates.strategies.factguard.training.trajectories import binary
 from m3d_agents.backends.config import BackendConfig
 from m3d_agents.backends.factory import Backend, BackendPool
 from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.diagnostics import FactGuardDiagnostics
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample
 
@@ -102,7 +103,7 @@ class FactGuardRollout:
 
     def __init__(self, config: FactGuardConfig, samples: Sequence[Sample], settings: GRPOSettings,
                  searchers: Mapping[str, Any] | None = None) -> None:
-        self.config = with_overrides(config, retries=0, describe_frames=False)
+        self.config = with_overrides(config, parse_retries=0, describe_frames=False)
         self.samples = {s.id: s for s in samples}
         self.settings = settings
         self.searchers = dict(searchers or {})
@@ -130,9 +131,10 @@ class FactGuardRollout:
             out["prompt_ids"].append(prompt_ids)
             out["completion_ids"].append(completion_ids)
             out["env_mask"].append(mask)
+            checked = verdict.diagnostics if isinstance(verdict.diagnostics, FactGuardDiagnostics) else None
             out["outcome"].append({
                 "predicted": binary(verdict.label, verdict.taxonomy), "gold": binary(sample.gold_label, sample.taxonomy),
-                "well_formed": bool(verdict.diagnostics.get("format_ok")), "used_tool": bool(verdict.diagnostics.get("used_tools")),
+                "well_formed": checked is not None and checked.format_ok, "used_tool": checked is not None and checked.used_tools,
             })
         return {**out, "logprobs": None}
 

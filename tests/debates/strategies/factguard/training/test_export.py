@@ -58,7 +58,7 @@ async def record(tmp_path: Path, config_name: str = "factguard") -> tuple[Path, 
     client = ScriptedClient(respond, vision=True)
     pool = BackendPool()
     pool.add(scripted_backend(client, name="scripted"))
-    config = with_overrides(load_config(config_name), describe_frames=False, retries=1, artifacts_dir=str(tmp_path / "grids"))
+    config = with_overrides(load_config(config_name), describe_frames=False, parse_retries=1, artifacts_dir=str(tmp_path / "grids"))
     path = tmp_path / "config.yaml"
     path.write_text(json.dumps(config.model_dump(mode="json")))
     run_dir = tmp_path / "run"
