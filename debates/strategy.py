@@ -24,7 +24,7 @@ from pydantic import Field
 
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.config_types import PARSE_RETRIES_DOC, ParseRetries, Settings
-from m3d_agents.diagnostics import StrategyDiagnostics
+from m3d_agents.diagnostics import StrategyDiagnostics, UntypedDiagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import collapse_label, get_taxonomy
 from m3d_agents.registry import Registry
@@ -133,13 +133,15 @@ class RunContext:
         label: str | None,
         abstain_reason: str = "",
         label_taxonomy: str | None = None,
-        diagnostics: StrategyDiagnostics,
+        diagnostics: StrategyDiagnostics | None = None,
         **fields: Any,
     ) -> Verdict:
         """The Verdict with the fields every strategy shares filled in.
 
         ``label`` is in ``label_taxonomy`` (default: the sample's) and is carried over to the
-        sample's taxonomy. None gives an abstention whose reason is ``abstain_reason``.
+        sample's taxonomy. None gives an abstention whose reason is ``abstain_reason``. ``diagnostics`` are
+        the strategy's own model; a strategy without one (a plug-in's) gets untyped diagnostics that still
+        carry the wall time.
         """
         taxonomy = get_taxonomy(sample.taxonomy)
         if label is not None and label_taxonomy not in (None, taxonomy.name):
@@ -150,7 +152,9 @@ class RunContext:
             "config": config.name,
             "backend": backend,
             "accounting": self.ledger.accounting(),
-            "diagnostics": diagnostics.model_copy(update={"wall_time_s": round(time.perf_counter() - self.started, 3)}),
+            "diagnostics": (diagnostics or UntypedDiagnostics(source=config.strategy)).model_copy(
+                update={"wall_time_s": round(time.perf_counter() - self.started, 3)}
+            ),
             **fields,
         }
         if label is None:

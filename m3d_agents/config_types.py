@@ -21,7 +21,9 @@ Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
 MaxTokens = Annotated[int, Field(ge=16, le=131_072)]
 """A cap on one answer's tokens: below 16 no structured answer fits; above 128k no served model goes."""
 
-Seed = Annotated[int, Field(ge=0, le=2**31 - 1)]
+SEED_MAX = 2**31 - 1
+
+Seed = Annotated[int, Field(ge=0, le=SEED_MAX)]
 """A seed that every server's ``seed`` parameter and every derived seed (a sample's, a candidate's) accepts."""
 
 ParseRetries = Annotated[int, Field(ge=0, le=5)]

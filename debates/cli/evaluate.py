@@ -9,6 +9,7 @@ import typer
 
 from debates.config_loader import available_configs
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, retrieval_option, run_cli
+from m3d_agents.config_types import SEED_MAX
 
 
 def _rate_limits(pairs: list[str]) -> dict[str, float]:
@@ -51,7 +52,7 @@ def evaluate(
     out: Optional[Path] = typer.Option(None, "--out", help="Run folder; default runs/<config name or file stem>-<dataset kind>-<backend>."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat (default: the configuration's own)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
-    seed: int = typer.Option(0, "--seed", help="Run seed; each sample's seed derives from it and the sample id."),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Run seed; each sample's seed derives from it and the sample id."),
     rate_limit: list[str] = typer.Option([], "--rate-limit", help="NAME=RPM: requests per minute for a backend; repeat."),
     prices: Optional[Path] = typer.Option(None, "--prices", help="YAML of model prices per 1M tokens, added to the built-in table."),
     rerun_errors: bool = typer.Option(False, "--rerun-errors", help="Run failed samples of an earlier attempt again."),

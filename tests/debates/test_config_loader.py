@@ -101,3 +101,4 @@ def test_a_turn_policy_takes_only_its_own_kinds_settings() -> None:
     with pytest.raises(ValueError, match="'single', 'best_of_n', 'planned', 'react'"):
         TURN_POLICY_SETTINGS.validate_python({"kind": "beam"})
 
+

@@ -25,6 +25,7 @@ from debates.eval.score.report import RunSummary, write_report
 from debates.strategy import StrategyConfig
 from debates.config_loader import load_config
 from m3d_agents.backends.config import BackendSettings, load_backend_settings, resolve_backend_name
+from m3d_agents.config_types import SEED_MAX
 from m3d_agents.datasets import LoadedDataset, load_dataset, parse_spec
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
@@ -113,6 +114,8 @@ def check_request(request: EvaluateRequest) -> CheckedRequest:
         raise InputError("workers", "must be at least 1")
     if request.max_worker_deaths < 1:
         raise InputError("max-worker-deaths", "must be at least 1")
+    if not 0 <= request.seed <= SEED_MAX:
+        raise InputError("seed", f"must be between 0 and {SEED_MAX}")
     kind, _ = parse_spec(request.dataset)
     for name, rpm in request.rate_limits.items():
         if rpm <= 0:
