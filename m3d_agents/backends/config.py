@@ -104,6 +104,11 @@ class BackendConfig(Settings):
     concurrency: int = Field(8, gt=0, description="model calls in flight at once on this backend")
     cache: bool = Field(True, description="keep answers in the response cache and replay an identical request from it")
     cache_dir: Path | None = Field(None, description="the response cache's folder; None: <cache dir>/responses")
+    checkpoint: str | None = Field(
+        None, description="your name for the weights a vllm server serves (a version, a training run's id): when set, "
+        "the response cache keys answers by it instead of by the server's start, so they outlive restarts of the same "
+        "weights; change it whenever the weights change (see m3d_agents/backends/checkpoint.py)",
+    )
     vision: bool | None = Field(
         None, description="whether the model sees images; None: yes for vllm and openai, no for local (text-only seats "
         "then read forensic and OCR findings)",
@@ -204,7 +209,8 @@ class BackendConfig(Settings):
         The server is the URL as resolved now (``base_url``, else ``M3D_VLLM_BASE_URL`` or
         ``M3D_LOCAL_BASE_URL``), or the embedded model's identity, so that two servers never share
         answers. The transport is left out: both send the same request bodies. The request itself
-        (messages, tools, schema, per-call overrides) is the key within the store.
+        (messages, tools, schema, per-call overrides) is the key within the store, with the served
+        checkpoint of a ``vllm`` server (:mod:`m3d_agents.backends.checkpoint`) unless ``checkpoint`` names it here.
         """
         endpoint = self.endpoint()
         relevant = {
@@ -217,6 +223,8 @@ class BackendConfig(Settings):
             "max_tokens": self.max_tokens,
             "vision": self.has_vision,
         }
+        if self.checkpoint is not None:
+            relevant["checkpoint"] = self.checkpoint
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
     def with_overrides(self, **changes: object) -> "BackendConfig":

@@ -114,12 +114,17 @@ def _with_cache(config: BackendConfig, client: ChatCompletionClient) -> ChatComp
     from autogen_ext.cache_store.diskcache import DiskCacheStore
     from diskcache import Cache
 
+    from m3d_agents.backends.checkpoint import CheckpointProbe
     from m3d_agents.backends.response_cache import ResponseCache
 
     root = config.cache_dir or default_cache_root() / "responses"
     store_dir = root / config.fingerprint()
     store_dir.mkdir(parents=True, exist_ok=True)
-    return ResponseCache(client, DiskCacheStore(Cache(str(store_dir))))
+    endpoint = config.endpoint()
+    # A vLLM server's weights change behind one name; a user-named checkpoint is already in the fingerprint.
+    probe = CheckpointProbe(endpoint, config.model_name, config.api_key()) \
+        if config.kind == "vllm" and config.checkpoint is None and endpoint else None
+    return ResponseCache(client, DiskCacheStore(Cache(str(store_dir))), probe)
 
 
 def build_backend(config: BackendConfig, name: str | None = None) -> Backend:

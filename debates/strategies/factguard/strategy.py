@@ -10,16 +10,21 @@ abstains with the reason. The two participants run in a fresh AutoGen group chat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from autogen_core import Image as AgentImage
+from autogen_core.models import LLMMessage
 
 import prompts
 from debates.chat.team import PolicyGroupChat
 from debates.chat.run import run_team
 from debates.strategies.factguard.config import FactGuardConfig
-from debates.strategies.factguard.frames import images_of, shown_frames, video_context
-from debates.strategies.factguard.seats import DESK, VERIFIER, FactGuardState, ToolDesk, VerifierSeat
+from debates.strategies.factguard.frames import ShownFrame, images_of, shown_frames, video_context
+from debates.strategies.factguard.seats import DESK, VERIFIER, FactGuardState, ToolDesk, VerifierSeat, opening_messages
 from debates.strategy import RunContext, StrategyConfig, strategy
 from m3d_agents.backends.config import default_cache_root
+from m3d_agents.backends.factory import Backend
 from m3d_agents.diagnostics import AgentTurnRecord, FactGuardDiagnostics, RecordedToolCall
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
@@ -43,6 +48,19 @@ def teacher_hint(sample: Sample, config: FactGuardConfig) -> str:
     return prompts.render("factguard/teacher_hint", gold=answer_word("fake" if fake else "real", config.answer_style))
 
 
+@dataclass(frozen=True)
+class Setup:
+    backend_name: str
+    backend: Backend
+    frames: list[ShownFrame]
+    context: ToolContext
+    system: str
+    first: tuple[str, str]
+    """The first prompt with tools open, and the same prompt when the first turn is also the last."""
+    images: list[AgentImage]
+    hint: str
+
+
 @strategy("factguard")
 class FactGuard:
     """The two-turn video agent: verifier and tool desk."""
@@ -52,7 +70,8 @@ class FactGuard:
     def __init__(self, config: FactGuardConfig) -> None:
         self.config = config
 
-    async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
+    def setup(self, sample: Sample, ctx: RunContext) -> Setup:
+        """Everything the loop starts from: the frames, the tool context, the system prompt and the first prompts."""
         config = self.config
         prepared = prepare_sample(sample, ctx.limits)
         backend_name = ctx.backend_name(config.backend)
@@ -82,6 +101,18 @@ class FactGuard:
             )
             return f"{text}\n\n{hint}" if hint else text
 
+        return Setup(backend_name, backend, frames, context, system, (first("factguard/question_open"), first("factguard/question_last")),
+                     images_of(frames) if backend.vision else [], hint)
+
+    def opening(self, sample: Sample, ctx: RunContext) -> list[LLMMessage]:
+        """The messages of the verifier's first call, as the loop sends them (training measures their length)."""
+        setup = self.setup(sample, ctx)
+        return opening_messages(setup.system, setup.first, setup.images, self.config.max_turns)
+
+    async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
+        config = self.config
+        setup = self.setup(sample, ctx)
+        backend_name, backend, frames, context, hint = setup.backend_name, setup.backend, setup.frames, setup.context, setup.hint
         state = FactGuardState(config.max_turns)
         create: dict[str, Any] = {"seed": ctx.seed}
         if config.temperature is not None:
@@ -89,9 +120,8 @@ class FactGuard:
         if config.max_tokens is not None:
             create["max_tokens"] = config.max_tokens
         verifier = VerifierSeat(
-            config, state, backend.view(ctx.ledger, agent=VERIFIER, role="verifier"), ctx.ledger, system,
-            (first("factguard/question_open"), first("factguard/question_last")),
-            images_of(frames) if backend.vision else [], {t: ARGUMENTS[t] for t in config.tools}, create,
+            config, state, backend.view(ctx.ledger, agent=VERIFIER, role="verifier"), ctx.ledger, setup.system,
+            setup.first, setup.images, {t: ARGUMENTS[t] for t in config.tools}, create,
         )
         desk = ToolDesk(state, context, REGISTRY, config.tools, backend.vision, config.describe_frames, config.max_turns)
         team = PolicyGroupChat([verifier, desk], state, FactGuardState.next_speakers)
