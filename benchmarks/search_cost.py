@@ -337,7 +337,7 @@ async def main() -> None:
     config = load_config("t2agent")
     assert isinstance(config, T2AgentConfig)
     print(f"t2agent mean iterations: {mean(tree.iterations):.2f} (paper, Table 7: 2.28); most calls on a post: {max(tree.calls)};"
-          f" bound 1 + K(2nd + 1) = {config.search.bound()} model calls, plus model-backed tools")
+          f" bound 1 + K(2nd + 1) = {config.bound()} model calls, plus model-backed tools")
     paper, cascade = runs[PAPER_BASELINE], runs[CASCADE_BASELINE]
     print(f"baselines: the paper's MMD-Agent is {PAPER_BASELINE} (the cascade whose text agent looks claims up on"
           f" Wikipedia; the paper's 4.75 is against it); {CASCADE_BASELINE} is our single-pass cascade, without that step")

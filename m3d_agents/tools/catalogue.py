@@ -130,14 +130,14 @@ def _entities(context: ToolContext) -> Callable[..., Any]:
 
 
 @REGISTRY.register(ToolCard(
-    name="physics_check", purpose="Asks the vision model whether the scene is physically possible and consistent with the claim.",
-    category="image_analysis", needs_vision=True, when_to_use="for composites, impossible weather, shadows or scale, and generated images.",
-    inputs="claim (defaults to the post's text), image_index.", outputs="plausible yes/no, the problems seen, and whether the image fits the claim.",
-    cost="expensive"))
+    name="physics_check", purpose="Asks a vision model whether the scene in the image could exist: a counterfactual"
+    " check for content that breaks physical laws or real-world facts, judged from the image alone.",
+    category="image_analysis", needs_vision=True,
+    when_to_use="for impossible light, shadows, scale or motion, and scenes that contradict themselves.",
+    inputs=_IMAGE_INPUT, outputs="plausible yes/no, the problems seen, and a short rationale.", cost="expensive"))
 def _physics(context: ToolContext) -> Callable[..., Any]:
-    async def check(claim: str = "", image_index: int = 0) -> str:
-        result = await physics_check(context.image(image_index), claim or context.prepared.sample.text,
-                                     context.require_backend(), context.ledger, context.agent)
+    async def check(image_index: int = 0) -> str:
+        result = await physics_check(context.image(image_index), context.require_backend(), context.ledger, context.agent)
         return result.for_agents()
 
     return check

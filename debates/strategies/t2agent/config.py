@@ -50,7 +50,13 @@ class SearchSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    iterations: int = Field(3, ge=1, le=50, description="K, the most iterations per post (paper: not reported)")
+    iterations: int | None = Field(
+        None, ge=1, le=50, description="K, the most iterations per post; None: twice the number of subtasks. The paper"
+        " does not report K. Under eq. 3 with C = 2 a visited subtask outscores an unvisited one only when the unvisited"
+        " one's prior is about 0, so the search revisits a subtask (as the paper's cases do, paper lines 127, 287) only"
+        " once every open subtask has had its first visit: K must exceed the number of subtasks, and twice that number"
+        " gives each subtask room for one revisit",
+    )
     children: int = Field(2, ge=1, le=8, description="n, children per expansion (paper: 2)")
     depth: int = Field(4, ge=1, le=12, description="d, the most steps in a trajectory (paper: not reported)")
     exploration: float = Field(2.0, ge=0.0, description="C, the exploration weight of UCT (paper: 2)")
@@ -76,9 +82,13 @@ class SearchSettings(BaseModel):
     score_temperature: float = Field(0.0, ge=0.0, le=2.0)
     prior_temperature: float = Field(0.0, ge=0.0, le=2.0)
 
-    def bound(self, subtasks: int = 1) -> int:
+    def k(self, subtasks: int) -> int:
+        """K for a search over ``subtasks`` subtasks: ``iterations``, or twice the number of subtasks when it is None."""
+        return self.iterations if self.iterations is not None else 2 * subtasks
+
+    def bound(self, subtasks: int) -> int:
         """The most model calls of one post without retries or model-backed tools: 1 + K(2nd + 1)."""
-        return 1 + self.iterations * (2 * self.children * self.depth + 1)
+        return 1 + self.k(subtasks) * (2 * self.children * self.depth + 1)
 
 
 class T2AgentConfig(StrategyConfig):
@@ -93,7 +103,12 @@ class T2AgentConfig(StrategyConfig):
     prior_prompt: str = Field("t2agent/priors", description="the prior template under prompts/")
     describe_images: bool = Field(True, description="text-only backends see forensic and OCR findings in place of the image")
     scores_see_image: bool = Field(
-        False, description="show the image to S_T and S_C calls; otherwise they judge the post's text and the trajectory's observations"
+        True, description="show the image to S_T and S_C calls, as the paper's scores read the news c, image included"
+        " (paper lines 54, 68); False (t2agent-lean) judges the post's text and the trajectory's observations only"
+    )
+    trajectory_analysis: Literal["detailed", "brief"] = Field(
+        "detailed", description="what S_T asks for before its score: a detailed analysis, as the paper's prompt does"
+        " (paper line 304), or a brief one of at most four sentences (t2agent-lean)",
     )
     menu: MenuDetail = Field(
         "brief", description="the action menu of step prompts: brief (each action's syntax and what it does) or full"
@@ -148,6 +163,15 @@ class T2AgentConfig(StrategyConfig):
 
     def subtask(self, name: str) -> SubtaskConfig:
         return next(s for s in self.subtasks if s.name == name)
+
+    @property
+    def k(self) -> int:
+        """K, the most iterations per post, for this configuration's subtasks."""
+        return self.search.k(len(self.subtasks))
+
+    def bound(self) -> int:
+        """The most model calls of one post without retries or model-backed tools (:meth:`SearchSettings.bound`)."""
+        return self.search.bound(len(self.subtasks))
 
     def tool_verbs(self) -> list[str]:
         """Every action verb of the configuration, in first-use order (the toolbox that tool selection trims)."""
