@@ -128,6 +128,10 @@ class T2AgentConfig(StrategyConfig):
     )
     search: SearchSettings = Field(default_factory=SearchSettings)
     subtasks: list[SubtaskConfig] = Field(min_length=1)
+    base_tools: list[str] = Field(
+        default_factory=list, description="D_base of greedy tool selection (Alg. 2): the action verbs it starts from"
+        " (m3d select-tools without --base); empty: every verb is a candidate but the first"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> "T2AgentConfig":
@@ -159,6 +163,9 @@ class T2AgentConfig(StrategyConfig):
                     raise ValueError(f"subtask {subtask.name}: unknown tool {tool!r} for {verb}; known: {', '.join(registry.names())}")
             _require_prompt(subtask.prompt, f"subtask {subtask.name}")
         _require_prompt(self.prior_prompt, "prior_prompt")
+        strange = [v for v in self.base_tools if v not in self.tool_verbs()]
+        if strange:
+            raise ValueError(f"base_tools: {', '.join(strange)} not among the action verbs {', '.join(self.tool_verbs())}")
         return self
 
     def subtask(self, name: str) -> SubtaskConfig:
@@ -179,6 +186,10 @@ class T2AgentConfig(StrategyConfig):
         for subtask in self.subtasks:
             verbs.extend(v for v in subtask.tools if v not in verbs)
         return verbs
+
+    def selection_base(self) -> list[str]:
+        """Where greedy tool selection starts: ``base_tools``, else the first verb of the toolbox."""
+        return list(self.base_tools) or self.tool_verbs()[:1]
 
     def with_tools(self, verbs: list[str] | tuple[str, ...]) -> "T2AgentConfig":
         """A copy where each subtask keeps only the verbs in ``verbs`` (Alg. 2 adds a tool to every subtask that has it)."""

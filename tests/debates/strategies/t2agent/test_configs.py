@@ -72,6 +72,7 @@ def test_validation_rejects_what_cannot_run() -> None:
         ({"subtasks": [base["subtasks"][0], {**base["subtasks"][1], "real_answer": "TEXT SUPPORT"}]}, "also an answer"),
         ({"real_label": "textual_veracity_distortion"}, "real_label"),
         ({"subtasks": [{**base["subtasks"][0], "prompt": "t2agent/nothing"}]}, "no prompt template"),
+        ({"base_tools": ["Wikipedia", "Look"]}, "base_tools: Look not among the action verbs"),
     ]:
         with pytest.raises(ValueError, match=message):
             T2AgentConfig.model_validate({**base, **change})
