@@ -55,6 +55,9 @@ def test_the_paper_configurations_follow_the_paper_where_it_speaks(name: str) ->
     assert all(s.sees_image for s in config.subtasks)
     assert not config.retrieval.leakage.enabled, "the paper filters no search result"
     assert "K" in config.description and "127, 287" in config.description
+    listed = {d.id for d in config.departures}
+    assert not listed & {"detect-asks-caption", "no-revisits", "scores-blind-and-brief", "base-lacks-detect"}, "fixed, not listed"
+    assert "revisit-after-sweep" in listed and len(config.departures) <= 3
 
 
 def test_the_filtered_variant_is_the_papers_search_with_the_leakage_filter_on() -> None:

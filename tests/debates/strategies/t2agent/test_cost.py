@@ -133,7 +133,7 @@ async def test_t2agent_stays_the_papers_search_and_the_lean_configuration_depart
     assert [s.model_dump(exclude={"sees_image"}) for s in lean.subtasks] == [s.model_dump(exclude={"sees_image"}) for s in paper.subtasks]
     leaned = lean.search.model_dump(exclude={"children", "trajectory_scores", "iterations"})
     assert leaned == paper.search.model_dump(exclude={"children", "trajectory_scores", "iterations"})
-    same = {"name", "description", *CUTS, "search", "subtasks"}
+    same = {"name", "description", *CUTS, "search", "subtasks", "departures"}
     assert lean.model_dump(exclude=same) == paper.model_dump(exclude=same)
     assert lean.retrieval.model_dump(exclude={"leakage"}) == paper.retrieval.model_dump(exclude={"leakage"})
 
