@@ -68,10 +68,10 @@ def test_a_table_runs_end_to_end_and_prints_the_papers_numbers_beside_ours(tmp_p
     assert "[samples-without-evidence] 3 of 3 samples (100%) ended with no evidence item (detected)" in text
     run_json = json.loads((out / "t2agent" / "run.json").read_text())
     ids = {d["id"]: d["origin"] for d in run_json["departures"]}
-    assert ids["no-revisits"] == "configuration" and ids["retrieval-off"] == "detected"
+    assert ids["revisit-after-sweep"] == "configuration" and ids["retrieval-off"] == "detected"
     assert ids["samples-without-evidence"] == "detected"
     assert "## Departures from the paper" in (out / "t2agent" / "report.md").read_text()
-    assert "[no-revisits]" in (out / "t2agent" / "report.md").read_text()
+    assert "[revisit-after-sweep]" in (out / "t2agent" / "report.md").read_text()
 
     table = json.loads((out / "table.json").read_text())
     assert table["complete"] and not table["setting"]["papers_setting"]
