@@ -75,7 +75,7 @@ class ToolReport(BaseModel):
 class SearchReport(BaseModel):
     uct: str
     settings: dict[str, Any]
-    k: int = Field(description="K, the most iterations this search could run (settings.iterations, or twice the subtasks)")
+    k: int = Field(description="K, the most iterations this search could run (settings.iterations, or one more than the subtasks)")
     priors: PriorReport
     iterations: int
     revisited: list[str] = Field(

@@ -122,7 +122,7 @@ CUTS = {"scores_see_image", "trajectory_analysis", "retrieval"}
 
 async def test_t2agent_stays_the_papers_search_and_the_lean_configuration_departs_by_name() -> None:
     paper, lean = config_of(), config_of("t2agent-lean")
-    assert (paper.search.children, paper.search.trajectory_scores, paper.k) == (2, "every_child", 6)
+    assert (paper.search.children, paper.search.trajectory_scores, paper.k) == (2, "every_child", 4)
     assert (lean.search.children, lean.search.trajectory_scores, lean.k) == (1, "ranked_only", 3)
     assert (paper.scores_see_image, paper.trajectory_analysis) == (True, "detailed")
     assert (lean.scores_see_image, lean.trajectory_analysis) == (False, "brief")
