@@ -215,7 +215,8 @@ def _wikipedia(context: ToolContext) -> Callable[..., Any]:
 @REGISTRY.register(ToolCard(
     name="web_search", purpose="Searches the web and returns result snippets.",
     category="web", needs_network=True, argument="query",
-    when_to_use="when Wikipedia has nothing on the claim, or for recent news; fact-checking pages are filtered out.",
+    when_to_use="when Wikipedia has nothing on the claim, or for recent news; fact-checking pages are dropped when the"
+    " run's leakage filter is on.",
     inputs="query (a few keywords).",
     outputs="up to three snippets, each quoted with its evidence id, source and reliability; or that nothing was found.",
     cost="cheap"))
