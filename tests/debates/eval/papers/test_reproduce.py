@@ -122,19 +122,36 @@ def test_the_cost_table_sets_our_dollars_per_1000_posts_beside_the_papers(tmp_pa
     assert "1637.1" in result.output and "USD / 1000 posts" in result.output
 
 
-def test_a_table_the_paper_gives_no_numbers_for_says_so_in_every_row(tmp_path: Path, scripted: Path) -> None:
+def test_agentm3d_table1_prints_the_papers_numbers_and_each_runs_escalation(tmp_path: Path, scripted: Path) -> None:
     out = tmp_path / "agentm3d"
     dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
     result = CliRunner().invoke(app, arguments("agentm3d-table1", dataset, out, scripted, "--limit", "2"),
-                                env={"COLUMNS": "320"})
+                                env={"COLUMNS": "360"})
     assert result.exit_code == 0, result.output
     assert "a subset: the first 2 of the data set's 3 samples (--limit 2)" in result.output
+    assert "the paper ran Qwen3-VL-4B, Qwen3-VL-8B" in result.output
     table = json.loads((out / "table.json").read_text())
-    assert [r["config"] for r in table["rows"]] == ["standard", "bon", "mmd-agent", "mmd-agent-bon", "agentm3d"]
-    assert all(r["paper"][m] is None and r["missing"]["reason"] == "not_transcribed" for r in table["rows"] for m in r["paper"])
-    assert result.output.count("n/a (not transcribed)") == 5 * 4
+    assert [r["config"] for r in table["rows"][:6]] == ["standard", "bon", "t2agent", "mmd-agent", "mmd-agent-bon", "agentm3d"]
+    assert all(None not in r["paper"].values() and r["missing"] is None for r in table["rows"])
+    rows = {r["id"]: r for r in table["rows"]}
+    assert rows["agentm3d-8b"]["paper"] == {"accuracy": 62.0, "macro_f1": 62.6, "macro_recall": 64.2, "macro_precision": 62.1}
+    assert rows["agentm3d-8b"]["escalated"] == 100.0 and rows["agentm3d-8b"]["paper_escalated"] == 69.1, \
+        "the loopback planner always escalates"
+    assert rows["agentm3d-4b"]["escalated"] == 100.0 and rows["agentm3d-4b"]["paper_escalated"] is None
+    assert rows["mmd-agent-bon-4b"]["escalated"] is None, "no planner, no escalation figure"
+    assert "100.0% (69.1%)" in result.output and "100.0% (not given)" in result.output
+    assert "| escalated to best-of-N (paper) |" in (out / "table.md").read_text()
     calls = {r["config"]: r["calls_per_sample"] for r in table["rows"]}
     assert calls["standard"] == 1 and calls["bon"] > calls["standard"] and calls["agentm3d"] > calls["mmd-agent"]
+    run = json.loads((out / "agentm3d" / "run.json").read_text())
+    assert run["escalation"] == {"planned": 2, "escalated": 2, "share": 1.0}
+
+
+def test_a_data_set_the_table_has_no_loader_for_is_refused_in_one_line(tmp_path: Path, scripted: Path) -> None:
+    result = CliRunner().invoke(app, arguments("agentm3d-table1", f"combined:{tmp_path}", tmp_path / "c", scripted))
+    assert result.exit_code != 0
+    assert "agentm3d-table1's combined data set has no loader in this build" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "c").exists()
 
 
 def test_bad_requests_get_one_line_before_any_work(tmp_path: Path, scripted: Path) -> None:
