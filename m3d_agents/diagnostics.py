@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 
 class StrategyDiagnostics(BaseModel):
@@ -119,6 +119,11 @@ class DebateDiagnostics(StrategyDiagnostics):
     queries_answered: int = Field(0, ge=0, description="debaters' queries the retrieval desk answered")
     answer: AnswerTaxonomy
     selection: SelectionDiagnostics = Field(default_factory=SelectionDiagnostics)
+    planner_escalated: bool | None = Field(
+        None, validation_alias=AliasChoices("planner_escalated", "escalated"),
+        description="the planner sent this sample to best-of-N (an unreadable plan does too); None: no planner was asked. "
+        "Read from 'escalated' in rows written before the diagnostics were typed",
+    )
     image_descriptions: list[str] = Field(
         default_factory=list, description="what text-only seats were told about the image (forensic and OCR findings)"
     )
@@ -178,8 +183,15 @@ class SearchReport(BaseModel):
 
     uct: str
     settings: dict[str, Any] = Field(description="the configuration's search settings as run (a record, not read back)")
+    k: int | None = Field(
+        None, description="K, the most iterations this search could run (settings.iterations, or one more than the "
+        "subtasks); None in rows written before it was recorded"
+    )
     priors: PriorReport
     iterations: int
+    revisited: list[str] = Field(
+        default_factory=list, description="subtasks selected in more than one iteration, in config order"
+    )
     stop_reason: str
     pruned: list[str]
     early_stop: str | None
@@ -201,6 +213,7 @@ class SearchReport(BaseModel):
 class T2AgentDiagnostics(StrategyDiagnostics):
     strategy: Literal["t2agent"] = "t2agent"
     iterations: int = Field(ge=0, description="search iterations run")
+    revisited: bool = Field(False, description="the search selected some subtask in more than one iteration")
     search: SearchReport
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from debates.strategy import RunContext, StrategyConfig, strategy, strategy_field
+from debates.strategy import CallBudget, RunContext, StrategyConfig, strategy, strategy_field
 from debates.strategies.checker import CheckerAgent, checked, checker_turn
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.diagnostics import CheckDiagnostics
@@ -19,6 +19,9 @@ from m3d_agents.verdict import Finding, Verdict
 
 class CheckConfig(StrategyConfig):
     strategy: Literal["check"] = strategy_field("check")
+
+    def call_budget(self) -> CallBudget:
+        return CallBudget(calls=1, counts="one check")
 
 
 @strategy("check")

@@ -23,7 +23,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from debates.strategy import RunContext, StrategyConfig, strategy, strategy_field
+from debates.strategy import CallBudget, RunContext, StrategyConfig, strategy, strategy_field
 from debates.strategies.checker import CheckerAgent, checked, checker_turn
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.config_types import Temperature
@@ -41,6 +41,9 @@ class SelfConsistencyConfig(StrategyConfig):
     on_tie: Literal["abstain"] = Field(
         "abstain", description="what a tie between the top labels gives: an abstention (the only choice, as a debate's majority vote)"
     )
+
+    def call_budget(self) -> CallBudget:
+        return CallBudget(calls=self.n, counts="n independent checks")
 
 
 def majority(labels: list[str]) -> str | None:

@@ -30,8 +30,8 @@ from typing import Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
-from debates.eval.records import EvalRow
-from m3d_agents.diagnostics import AgentFactDiagnostics, FactGuardDiagnostics
+from debates.eval.records import Escalation, EvalRow
+from m3d_agents.diagnostics import AgentFactDiagnostics, DebateDiagnostics, FactGuardDiagnostics
 from m3d_agents.labels import get_taxonomy
 
 ABSTAIN = "(abstained)"
@@ -79,6 +79,16 @@ class ToolStatistics(BaseModel):
     latency_per_sample_s: float
 
 
+def escalation(rows: Sequence[EvalRow]) -> Escalation | None:
+    """The planner's escalation over the finished rows that report one; None when no row had a planner."""
+    diagnostics = [r.diagnostics() for r in rows if r.status != "error"]
+    planned = [int(d.planner_escalated) for d in diagnostics
+               if isinstance(d, DebateDiagnostics) and d.planner_escalated is not None]
+    if not planned:
+        return None
+    return Escalation(planned=len(planned), escalated=sum(planned), share=sum(planned) / len(planned))
+
+
 class RunMetrics(BaseModel):
     samples: int
     scored: int
@@ -104,6 +114,7 @@ class RunMetrics(BaseModel):
     citation_validity: float | None = None
     cited_ids: int = 0
     leakage: dict[str, int] = Field(default_factory=dict)
+    escalation: Escalation | None = Field(None, description="the planner's escalation to best-of-N, for runs with a planner")
 
 
 def fake_class_row(binary: ClassificationScores | None) -> FakeClassRow | None:
@@ -309,5 +320,6 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         citation_validity=valid_cited / all_cited if all_cited else None,
         cited_ids=all_cited,
         leakage=leakage_counts(finished),
+        escalation=escalation(rows),
     )
 

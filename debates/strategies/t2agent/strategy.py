@@ -305,9 +305,11 @@ def _report(
     return SearchReport(
         uct=config.search.uct,
         settings=config.search.model_dump(),
+        k=config.k,
         priors=PriorReport(source=priors.source, values={s.name: v for s, v in zip(config.subtasks, priors.values)},
                            error=priors.error),
         iterations=tree.iterations,
+        revisited=[s.name for s in subtasks if s.visits > 1],
         stop_reason=outcome.stop_reason,
         pruned=[n.subtask or "" for n in tree.subtasks if n.status == "pruned"],
         early_stop=outcome.deciding.subtask if outcome.deciding is not None else None,
@@ -363,7 +365,7 @@ class T2Agent:
         if ctx.evidence_source is not None and self._needs_gathered_evidence():
             evidence += await ctx.evidence_source.gather(sample, ledger=ctx.ledger)
         tools = ToolContext(prepared, ledger=ctx.ledger, backend=backend, agent="tools",
-                            evidence=[e for e in evidence if e.kept], searchers=dict(ctx.searchers))
+                            evidence=[e for e in evidence if e.kept], searchers=dict(ctx.searchers), setup=ctx.tool_setup(config))
         runner = ActionRunner(registry, tools, cache_results=config.cache_tools)
         memory = Memory()
         transcript: list[TranscriptTurn] = []
@@ -375,7 +377,8 @@ class T2Agent:
         decision, chosen = _decision(config, tree, outcome)
         report = _report(config, tree, priors, outcome, decision, chosen, rollout, runner)
         diagnostics = T2AgentDiagnostics(
-            stop_reason=outcome.stop_reason, iterations=tree.iterations, decided_by=decision.decided_by, search=report,
+            stop_reason=outcome.stop_reason, iterations=tree.iterations, revisited=bool(report.revisited),
+            decided_by=decision.decided_by, search=report,
         )
         common: dict[str, Any] = {
             "transcript": transcript,
