@@ -13,12 +13,13 @@ from debates.cli.tables import markdown_table, print_caveats, print_table, run_l
 from debates.eval.score.caveats import Caveat
 from debates.eval.score.compare import Interval, PairedComparison
 from debates.eval.score.report import RunSummary
+from m3d_agents.config_types import SEED_MAX
 
 
 def compare(
     runs: list[Path] = typer.Argument(..., help="Run folders; the first is the baseline."),
     resamples: int = typer.Option(2000, "--resamples", min=100, help="Bootstrap resamples."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Seed of the bootstrap."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write comparison.md, comparison.json and the trade-off plots here."),
     as_json: bool = typer.Option(False, "--json", help="Print the runs, the comparisons and the caveats as JSON."),
     gold: str = typer.Option(

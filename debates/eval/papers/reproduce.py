@@ -59,12 +59,12 @@ class ReproduceRequest:
     seed: int = 0
     rate_limits: dict[str, float] = field(default_factory=dict)
     prices: Path | None = None
-    retry_errors: bool = False
+    rerun_errors: bool = False
     retrieval: str | None = None
     evidence_store: Path | None = None
     workers: int | None = None
     ray_address: str | None = None
-    max_tries: int = 3
+    max_worker_deaths: int = 3
     resamples: int = 2000
     bootstrap_seed: int = 0
 
@@ -72,9 +72,9 @@ class ReproduceRequest:
         return EvaluateRequest(
             config=config, dataset=self.dataset, dataset_options=dict(self.dataset_options), limit=self.limit, sample=self.sample,
             concurrency=self.concurrency, out=self.out / config, backend=self.backend, config_file=self.config_file,
-            seed=self.seed, rate_limits=dict(self.rate_limits), prices=self.prices, retry_errors=self.retry_errors,
+            seed=self.seed, rate_limits=dict(self.rate_limits), prices=self.prices, rerun_errors=self.rerun_errors,
             retrieval=self.retrieval, evidence_store=self.evidence_store, workers=self.workers, ray_address=self.ray_address,
-            max_tries=self.max_tries,
+            max_worker_deaths=self.max_worker_deaths,
         )
 
 
@@ -272,8 +272,7 @@ def header_lines(table: PaperTable, setting: Setting, resamples: int, seed: int,
 def scaled(table: PaperTable, metric: str, value: float | None) -> float | None:
     if value is None:
         return None
-    rate = METRICS[metric].view != "diagnostic"
-    return value * 100.0 if table.scale == "percent" and rate else value
+    return value * 100.0 if table.scale == "percent" and METRICS[metric].rate else value
 
 
 def _difference(ours: Figure, paper: float | None) -> Difference | None:

@@ -66,7 +66,7 @@ def save_post_run(folder: Path, config: str, sample: Sample, verdict: Verdict, b
     row = row_from_verdict(
         verdict, index=0, seed=seed, gold=sample.gold_label,
         gold_mis=taxonomy.is_misinformation(sample.gold_label) if sample.gold_label else None,
-        latency_s=float(verdict.diagnostics.get("wall_time_s", 0.0)), cost_usd=None, config=config, backend=backend,
+        latency_s=verdict.diagnostics.wall_time_s if verdict.diagnostics else 0.0, cost_usd=None, config=config, backend=backend,
     )
     results = ResultsFile(folder / RESULTS)
     results.open()

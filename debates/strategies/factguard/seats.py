@@ -181,7 +181,7 @@ class VerifierSeat(BaseChatAgent):
         grammar = tagged_turn(list(self._arguments), list(ANSWER_STYLES[self._config.answer_style]), tools_open=not last,
                               max_calls=self._config.max_calls_per_turn)
         create = {"extra_create_args": {**self._create, **grammar.create_args()}}
-        asking = asyncio.ensure_future(ask(self._client, list(self._history), parse, retries=self._config.retries,
+        asking = asyncio.ensure_future(ask(self._client, list(self._history), parse, retries=self._config.parse_retries,
                                            create_kwargs=create, on_retry=count_retry))
         cancellation_token.link_future(asking)
         answer = await asking

@@ -36,7 +36,8 @@ from debates.strategies.t2agent.prompting import (
     trajectory_score_messages,
 )
 from m3d_agents.tools.react import ActionSpec, Step, action_specs, parse_step
-from debates.strategies.t2agent.report import NodeReport, PriorReport, SearchReport, SubtaskReport, ToolReport
+from debates.strategies.t2agent.report import node_report
+from m3d_agents.diagnostics import PriorReport, SearchReport, SubtaskReport, T2AgentDiagnostics, ToolReport
 from debates.strategies.t2agent.scoring import read_score
 from debates.strategies.t2agent.search import Iteration, Memory, SearchOutcome, run_search
 from debates.strategies.t2agent.tree import Node, SearchTree
@@ -129,7 +130,7 @@ class ModelRollout:
         else:
             priors = await model_priors(
                 self.client("prior", "prior"), prior_messages(self.config, self.prepared, self.vision), k,
-                retries=self.config.retries, create_kwargs=with_grammar(
+                retries=self.config.parse_retries, create_kwargs=with_grammar(
                     self.create_kwargs(self.settings.prior_temperature, self.ctx.seed), likelihood_list("The likelihoods are", k)),
                 on_retry=self.count_retry,
             )
@@ -157,7 +158,7 @@ class ModelRollout:
     async def _ask_score(self, kind: str, agent: str, messages: list[LLMMessage]) -> float | None:
         answer = await ask(
             self.client(agent, kind), messages, lambda text: read_score(text, self.settings.score_map),
-            retries=self.config.retries, on_retry=self.count_retry, create_kwargs=with_grammar(
+            retries=self.config.parse_retries, on_retry=self.count_retry, create_kwargs=with_grammar(
                 self.create_kwargs(self.settings.score_temperature, self.ctx.seed), ten_point_verdict(SCORE_PHRASES[kind])),
         )
         if answer.value is None:
@@ -182,7 +183,7 @@ class ModelRollout:
             return parse_step(text, specs, subtask.answers, must_finish=must_finish)
 
         answers = await ask_choices(
-            client, messages, parse, self.settings.children, retries=self.config.retries,
+            client, messages, parse, self.settings.children, retries=self.config.parse_retries,
             create_kwargs=with_grammar(self.create_kwargs(self.settings.step_temperature, _seed(self.ctx.seed, node.id, 0)),
                                        react_step(len(node.steps()) + 1, list(specs), subtask.answers, must_finish)),
             on_retry=self.count_retry, one_request=self.config.children_in_one_request,
@@ -311,9 +312,11 @@ def _report(
     return SearchReport(
         uct=config.search.uct,
         settings=config.search.model_dump(),
+        k=config.k,
         priors=PriorReport(source=priors.source, values={s.name: v for s, v in zip(config.subtasks, priors.values)},
                            error=priors.error),
         iterations=tree.iterations,
+        revisited=[s.name for s in subtasks if s.visits > 1],
         stop_reason=outcome.stop_reason,
         pruned=[n.subtask or "" for n in tree.subtasks if n.status == "pruned"],
         early_stop=outcome.deciding.subtask if outcome.deciding is not None else None,
@@ -329,7 +332,7 @@ def _report(
                          errors=list(runner.errors)),
         subtasks=subtasks,
         path_per_iteration=[i.path for i in outcome.iterations],
-        tree=NodeReport.of(tree.root),
+        tree=node_report(tree.root),
     )
 
 
@@ -380,12 +383,10 @@ class T2Agent:
         outcome = await run_search(tree, rollout, config.search, memory, on_iteration=rollout.iteration_turn)
         decision, chosen = _decision(config, tree, outcome)
         report = _report(config, tree, priors, outcome, decision, chosen, rollout, runner)
-        diagnostics = {
-            "stop_reason": outcome.stop_reason,
-            "iterations": tree.iterations,
-            "decided_by": decision.decided_by,
-            "search": report.model_dump(mode="json"),
-        }
+        diagnostics = T2AgentDiagnostics(
+            stop_reason=outcome.stop_reason, iterations=tree.iterations, revisited=bool(report.revisited),
+            decided_by=decision.decided_by, search=report,
+        )
         common: dict[str, Any] = {
             "transcript": transcript,
             "findings": _findings(config, tree, chosen, decision),

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from pydantic import BaseModel
 from starlette.requests import HTTPConnection
 from starlette.responses import HTMLResponse
 
@@ -39,12 +40,17 @@ def _fixed(value: float | None, digits: int = 3) -> str:
 
 
 def _pretty(value: Any) -> str:
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
     return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
 
 
 def _facts(value: Any, prefix: str = "") -> list[tuple[str, str]]:
     """A nested mapping as rows of a table, one per leaf: ``("selection · planner", "level 1")``. A list of plain
-    values is one row; a list of mappings gives a row per item (numbered); numbers keep at most four decimals."""
+    values is one row; a list of mappings gives a row per item (numbered); numbers keep at most four decimals.
+    A model (a strategy's typed diagnostics) is read as its fields, the unset ones left out."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", exclude_none=True)
     if isinstance(value, dict):
         if not value:
             return [(prefix, "none")] if prefix else []
