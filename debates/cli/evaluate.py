@@ -12,7 +12,7 @@ from debates.config_loader import available_configs
 if TYPE_CHECKING:
     from m3d_agents.datasets.subsets import SampleChoice
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, retrieval_option, run_cli
-from debates.cli.tables import print_caveats
+from debates.cli.tables import print_caveats, print_note
 from m3d_agents.config_types import SEED_MAX
 
 
@@ -102,7 +102,7 @@ def evaluate(
         )
         checked = check_request(request)
         with ProgressBar(progress) as bar:
-            return await run_evaluation(checked, progress=bar, note=lambda line: err_console.print(f"[dim]{line}[/]"))
+            return await run_evaluation(checked, progress=bar, note=print_note)
 
     result = run_cli(main())
     outcome = result.outcome

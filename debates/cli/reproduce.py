@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.table import Table
 
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli
+from debates.cli.tables import print_fitting, print_note
 from debates.cli.evaluate import _rate_limits, checked_sample, max_worker_deaths_option, ray_address_option, sample_option, workers_option
 from m3d_agents.config_types import SEED_MAX
 
@@ -36,10 +36,7 @@ def print_table(result: Any) -> None:
 
     for line in result.header:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
-    table = Table(*columns(result), show_lines=False)
-    for line in cells(result):
-        table.add_row(*line)
-    console.print(table)
+    print_fitting(columns(result), cells(result))
 
 
 def reproduce(
@@ -105,7 +102,7 @@ def reproduce(
         checked = check_reproduction(request)
         err_console.print(f"[dim]{checked.table.id}: {len(checked.runs)} configuration(s) to run into {out}/<configuration>[/]")
         with ProgressBar(progress) as bar:
-            return await run_table(checked, progress=bar, note=lambda line: err_console.print(f"[dim]{line}[/]"))
+            return await run_table(checked, progress=bar, note=print_note)
 
     outcome = run_cli(main())
     for config, deaths in outcome.worker_deaths.items():

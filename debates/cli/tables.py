@@ -25,6 +25,11 @@ def print_caveats(caveats: Sequence[Caveat], to: Console = err_console) -> None:
         to.print(Text.assemble(("warning:", "bold yellow"), " ", caveat.text), soft_wrap=not to.is_terminal)
 
 
+def print_note(line: str) -> None:
+    """A run's remark for the user (how many samples, what the loader left out), on stderr: whole in a pipe."""
+    err_console.print(line, style="dim", markup=False, highlight=False, soft_wrap=not err_console.is_terminal)
+
+
 def run_letters(count: int) -> list[str]:
     return [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(count)]
 
@@ -41,6 +46,25 @@ def figure_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], to: Console = console) -> None:
     to.print(figure_table(title, columns, rows))
+
+
+def print_fitting(columns: Sequence[str], rows: Sequence[Sequence[str]], to: Console = console) -> None:
+    """A table where it fits the width (a terminal's, or 80 columns in a pipe); otherwise one block per row, a
+    ``column: value`` line per cell, so that no cell is cut whatever the width."""
+    from rich.measure import Measurement
+
+    table = Table(*columns, show_lines=False)
+    for row in rows:
+        table.add_row(*row)
+    if Measurement.get(to, to.options.update_width(100_000), table).maximum <= to.width:
+        to.print(table)
+        return
+    for row in rows:
+        title, *rest = row
+        to.print(Text(title, style="bold"), soft_wrap=True)
+        for column, cell in zip(columns[1:], rest):
+            if cell.strip():
+                to.print(Text(f"  {column}: {' '.join(cell.split())}"), soft_wrap=True)
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -60,7 +60,7 @@ async def test_a_person_in_a_debater_seat_reads_the_others_by_name_and_answers_i
     assert [t.stance for t in person] == ["real", "fake"]
     assert person[0].text == "It looks like a composite.\nFINAL ANSWER: real\nCONFIDENCE: 0.7"
     assert person[1].text.endswith("CONFIDENCE: 0.8")
-    assert verdict.label == "fake" and verdict.diagnostics["decided_by"] == "consensus"
+    assert verdict.label == "fake" and verdict.diagnostics.decided_by == "consensus"
 
 
 async def test_a_person_as_judge_sees_no_evidence_and_no_image_path() -> None:
