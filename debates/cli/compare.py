@@ -79,12 +79,13 @@ def compare(
                                      "caveats": [c.model_dump() for c in caveats]}, indent=2) + "\n")
         return
     for letter, label, path in legend:
-        console.print(f"{letter} = {label}  {path}", markup=False, highlight=False)
+        console.print(f"{letter} = {label}  {path}", markup=False, highlight=False, soft_wrap=True)
     print_table("runs", ["figure", *letters], figures)
     print_table("differences to A (the baseline)", difference_columns, differences)
     console.print(footer, style="dim", markup=False, highlight=False)
     if out is not None:
-        console.print(f"written: {out / 'comparison.md'}, {out / 'comparison.json'}", markup=False, highlight=False)
+        console.print(f"written: {out / 'comparison.md'}, {out / 'comparison.json'}", markup=False, highlight=False,
+                      soft_wrap=True)
     print_caveats(caveats)
 
 

@@ -194,6 +194,12 @@ class BackendConfig(Settings):
             answer_tokens=self.local.answer_tokens if local else None,
         )
 
+    def answer_tokens(self, asked: int | None = None) -> int:
+        """The most tokens one answer gets: what a configuration asks (else ``max_tokens``), under the embedded model's cap."""
+        wanted = asked or self.max_tokens
+        cap = self.shaping().answer_tokens
+        return min(wanted, cap) if cap else wanted
+
     @property
     def model_name(self) -> str:
         return self.model or DEFAULT_MODELS[self.kind]

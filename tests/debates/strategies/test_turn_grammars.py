@@ -30,7 +30,7 @@ def server() -> Iterator[StubOpenAIServer]:
 
 
 def pool_for(server: StubOpenAIServer, kind: str) -> BackendPool:
-    config = BackendConfig(kind=kind, base_url=server.base_url, model="scripted-model", cache=False, max_retries=0,  # type: ignore[arg-type]
+    config = BackendConfig(kind=kind, base_url=server.base_url, model="scripted-model", cache=False, transport_retries=0,  # type: ignore[arg-type]
                            api_key_env="M3D_TEST_STUB_KEY")
     return BackendPool(BackendSettings(backend="stub", backends={"stub": config}))
 

@@ -74,7 +74,7 @@ async def test_a_call_waiting_for_the_single_slot_is_not_timed_out_by_the_calls_
     server_side = SingleSlot(service_s=0.3)
     with StubOpenAIServer(server_side) as server:
         monkeypatch.setenv("M3D_LOCAL_BASE_URL", server.base_url)
-        config = BackendConfig(kind="local", timeout_s=30.0, max_retries=0, deadline_s=1.0, cache=False)
+        config = BackendConfig(kind="local", timeout_s=30.0, transport_retries=0, deadline_s=1.0, cache=False)
         pool = BackendPool(BackendSettings(backends={"local": config}))
         try:
             backend = pool.get("local")
