@@ -111,15 +111,11 @@ def _openai_client(config: BackendConfig, base_url: str) -> ChatCompletionClient
 def _with_cache(config: BackendConfig, client: ChatCompletionClient) -> ChatCompletionClient:
     if not config.cache:
         return client
-    from autogen_ext.cache_store.diskcache import DiskCacheStore
-    from diskcache import Cache
-
     from m3d_agents.backends.response_cache import ResponseCache
+    from m3d_agents.backends.response_store import JsonResponseStore
 
     root = config.cache_dir or default_cache_root() / "responses"
-    store_dir = root / config.fingerprint()
-    store_dir.mkdir(parents=True, exist_ok=True)
-    return ResponseCache(client, DiskCacheStore(Cache(str(store_dir))))
+    return ResponseCache(client, JsonResponseStore(root / config.fingerprint()))
 
 
 def build_backend(config: BackendConfig, name: str | None = None) -> Backend:

@@ -1,0 +1,156 @@
+"""Opening the files the product writes (and reads back) without following symbolic links.
+
+A run folder, a study folder or a cache folder may be writable by someone else (a shared file
+system, a folder unpacked from an archive). A link planted there as ``.lock`` or ``results.jsonl``
+would make the next run truncate or append to whatever the link points at, with the user's
+rights. So every such file is opened with ``O_NOFOLLOW`` (the kernel refuses a link at the last
+path component) and checked to be a regular file; a link or a device is refused with one line
+naming it, never written through. Whole files are replaced through a temporary file and a
+rename, so a crash or a full disk leaves either the old file or the new one.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from m3d_agents.errors import InputError
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class UnsafeFile(InputError):
+    """A file the product would write or read is a symbolic link, or not a regular file."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        super().__init__(str(path), f"is {what}; m3d neither writes nor reads through it (remove it, or choose another folder)")
+
+
+def refuse_link(path: Path) -> None:
+    """An :class:`UnsafeFile` error if ``path`` exists and is a link or anything but a regular file."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InputError(str(path), f"cannot be checked: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafeFile(path, "a symbolic link")
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafeFile(path, "not a regular file")
+
+
+def refuse_linked_folder(path: Path) -> None:
+    """An :class:`UnsafeFile` error if the folder ``path`` (inside a run folder) is a link or not a folder."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafeFile(path, "a symbolic link")
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeFile(path, "not a folder")
+
+
+def open_nofollow(path: Path, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` that refuses a link or a non-regular file at ``path`` (see the module docstring)."""
+    refuse_link(path)
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeFile(path, "a symbolic link") from None
+        if exc.errno == errno.ENXIO:
+            raise UnsafeFile(path, "not a regular file") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafeFile(path, "not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def append_fd(path: Path) -> int:
+    """A descriptor for appending to ``path`` (created if missing), never through a link."""
+    return open_nofollow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+
+
+def read_bytes_nofollow(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of ``path``, never through a link; an :class:`InputError` if it holds more than ``limit``."""
+    fd = open_nofollow(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if limit is not None and size > limit:
+            raise InputError(str(path), f"holds {size} bytes, over the limit of {limit}")
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size -= len(chunk)
+            if limit is not None and size < -limit:
+                raise InputError(str(path), f"grew past the limit of {limit} bytes while being read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text_nofollow(path: Path, limit: int | None = None) -> str:
+    """The UTF-8 text of ``path`` (see :func:`read_bytes_nofollow`); other encodings are named as such."""
+    data = read_bytes_nofollow(path, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), f"is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+
+
+def replace_file(path: Path, data: bytes | str) -> None:
+    """``path`` now holds ``data``, whole: refused if ``path`` is a link; else a temporary file beside
+    it, fsynced and renamed over it. A failed write (a full disk) is an error naming the file."""
+    refuse_link(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise write_failed(path, exc) from None
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(payload)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException as exc:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise write_failed(path, exc) from None
+        raise
+
+
+def write_all(fd: int, data: bytes, path: Path) -> None:
+    """Every byte of ``data`` to ``fd`` (a short write is continued); a failed write names ``path``."""
+    view = memoryview(data)
+    try:
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    except OSError as exc:
+        raise write_failed(path, exc) from None
+
+
+def write_failed(path: Path, exc: OSError) -> InputError:
+    """A write that failed (a full disk, a quota, a read-only file system), as one line naming the file."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return InputError(str(path), "cannot be written: the disk is full; free some space and rerun (finished work is kept)")
+    return InputError(str(path), f"cannot be written: {exc.strerror or exc}")
