@@ -154,3 +154,82 @@ def write_failed(path: Path, exc: OSError) -> InputError:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return InputError(str(path), "cannot be written: the disk is full; free some space and rerun (finished work is kept)")
     return InputError(str(path), f"cannot be written: {exc.strerror or exc}")
+
+
+def cut_torn_tail(path: Path) -> bool:
+    """Cut a last line that has no newline (an append that a crash interrupted) off ``path``; whether one was cut.
+
+    Appending after such a line would glue the next row onto it, and both would be lost."""
+    try:
+        fd = open_nofollow(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return False
+        keep, block = 0, 1 << 16
+        end = size
+        while end > 0:
+            start = max(0, end - block)
+            chunk = os.pread(fd, end - start, start)
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            end = start
+        os.ftruncate(fd, keep)
+        os.fsync(fd)
+        return True
+    except OSError as exc:
+        raise write_failed(path, exc) from None
+    finally:
+        os.close(fd)
+
+
+class AppendOnlyFile:
+    """A log of lines (``results.jsonl``, ``annotations.jsonl``, ``trajectories.jsonl``): each line is
+    one ``write`` on a descriptor opened for appending without following links, then fsynced, so a
+    crash leaves every earlier line whole and at most one torn line at the end, which :meth:`open`
+    cuts off before anything is appended."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self.repaired = False
+
+    def open(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise write_failed(self.path.parent, exc) from None
+        existed = os.path.lexists(self.path)
+        self.repaired = cut_torn_tail(self.path)
+        self._fd = append_fd(self.path)
+        if not existed:
+            directory = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+
+    def append(self, line: bytes) -> None:
+        if self._fd is None:
+            raise RuntimeError(f"{self.path} is not open")
+        write_all(self._fd, line if line.endswith(b"\n") else line + b"\n", self.path)
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise write_failed(self.path, exc) from None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "AppendOnlyFile":
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

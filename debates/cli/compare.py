@@ -45,9 +45,10 @@ def compare(
 
     summaries, comparisons = run_cli(main())
     if out is not None:
+        from m3d_agents.safe_files import replace_file
+
         out.mkdir(parents=True, exist_ok=True)
-        (out / "comparison.json").write_text(
-            "[" + ",".join(c.model_dump_json() for c in comparisons) + "]")
+        replace_file(out / "comparison.json", "[" + ",".join(c.model_dump_json() for c in comparisons) + "]")
         plot_tradeoffs(summaries, out)
     if as_json:
         import json

@@ -25,7 +25,7 @@ def _token(host: str, token_file: Path) -> tuple[str | None, str]:
         return None, "loopback only, no token"
     token = secrets.token_urlsafe(24)
     token_file.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(token + "\n")
     return token, f"the token is in {token_file} (readable by you only); open the page once with ?token=<that token>"

@@ -13,7 +13,6 @@ the order, concurrency or resumption.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import time
@@ -27,7 +26,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 from debates.eval.run.lock import RunLock
 from debates.eval.score.prices import PriceTable
-from debates.eval.records import MANIFEST, RESULTS, EvalRow, ResultsFile, RowError, RunManifest, read_rows, row_from_verdict
+from debates.eval.records import MANIFEST, RESULTS, EvalRow, ResultsFile, RowError, RunManifest, read_manifest, read_rows, row_from_verdict
 from debates.strategy import StrategyConfig
 from debates.config_loader import load_config
 from debates.session import run_sample, sample_seed
@@ -37,6 +36,7 @@ from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.redaction import redact
+from m3d_agents.safe_files import UnsafeFile, replace_file
 from m3d_agents.sample import Sample
 
 class SampleRecorder(Protocol):
@@ -95,19 +95,19 @@ def prepare_run_dir(out_dir: Path, manifest: RunManifest) -> None:
     """Create the run folder, or check that an existing one holds the same run."""
     make_run_dir(out_dir)
     path = out_dir / MANIFEST
-    if path.exists():
+    if os.path.lexists(path):
         try:
-            existing = RunManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            raise InputError("out", f"{path} is not the manifest of a run ({type(exc).__name__}); choose another --out folder") from None
+            existing = read_manifest(path)
+        except UnsafeFile:
+            raise
+        except InputError as exc:
+            raise InputError("out", f"{path} {exc.problem}; choose another --out folder") from None
         if existing.identity() != manifest.identity():
             diff = {k: (existing.identity()[k], v) for k, v in manifest.identity().items() if existing.identity()[k] != v}
             raise InputError("out", f"{out_dir} holds a different run ({diff}); choose another --out folder")
         return
     manifest.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(manifest.model_dump_json(indent=2))
-    temporary.replace(path)
+    replace_file(path, manifest.model_dump_json(indent=2))
 
 
 def check_run_dir(out_dir: Path) -> None:
@@ -123,8 +123,22 @@ def check_run_dir(out_dir: Path) -> None:
     if not os.access(probe, os.W_OK | os.X_OK):
         raise InputError("out", f"cannot create the run folder {out_dir}: {probe} is not writable")
     if probe == out_dir:
+        refuse_links_inside(out_dir)
         with RunLock(out_dir):
             pass
+
+
+def refuse_links_inside(out_dir: Path) -> None:
+    """Refuse a run folder holding a symbolic link, before any work: every file of a run folder is the
+    product's own, and one planted as a link would send a write to its target (each write refuses
+    links again, so a link planted during the run is refused too)."""
+    try:
+        entries = sorted(out_dir.iterdir())
+    except OSError as exc:
+        raise InputError("out", f"cannot list the run folder {out_dir}: {exc.strerror or exc}") from None
+    for entry in entries:
+        if entry.is_symlink():
+            raise UnsafeFile(entry, "a symbolic link")
 
 
 def make_run_dir(out_dir: Path) -> None:
