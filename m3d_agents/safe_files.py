@@ -16,6 +16,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from m3d_agents.errors import InputError
 
@@ -233,3 +234,20 @@ class AppendOnlyFile:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def refuse_foreign_folder(path: Path, field: str, owned: Callable[[str], bool], what: str) -> None:
+    """Refuse to write into the existing folder ``path`` when it holds anything ``owned`` does not claim:
+    a folder of someone else's files (the current folder, a project) is never written over."""
+    try:
+        names = sorted(entry.name for entry in path.iterdir())
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise InputError(field, f"{path} is a file, not a folder") from None
+    except OSError as exc:
+        raise InputError(field, f"cannot list {path}: {exc.strerror or exc}") from None
+    foreign = [name for name in names if not owned(name)]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise InputError(field, f"{path} is not empty and is not {what} (it holds {shown}); choose a new or empty folder")

@@ -211,12 +211,20 @@ RETRIEVAL_HELP = (
 EVIDENCE_STORE_HELP = "The evidence store (SQLite) to record into or replay from; default <cache dir>/evidence.sqlite."
 
 
+def written_path(value: str) -> Path:
+    """A path the command writes to, as typed: an empty one is refused, since it would silently mean the
+    current folder (``--out ""`` used to write a run over the files of the folder it was typed in)."""
+    if not str(value).strip():
+        raise typer.BadParameter("is empty; name a folder or file (an empty value would mean the current folder)")
+    return Path(value)
+
+
 def retrieval_option() -> Any:
     return typer.Option(None, "--retrieval", help=RETRIEVAL_HELP, case_sensitive=False)
 
 
 def evidence_store_option() -> Any:
-    return typer.Option(None, "--evidence-store", help=EVIDENCE_STORE_HELP)
+    return typer.Option(None, "--evidence-store", help=EVIDENCE_STORE_HELP, parser=written_path)
 
 
 def demo_backends(verdict: Verdict, settings: BackendSettings) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 
 from debates.config_loader import available_configs
-from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, retrieval_option, run_cli
+from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, retrieval_option, run_cli, written_path
 
 
 def _rate_limits(pairs: list[str]) -> dict[str, float]:
@@ -48,7 +48,7 @@ def evaluate(
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples of the data set."),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once (with --workers, in all workers together)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Run folder; default runs/<config name or file stem>-<dataset kind>-<backend>."),
+    out: Optional[Path] = typer.Option(None, "--out", parser=written_path, help="Run folder; default runs/<config name or file stem>-<dataset kind>-<backend>."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat (default: the configuration's own)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     seed: int = typer.Option(0, "--seed", help="Run seed; each sample's seed derives from it and the sample id."),

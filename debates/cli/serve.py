@@ -9,7 +9,7 @@ from typing import Any, Mapping, Optional
 
 import typer
 
-from debates.cli.common import console, err_console, evidence_store_option, fail, retrieval_option, run_cli
+from debates.cli.common import console, err_console, evidence_store_option, fail, retrieval_option, run_cli, written_path
 
 TOKEN_VARIABLE = "M3D_SERVE_TOKEN"
 
@@ -43,7 +43,7 @@ def serve(
     evidence_store: Optional[Path] = evidence_store_option(),
     backend: Optional[str] = typer.Option(None, "--backend", help="The backend selected by default on the pages."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
-    study_dir: Path = typer.Option(Path("studies"), "--study-dir", help="Where study answers are saved (JSONL)."),
+    study_dir: Path = typer.Option(Path("studies"), "--study-dir", parser=written_path, help="Where study answers are saved (JSONL)."),
     max_upload_mb: float = typer.Option(10.0, "--max-upload-mb", min=0.01, max=30.0, help="Largest image upload."),
     token_file: Path = typer.Option(
         Path.home() / ".config" / "m3d" / "serve-token", "--token-file",

@@ -7,14 +7,14 @@ from typing import Optional
 
 import typer
 
-from debates.cli.common import console, fail
+from debates.cli.common import console, fail, written_path
 
 train_app = typer.Typer(no_args_is_help=True, help="Train a model with the FactGuard rewards (needs the 'train' extra).")
 
 
 def export_sft_command(
     run_dir: Path = typer.Argument(..., help="A run folder written by m3d evaluate --record-trajectories."),
-    out: Path = typer.Option(..., "--out", help="The JSONL file to write."),
+    out: Path = typer.Option(..., "--out", parser=written_path, help="The JSONL file to write."),
     fmt: str = typer.Option("hf", "--format", help="hf (TRL conversational) or llamafactory."),
     review: int = typer.Option(20, "--review", min=0, help="Rows copied to <out>.review.jsonl for a manual check."),
 ) -> None:
@@ -43,7 +43,7 @@ def _train_ready() -> None:
 
 @train_app.command("prepare-local-model")
 def prepare_local_model_command(
-    out: Optional[Path] = typer.Option(None, "--out", help="Folder to write; default: the cache."),
+    out: Optional[Path] = typer.Option(None, "--out", parser=written_path, help="Folder to write; default: the cache."),
     force: bool = typer.Option(False, "--force", help="Convert again even if the folder exists."),
 ) -> None:
     """Convert the embedded 270M GGUF model to a trainable folder with a chat template (once)."""
@@ -57,7 +57,7 @@ def prepare_local_model_command(
 def sft_command(
     data: Path = typer.Option(..., "--data", help="JSONL from m3d export-sft (hf format)."),
     model: Optional[Path] = typer.Option(None, "--model", help="A transformers model folder; default: the embedded model."),
-    out: Path = typer.Option(Path("runs/sft"), "--out"),
+    out: Path = typer.Option(Path("runs/sft"), "--out", parser=written_path),
     max_steps: int = typer.Option(-1, "--max-steps"),
     learning_rate: float = typer.Option(1e-5, "--learning-rate"),
 ) -> None:
@@ -77,7 +77,7 @@ def grpo_command(
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o"),
     config: str = typer.Option("factguard", "--config"),
     model: Optional[Path] = typer.Option(None, "--model", help="A transformers model folder; default: the embedded model."),
-    out: Path = typer.Option(Path("runs/grpo"), "--out"),
+    out: Path = typer.Option(Path("runs/grpo"), "--out", parser=written_path),
     limit: Optional[int] = typer.Option(None, "--limit", min=1),
     max_steps: int = typer.Option(-1, "--max-steps"),
     num_generations: int = typer.Option(8, "--num-generations", min=2),

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
 
-from debates.eval.run.lock import RunLock
+from debates.eval.run.lock import LOCK, RunLock
 from debates.eval.score.prices import PriceTable
 from debates.eval.records import MANIFEST, RESULTS, EvalRow, ResultsFile, RowError, RunManifest, read_manifest, read_rows, row_from_verdict
 from debates.strategy import StrategyConfig
@@ -36,7 +36,7 @@ from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.redaction import redact
-from m3d_agents.safe_files import UnsafeFile, replace_file
+from m3d_agents.safe_files import UnsafeFile, refuse_foreign_folder, replace_file
 from m3d_agents.sample import Sample
 
 class SampleRecorder(Protocol):
@@ -106,6 +106,7 @@ def prepare_run_dir(out_dir: Path, manifest: RunManifest) -> None:
             diff = {k: (existing.identity()[k], v) for k, v in manifest.identity().items() if existing.identity()[k] != v}
             raise InputError("out", f"{out_dir} holds a different run ({diff}); choose another --out folder")
         return
+    refuse_foreign_folder(out_dir, "out", started_run_file, "a run folder (no run.json)")
     manifest.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     replace_file(path, manifest.model_dump_json(indent=2))
 
@@ -124,8 +125,15 @@ def check_run_dir(out_dir: Path) -> None:
         raise InputError("out", f"cannot create the run folder {out_dir}: {probe} is not writable")
     if probe == out_dir:
         refuse_links_inside(out_dir)
+        if not os.path.lexists(out_dir / MANIFEST):
+            refuse_foreign_folder(out_dir, "out", started_run_file, "a run folder (no run.json)")
         with RunLock(out_dir):
             pass
+
+
+def started_run_file(name: str) -> bool:
+    """What a run leaves before its run.json exists: its lock, and the manifest's temporary file."""
+    return name == LOCK or name.startswith(f".{MANIFEST}.")
 
 
 def refuse_links_inside(out_dir: Path) -> None:
