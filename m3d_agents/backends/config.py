@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from m3d_agents.backends.transports.retry import DEFAULT_MAX_ANSWER_BYTES
 from m3d_agents.errors import InputError
 from m3d_agents.redaction import register_secret_env
 from m3d_agents.safe_yaml import load_yaml
@@ -95,6 +96,11 @@ class BackendConfig(BaseModel):
         "http", description="http: our lean OpenAI-compatible client; sdk: AutoGen's client over the OpenAI SDK"
     )
     concurrency: int = Field(8, gt=0)
+    max_answer_bytes: int = Field(
+        DEFAULT_MAX_ANSWER_BYTES, gt=0, le=1024 * 1024 * 1024,
+        description="the most of one answer that is read, in bytes; a larger (or endless) answer is refused and "
+        "recorded as a refused answer instead of filling memory",
+    )
     cache: bool = True
     cache_dir: Path | None = None
     vision: bool | None = None

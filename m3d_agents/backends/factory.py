@@ -99,6 +99,7 @@ def _openai_client(config: BackendConfig, base_url: str) -> ChatCompletionClient
         "timeout_s": config.timeout_s,
         "max_retries": config.max_retries,
         "context_window": config.local.n_ctx if config.kind == "local" else None,
+        "max_answer_bytes": config.max_answer_bytes,
     }
     if config.transport == "http":
         return OpenAICompatibleClient(**settings)

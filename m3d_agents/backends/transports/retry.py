@@ -10,19 +10,23 @@ neither the endpoint nor the problem in words a user can act on.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import re
 import time
 from email.utils import parsedate_to_datetime
 from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
-from m3d_agents.errors import BackendError, EndpointRefused
+from m3d_agents.errors import AnswerRefused, BackendError, EndpointRefused
+from m3d_agents.safe_json import JsonTooDeep, loads_bounded
 
 T = TypeVar("T")
 
 RETRIED_STATUSES = frozenset({408, 409, 429})
 """Besides every 5xx: a timeout the server gave up on, a conflict, a rate limit."""
+
+DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024
+"""The most of one answer a transport reads (``max_answer_bytes``): far above any chat completion
+(a 32k-token answer is about 150 kB), far below what an endless body costs in memory."""
 
 NO_KEY = "EMPTY"
 """What a backend without a key sends as its bearer token: vLLM's convention for a server started
@@ -60,7 +64,9 @@ def answer_of(url: str, status: int, raw: bytes, headers: Mapping[str, str], key
     """
     if status == 200:
         try:
-            return json.loads(raw)
+            return loads_bounded(raw)
+        except JsonTooDeep as exc:
+            raise AnswerRefused(url, str(exc)) from None
         except ValueError:
             snippet = without_secrets(repr(raw[:200]), key)
             raise TransientFailure(f"sent a body that is not JSON: {snippet}") from None
@@ -70,10 +76,25 @@ def answer_of(url: str, status: int, raw: bytes, headers: Mapping[str, str], key
     raise EndpointRefused(url, status, message)
 
 
+def too_large(url: str, limit: int, declared: int | None = None) -> AnswerRefused:
+    """An answer over ``max_answer_bytes``: refused, and said so, rather than read to the end."""
+    size = f" of {declared} bytes" if declared is not None else ""
+    return AnswerRefused(url, f"an answer{size} over the limit of {limit} bytes (the backend's max_answer_bytes)")
+
+
+def declared_length(headers: Mapping[str, str]) -> int | None:
+    """The ``Content-Length`` a server declared, when it is a number."""
+    try:
+        value = int(headers.get("content-length", ""))
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
 def error_message(raw: bytes) -> str:
     """The ``error.message`` of an OpenAI-style error body, else the start of the body."""
     try:
-        data = json.loads(raw)
+        data = loads_bounded(raw)
         error = data.get("error", data) if isinstance(data, dict) else data
         message = error.get("message") if isinstance(error, dict) else error
         return str(message or data)[:300]
