@@ -99,6 +99,11 @@ class DebateConfig(StrategyConfig):
     temperature: float = Field(0.7, ge=0.0, le=2.0)
     max_rounds: int = Field(3, ge=1, le=20)
     on_no_consensus: Literal["majority", "judge"] = "majority"
+    majority_quorum: float = Field(
+        0.5, ge=0.0, lt=1.0,
+        description="a majority decides only when more than this share of the deciders gave a readable answer; "
+        "with fewer the debate abstains and says so (the papers are silent; one readable vote of two is no majority)",
+    )
     use_evidence: bool = True
     max_queries_per_turn: int = Field(2, ge=0)
     retries: int = Field(2, ge=0)

@@ -281,17 +281,18 @@ def print_verdict(
             f"[bold {colour}]{verdict.label}[/] (misinformation: {verdict.is_misinformation}, confidence {confidence})"
         )
         if verdict.rationale:
-            console.print(verdict.rationale)
+            # A model's words, which may repeat a key a server echoed: redacted like every streamed turn.
+            console.print(redact(verdict.rationale), markup=False)
         if verdict.explanation is not None:
             shown = verdict.explanation.display_ids
             for point in verdict.explanation.key_points:
                 cited = ", ".join(shown.get(i, i) for i in point.evidence_ids)
-                console.print(f"- {point.text} [{cited}]", markup=False)
+                console.print(redact(f"- {point.text} [{cited}]"), markup=False)
     if verdict.evidence_report is not None:
         for line in verdict.evidence_report.lines():
-            console.print(line, markup=False)
+            console.print(redact(line), markup=False)
     for line in tool_findings(sample, vision):
-        console.print(line, markup=False)
+        console.print(redact(line), markup=False)
     acc = verdict.accounting
     console.print(
         f"[dim]{verdict.config} on {verdict.backend}: {acc.model_calls} model calls, "

@@ -16,7 +16,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import HTTPConnection
 from starlette.responses import HTMLResponse
 
-from debates.ui.web.security import CsrfSigner, redact
+from debates.ui.web.security import CsrfSigner
+from m3d_agents.redaction import redact
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -55,7 +56,7 @@ class Pages:
         self.env.filters.update(percent=_percent, fixed=_fixed, pretty=_pretty, redact=self.redact)
 
     def redact(self, text: Any) -> str:
-        return redact(str(text), self.secrets)
+        return redact(str(text), extra=self.secrets)
 
     def csrf(self, connection: HTTPConnection) -> str:
         return self.signer.token_for(connection.scope.get("state", {}).get("csrf_cookie", ""))

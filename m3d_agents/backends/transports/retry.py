@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 import time
 from email.utils import parsedate_to_datetime
 from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
 from m3d_agents.errors import AnswerRefused, BackendError, EndpointRefused
+from m3d_agents.redaction import redact
 from m3d_agents.safe_json import JsonTooDeep, loads_bounded
 
 T = TypeVar("T")
@@ -32,7 +32,6 @@ NO_KEY = "EMPTY"
 """What a backend without a key sends as its bearer token: vLLM's convention for a server started
 without ``--api-key``, and something the OpenAI SDK accepts (it refuses to send no key at all)."""
 
-_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;}\]]+")
 
 
 class TransientFailure(Exception):
@@ -49,11 +48,10 @@ def is_retried(status: int) -> bool:
 
 
 def without_secrets(text: str, key: str | None) -> str:
-    """``text`` with the client's own key and any bearer token blanked: some servers and proxies echo
-    the ``Authorization`` header in their error pages, and error text ends up in logs and result files."""
-    if key and key != NO_KEY:
-        text = text.replace(key, "***")
-    return _BEARER.sub(r"\1***", text)
+    """``text`` redacted (:func:`m3d_agents.redaction.redact`), the client's own key included: some
+    servers and proxies echo the ``Authorization`` header in their error pages, and error text ends up
+    in logs and result files."""
+    return redact(text, extra=[key] if key and key != NO_KEY else [])
 
 
 def answer_of(url: str, status: int, raw: bytes, headers: Mapping[str, str], key: str | None) -> Any:
