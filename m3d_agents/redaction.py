@@ -30,7 +30,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(Bearer)(\s+)(?!\*\*\*)[A-Za-z0-9._~+/=:-]{4,}", re.IGNORECASE), rf"\1\2{MASK}"),
     (
         re.compile(
-            r"((?:^|[?&;\s])(?:api[_-]?key|apikey|key|token|access[_-]?token|auth|password|secret|client[_-]?secret|sig|signature)=)"
+            r"((?:^|[?&;])(?:api[_-]?key|apikey|key|token|access[_-]?token|auth|password|secret|client[_-]?secret|sig|signature)=)"
             r"(?!\*\*\*)[^&#\s'\"\\]+",
             re.IGNORECASE,
         ),

@@ -4,6 +4,7 @@ from a recorded MR2 trace), printing a verdict."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import json
 import logging
@@ -123,8 +124,13 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, (InputError, BackendError)):
         # Both transports raise these, the SDK's errors translated where they are raised.
         return str(exc)
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        return f"{where}the disk is full ({exc.strerror}); free some space and rerun (finished work is kept)"
     if isinstance(exc, OSError) and exc.filename is not None:
         return f"{exc.filename}: {exc.strerror or exc}"
+    if isinstance(exc, MemoryError):
+        return "out of memory; lower --concurrency or the input limits"
     text = str(exc).strip().splitlines()
     return f"unexpected {type(exc).__name__}: {text[-1] if text else 'no message'} (rerun with m3d --debug for the traceback)"
 

@@ -8,10 +8,11 @@ from typing import Any, Optional
 import typer
 
 from debates.config_loader import available_configs
-from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, retrieval_option, run_cli, written_path
+from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli, written_path
 
 
 def _rate_limits(pairs: list[str]) -> dict[str, float]:
+    from debates.eval.run.ratelimit import rate_limit_problem
     from m3d_agents.errors import InputError
 
     limits = {}
@@ -21,8 +22,11 @@ def _rate_limits(pairs: list[str]) -> dict[str, float]:
             rpm = float(value)
         except ValueError:
             rpm = -1.0
-        if not sep or rpm <= 0:
+        if not sep or not name.strip() or not rpm > 0:
             raise InputError("rate-limit", f"{pair!r} is not NAME=REQUESTS_PER_MINUTE with a positive number")
+        problem = rate_limit_problem(rpm)
+        if problem:
+            raise InputError("rate-limit", f"{pair!r}: {problem}")
         limits[name.strip()] = rpm
     return limits
 
@@ -98,6 +102,12 @@ def evaluate(
         f"{outcome.out_dir / 'report.md'}"
     )
     console.print(run_costs_line(outcome.rows))
+    failed = [r for r in outcome.rows if r.status == "error"]
+    if outcome.ran and outcome.rows and len(failed) == len(outcome.rows):
+        first = failed[0].error
+        why = f"{first.type}: {first.message[:300]}" if first is not None else "unknown"
+        fail(f"every sample failed ({len(failed)} of {len(outcome.rows)}), the first with {why}; the rows are saved, "
+             "and --retry-errors runs them again once the cause is fixed", code=1)
     if outcome.interrupted:
         err_console.print("[yellow]interrupted: finished rows are saved; rerun the same command to resume[/]")
         raise typer.Exit(130)

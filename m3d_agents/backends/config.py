@@ -330,6 +330,10 @@ def url_problem(url: str) -> str | None:
         return "must be an http:// or https:// URL with a host and a numeric port, such as http://gpu-box:8000/v1"
     if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
         return "must be an http:// or https:// URL with a host, such as http://gpu-box:8000/v1"
+    if parts.username is not None or parts.password is not None:
+        # A key in the URL would travel into logs, error messages and the response cache's key.
+        return ("must not carry credentials (user:password@); put the key in an environment variable and name "
+                "it in api_key_env")
     return None
 
 

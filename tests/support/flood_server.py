@@ -2,13 +2,16 @@
 
 Modes (set ``mode`` before a request): ``endless`` streams a chunked body that never closes until
 the client goes away (``sent`` counts what was written); ``declared`` declares a huge
-``Content-Length``; ``deep`` answers JSON nested a hundred thousand levels; ``body`` answers
-``payload`` (a dict, sent as JSON) as it is.
+``Content-Length``; ``deep`` answers JSON nested two thousand levels; ``usage`` a completion
+with a negative token count; ``content`` a completion whose message is an object, not text;
+``body`` answers ``payload`` (a dict, sent as JSON) as it is; ``env`` takes the mode from the
+``FLOOD_MODE`` environment variable at each request (for tests that drive the command line).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -31,7 +34,8 @@ class FloodServer:
 
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if outer.mode == "endless":
+                mode = os.environ.get("FLOOD_MODE", "body") if outer.mode == "env" else outer.mode
+                if mode == "endless":
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Transfer-Encoding", "chunked")
@@ -46,7 +50,7 @@ class FloodServer:
                         pass
                     self.close_connection = True
                     return
-                if outer.mode == "declared":
+                if mode == "declared":
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(10 * 1024 * 1024 * 1024))
@@ -57,7 +61,12 @@ class FloodServer:
                         pass
                     self.close_connection = True
                     return
-                body = (b"[" * 100_000 + b"]" * 100_000) if outer.mode == "deep" else json.dumps(outer.payload).encode()
+                payload = outer.payload
+                if mode in ("usage", "content"):
+                    payload = {"choices": [{"index": 0, "finish_reason": "stop", "message": {
+                        "role": "assistant", "content": {"not": "text"} if mode == "content" else "FINAL ANSWER: fake"}}],
+                        "usage": {"prompt_tokens": -5 if mode == "usage" else 3, "completion_tokens": 2}}
+                body = (b"[" * 2_000 + b"]" * 2_000) if mode == "deep" else json.dumps(payload).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))

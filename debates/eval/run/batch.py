@@ -91,27 +91,33 @@ class BatchOutcome:
     rows: list[EvalRow] = field(default_factory=list)
 
 
+def check_same_run(out_dir: Path, identity: dict[str, Any]) -> None:
+    """An error naming ``--out`` unless the run folder's manifest reads and is the run of ``identity``."""
+    path = out_dir / MANIFEST
+    try:
+        existing = read_manifest(path)
+    except UnsafeFile:
+        raise
+    except InputError as exc:
+        raise InputError("out", f"{path} {exc.problem}; choose another --out folder") from None
+    if existing.identity() != identity:
+        diff = {k: (existing.identity()[k], v) for k, v in identity.items() if existing.identity()[k] != v}
+        raise InputError("out", f"{out_dir} holds a different run ({diff}); choose another --out folder")
+
+
 def prepare_run_dir(out_dir: Path, manifest: RunManifest) -> None:
     """Create the run folder, or check that an existing one holds the same run."""
     make_run_dir(out_dir)
     path = out_dir / MANIFEST
     if os.path.lexists(path):
-        try:
-            existing = read_manifest(path)
-        except UnsafeFile:
-            raise
-        except InputError as exc:
-            raise InputError("out", f"{path} {exc.problem}; choose another --out folder") from None
-        if existing.identity() != manifest.identity():
-            diff = {k: (existing.identity()[k], v) for k, v in manifest.identity().items() if existing.identity()[k] != v}
-            raise InputError("out", f"{out_dir} holds a different run ({diff}); choose another --out folder")
+        check_same_run(out_dir, manifest.identity())
         return
     refuse_foreign_folder(out_dir, "out", started_run_file, "a run folder (no run.json)")
     manifest.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     replace_file(path, manifest.model_dump_json(indent=2))
 
 
-def check_run_dir(out_dir: Path) -> None:
+def check_run_dir(out_dir: Path, identity: dict[str, Any] | None = None) -> None:
     """Refuse an ``--out`` that cannot be a run folder, or that another run holds, before any work
     and without creating it. (The run itself takes the lock again: this only makes the refusal early.)"""
     probe = out_dir
@@ -124,9 +130,11 @@ def check_run_dir(out_dir: Path) -> None:
     if not os.access(probe, os.W_OK | os.X_OK):
         raise InputError("out", f"cannot create the run folder {out_dir}: {probe} is not writable")
     if probe == out_dir:
-        refuse_links_inside(out_dir)
         if not os.path.lexists(out_dir / MANIFEST):
             refuse_foreign_folder(out_dir, "out", started_run_file, "a run folder (no run.json)")
+        refuse_links_inside(out_dir)
+        if identity is not None and os.path.lexists(out_dir / MANIFEST):
+            check_same_run(out_dir, identity)
         with RunLock(out_dir):
             pass
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 from debates.eval.run.batch import BatchOutcome, BatchRunner, Tally, check_run_dir
 from debates.eval.records import RunManifest
 from debates.eval.score.prices import PriceTable, load_price_table
-from debates.eval.run.ratelimit import RateLimitedPool
+from debates.eval.run.ratelimit import RateLimitedPool, rate_limit_problem
 from debates.eval.score.report import RunSummary, write_report
 from debates.strategy import StrategyConfig
 from debates.config_loader import load_config
@@ -115,15 +115,21 @@ def check_request(request: EvaluateRequest) -> CheckedRequest:
         raise InputError("max-tries", "must be at least 1")
     kind, _ = parse_spec(request.dataset)
     for name, rpm in request.rate_limits.items():
-        if rpm <= 0:
-            raise InputError("rate-limit", f"{name}={rpm} is not a positive number of requests per minute")
+        problem = rate_limit_problem(rpm)
+        if problem:
+            raise InputError("rate-limit", f"{name}={rpm}: {problem}")
     price_table = load_price_table(request.prices)
     settings = load_backend_settings(request.config_file)
     override = request.backend or os.environ.get("M3D_BACKEND")
     backend_name = resolve_backend_name(request.backend, settings)
     settings.get(backend_name)
+    unknown = sorted(set(request.rate_limits) - set(settings.names()))
+    if unknown:
+        raise InputError("rate-limit", f"no backend named {unknown[0]!r}; known: {', '.join(settings.names())}")
     run_dir = request.out or Path("runs") / f"{Path(request.config).stem if is_file else request.config}-{kind}-{backend_name}"
-    check_run_dir(run_dir)
+    identity = RunManifest(config=config_label, dataset=request.dataset, dataset_options=request.dataset_options,
+                           backend=backend_name, seed=request.seed, taxonomy="").identity()
+    check_run_dir(run_dir, identity)
     return CheckedRequest(request=request, kind=kind, settings=settings, backend_name=backend_name, override=override,
                           run_dir=run_dir, mode=parse_mode(request.retrieval), price_table=price_table, strategy=strategy,
                           config_label=config_label)
@@ -161,11 +167,15 @@ async def run_evaluation(
         if not samples:
             raise InputError("dataset", "the data set gave no samples")
     skipped = loaded.report.skipped_total
+    pool = RateLimitedPool(checked.settings, rate_limits=request.rate_limits)
+    try:
+        sources = open_retrieval(checked.strategy, pool, mode=checked.mode, store_path=request.evidence_store,
+                                 backend=checked.override)
+    except BaseException:
+        await pool.close()
+        raise
     if note is not None:
         note(f"{len(samples)} samples from {request.dataset}" + (f"; loader left out {skipped} rows" if skipped else ""))
-    pool = RateLimitedPool(checked.settings, rate_limits=request.rate_limits)
-    sources = open_retrieval(checked.strategy, pool, mode=checked.mode, store_path=request.evidence_store,
-                             backend=checked.override)
     try:
         manifest = RunManifest(config=checked.config_label, dataset=request.dataset, dataset_options=request.dataset_options,
                                backend=checked.backend_name, seed=request.seed, taxonomy=samples[0].taxonomy,
