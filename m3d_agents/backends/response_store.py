@@ -67,7 +67,9 @@ class JsonResponseStore(CacheStore[Stored]):
             return self._miss(path, f"a stored answer that does not validate ({exc.error_count()} problems)", default)
         if not results:
             return self._miss(path, "an entry without answers", default)
-        return results if data.get("choices") else results[0]
+        if data.get("choices"):
+            return list[Union[str, CreateResult]](results)
+        return results[0]
 
     def set(self, key: str, value: Stored) -> None:
         items = value if isinstance(value, list) else [value]
