@@ -163,7 +163,7 @@ def test_errors_are_clear_pages_without_tracebacks_or_secrets(
     for response in pages.values():
         assert "Traceback" not in response.text and SECRET not in response.text
     logged = capfd.readouterr().err
-    assert "RuntimeError" in logged and "Bearer ***" in logged
+    assert "RuntimeError" in logged and "Authorization: ***" in logged
     assert SECRET not in logged and "Traceback" not in logged
 
 
@@ -219,7 +219,7 @@ def test_a_failed_live_debate_says_so_on_its_page_without_the_key(tmp_path: Path
     with running_server(settings_for(tmp_path, factory)) as served, httpx.Client(base_url=served.base) as browser:
         debate_id, seen = live_debate(served, browser, {"config": "check", "backend": "scripted", "text": "A post"})
     assert seen[0] == {"type": "status", "text": "The debate has started."}
-    assert seen[-1]["type"] == "failed" and "401" in seen[-1]["text"] and "Bearer ***" in seen[-1]["text"]
+    assert seen[-1]["type"] == "failed" and "401" in seen[-1]["text"] and "Authorization: ***" in seen[-1]["text"]
     assert SECRET not in json.dumps(seen)
     assert served.live_debates.debates[debate_id].phase == "failed"
 

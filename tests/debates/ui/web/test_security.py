@@ -125,7 +125,7 @@ def test_secrets_are_redacted_from_anything_shown(monkeypatch: pytest.MonkeyPatc
     shown = redact(text, extra=("server-token-XYZ",))
     for secret in ("abc.def-ghi123", "sk-test-SECRET123456", "serp-SECRET456", "tok-ENVSECRET789", "server-token-XYZ"):
         assert secret not in shown
-    assert "Bearer ***" in shown and "api_key=***&hl=en" in shown and "401 from proxy" in shown
+    assert "Authorization: ***" in shown and "api_key=***&hl=en" in shown and "401 from proxy" in shown
     assert os.environ["OPENAI_API_KEY"] == "sk-test-SECRET123456"
 
 
