@@ -69,6 +69,10 @@ class RetrievalConfig(BaseModel):
         False, description="ask the reverse image providers in order and stop at the first that finds pages "
         "(one provider's answer, as in LLM-Consensus); False asks every one"
     )
+    web_first_available: bool = Field(
+        False, description="a searching agent's query goes to the web providers in order and stops at the first that "
+        "finds results (FactGuard: Serper, DuckDuckGo only without its key or when it fails); False asks every one"
+    )
     caption_search: bool = Field(True, description="also search the web for the post's text")
     wikipedia: bool = Field(False, description="search Wikipedia for the post's text (AgentM3D's text evidence)")
     wikipedia_results: int = Field(3, ge=1, le=20, description="Wikipedia articles kept per search")

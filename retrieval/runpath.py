@@ -143,15 +143,16 @@ def open_retrieval(
     )
     ratings = DomainRatings.load(settings.reliability_list)
 
-    def answerer(providers: list[WebSearch]) -> SearchAnswerer:
+    def answerer(providers: list[WebSearch], first_only: bool = False) -> SearchAnswerer:
         return SearchAnswerer(
             providers, store=store, rater=ReliabilityRater(ratings, judge=pipeline.rater.judge, store=store),
             leakage=LeakageFilter(ratings, settings.leakage), limit=settings.query_results, log=log, replay_misses=misses,
+            first_only=first_only,
         )
 
     searchers: dict[str, QueryAnswerer] = {"wikipedia": answerer([wikipedia])}
     if web:
-        searchers["web"] = pipeline if settings.web_answers == "pages" else answerer(web)
+        searchers["web"] = pipeline if settings.web_answers == "pages" else answerer(web, settings.web_first_available)
     corpus = _corpus(settings)
     if corpus is not None:
         searchers["corpus"] = answerer([corpus])

@@ -102,6 +102,11 @@ def evaluate(
         f"{outcome.out_dir / 'report.md'}"
     )
     console.print(run_costs_line(outcome.rows))
+    departures = result.summary.manifest.departures
+    if departures:
+        console.print(f"departures from the paper ({len(departures)}; also in report.md and run.json):", highlight=False)
+        for departure in departures:
+            console.print(f"  {departure.line()}", markup=False, highlight=False, soft_wrap=True)
     failed = [r for r in outcome.rows if r.status == "error"]
     if outcome.ran and outcome.rows and len(failed) == len(outcome.rows):
         first = failed[0].error
