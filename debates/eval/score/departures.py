@@ -134,6 +134,15 @@ def _tool_departures(plan: PlannedRun) -> list[StatedDeparture]:
     return found
 
 
+def learned_detector_named(plan: PlannedRun) -> bool:
+    """Whether the run names a learned detector's weights (its ``tools:`` block, the config file's, or the
+    environment), which the image critic then reads instead of the fused CPU forensics."""
+    from m3d_agents.tools.forensics.learned import MODEL_ENV, NAME
+
+    env = plan.env if plan.env is not None else os.environ
+    return bool(plan.tools.get(NAME, ToolBinding()).model or env.get(MODEL_ENV, "").strip())
+
+
 def planned_departures(plan: PlannedRun) -> list[StatedDeparture]:
     """Every departure a run of ``plan`` will have that is known before it starts, the configuration's own first."""
     config = plan.config
@@ -144,6 +153,7 @@ def planned_departures(plan: PlannedRun) -> list[StatedDeparture]:
         detected.append(_detected(
             "text-only-backend", f"backend {plan.backend_name} ({plan.backend.model_name}) is text-only, so no agent sees "
             f"the images that {config.paper}'s models see"))
+    conditions.add("learned_forgery" if learned_detector_named(plan) else "fused_forgery")
     listed = [StatedDeparture(id=d.id, text=d.text, paper_line=d.paper_line) for d in config.departures if d.when in conditions]
     return [*listed, *stand_ins(config), *detected]
 
