@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from debates.cli.common import console, run_cli, written_path
+from m3d_agents.config_types import SEED_MAX
 
 
 COMPARISON_FILES = {"comparison", "accuracy_vs_latency", "accuracy_vs_cost"}
@@ -18,7 +19,7 @@ COMPARISON_FILES = {"comparison", "accuracy_vs_latency", "accuracy_vs_cost"}
 def compare(
     runs: list[Path] = typer.Argument(..., help="Run folders; the first is the baseline."),
     resamples: int = typer.Option(2000, "--resamples", min=100, help="Bootstrap resamples."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Seed of the bootstrap."),
     out: Optional[Path] = typer.Option(None, "--out", parser=written_path, help="Write comparison.json and the trade-off plots here."),
     as_json: bool = typer.Option(False, "--json"),
     gold: str = typer.Option(
