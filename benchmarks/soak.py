@@ -206,7 +206,7 @@ async def soak(args: argparse.Namespace, url: str, folder: Path) -> dict[str, An
     from m3d_agents.sample import Sample
 
     backend = BackendConfig(kind="vllm", base_url=url, model="soak-model", cache=False, vision=False,
-                            concurrency=args.concurrency, max_retries=4, timeout_s=60.0, deadline_s=300.0)
+                            concurrency=args.concurrency, transport_retries=4, timeout_s=60.0, deadline_s=300.0)
     pool = BackendPool(BackendSettings(backend="soak", backends={"soak": backend}))
     samples = [Sample(id=f"s{i:05d}", text=f"Soak post {i}: the river rose over the old bridge this morning.",
                       gold_label="fake" if i % 2 else "real") for i in range(args.samples)]

@@ -80,12 +80,6 @@ class _BoundedLoader(yaml.SafeLoader):
             seen[key] = key_node
         return super().construct_mapping(node, deep=deep)
 
-    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
-        value = super().construct_yaml_float(node)
-        if not math.isfinite(value):
-            raise RefusedValue(None, None, f"{node.value!r} is not a finite number", node.start_mark)
-        return value
-
     def _size(self, node: yaml.Node) -> int:
         """How many nodes ``node`` stands for once every alias inside it is expanded (it is complete)."""
         key = id(node)
@@ -99,7 +93,18 @@ class _BoundedLoader(yaml.SafeLoader):
         return self._sizes[key]
 
 
-_BoundedLoader.add_constructor("tag:yaml.org,2002:float", _BoundedLoader.construct_yaml_float)
+def refuse_non_finite(data: Any, origin: str) -> Any:
+    """``data``, unless a number in it is not finite: then an error naming the setting's dotted path."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise InputError(path or origin, f"{item} is not a finite number (in {origin})")
+        if isinstance(item, dict):
+            stack.extend((value, f"{path}.{key}" if path else str(key)) for key, value in item.items())
+        elif isinstance(item, list):
+            stack.extend((value, f"{path}[{i}]") for i, value in enumerate(item))
+    return data
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:
@@ -117,7 +122,7 @@ def load_yaml(text: str, origin: str, *, max_alias_nodes: int = MAX_ALIAS_NODES)
         raise InputError(origin, f"{len(text)} characters of YAML, over the limit of {MAX_YAML_CHARS}")
     loader = _BoundedLoader(text, max_alias_nodes)
     try:
-        return check_depth(loader.get_single_data())
+        return refuse_non_finite(check_depth(loader.get_single_data()), origin)
     except JsonTooDeep:
         raise InputError(origin, f"refused: the YAML is nested more than {MAX_DEPTH} levels deep") from None
     except AliasBombError as exc:

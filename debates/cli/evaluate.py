@@ -115,7 +115,7 @@ def evaluate(
         first = failed[0].error
         why = f"{first.type}: {first.message[:300]}" if first is not None else "unknown"
         fail(f"every sample failed ({len(failed)} of {len(outcome.rows)}), the first with {why}; the rows are saved, "
-             "and --retry-errors runs them again once the cause is fixed", code=1)
+             "and --rerun-errors runs them again once the cause is fixed", code=1)
     if outcome.interrupted:
         err_console.print("[yellow]interrupted: finished rows are saved; rerun the same command to resume[/]")
         raise typer.Exit(130)

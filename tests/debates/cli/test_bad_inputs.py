@@ -118,8 +118,8 @@ CASES = [
     Case("cmp-missing", ["compare", "nowhere"], "run", "not a run folder"),
     # YAML the loader refuses instead of accepting silently
     Case("cfgfile-dup-key", ["check", "--text", "x", "--config-file", "be_dup.yaml"], "be_dup.yaml", "is written twice"),
-    Case("cfgfile-nan", ["check", "--text", "x", "--config-file", "be_nan.yaml"], "be_nan.yaml", "not a finite number"),
-    Case("cfgfile-inf", ["check", "--text", "x", "--config-file", "be_inf.yaml"], "be_inf.yaml", "not a finite number"),
+    Case("cfgfile-nan", ["check", "--text", "x", "--config-file", "be_nan.yaml"], "backends.gpu.temperature", "not a finite number"),
+    Case("cfgfile-inf", ["check", "--text", "x", "--config-file", "be_inf.yaml"], "backends.gpu.timeout_s", "not a finite number"),
     Case("cfgfile-deep", ["check", "--text", "x", "--config-file", "be_deep.yaml"], "be_deep.yaml", "nested"),
     Case("cfgfile-utf16", ["check", "--text", "x", "--config-file", "be_utf16.yaml"], "be_utf16.yaml", "cannot read"),
     Case("cfgfile-creds-url", ["check", "--text", "x", "--config-file", "be_creds.yaml"], "backends.gpu.base_url",
@@ -131,7 +131,7 @@ CASES = [
     Case("env-cache-under-file", ["check", "--text", "x"], "M3D_CACHE_DIR", "a file, not a folder",
          env={"M3D_CACHE_DIR": "a_file.txt/sub"}),
     Case("deb-yaml-dup-key", ["debate", "--text", "x", "--config", "dup.yaml"], "dup.yaml", "is written twice"),
-    Case("deb-yaml-nan", ["debate", "--text", "x", "--config", "nan.yaml"], "nan.yaml", "not a finite number"),
+    Case("deb-yaml-nan", ["debate", "--text", "x", "--config", "nan.yaml"], "temperature", "not a finite number"),
     Case("deb-yaml-deep", ["debate", "--text", "x", "--config", "deep.yaml"], "deep.yaml", "nested"),
     Case("deb-yaml-utf16", ["debate", "--text", "x", "--config", "utf16.yaml"], "config", "utf-8"),
     Case("deb-yaml-quorum", ["debate", "--text", "x", "--config", "quorum.yaml"], "majority_quorum", "less than 1"),
@@ -168,7 +168,8 @@ CASES = [
     Case("ev-prices-dup", ["evaluate", *EVALUATE, "--prices", "prices_dup.yaml"], "prices", "is written twice"),
     Case("ev-prices-missing", ["evaluate", *EVALUATE, "--prices", "none.yaml"], "prices", "does not exist"),
     Case("ev-concurrency-zero", ["evaluate", *EVALUATE, "--concurrency", "0"], "--concurrency", "greater than or equal to 1"),
-    Case("ev-max-tries-zero", ["evaluate", *EVALUATE, "--max-tries", "0"], "--max-tries", "greater than or equal to 1"),
+    Case("ev-max-worker-deaths-zero", ["evaluate", *EVALUATE, "--max-worker-deaths", "0"], "--max-worker-deaths",
+         "greater than or equal to 1"),
     Case("ev-workers-zero", ["evaluate", *EVALUATE, "--workers", "0"], "--workers", "greater than or equal to 1"),
     # batch runs: the data set
     Case("ds-missing", ["evaluate", "--config", "check", "--dataset", "jsonl:none.jsonl", "-o", "text=text"], "dataset",
@@ -359,7 +360,7 @@ def write_more_inputs(folder: Path, flood: str, heavy: Path | None) -> None:
         "numbers.jsonl": "1\n2\n",
         "huge.csv": "text,label\nfine,real\n\"" + "x" * (2 << 20) + "\",real\n",
         "odd_label.jsonl": '{"text": "x", "label": "maybe"}\n',
-        "flood.yaml": f"backends:\n  flood: {{kind: vllm, base_url: '{flood}', max_answer_bytes: 4096, max_retries: 0, "
+        "flood.yaml": f"backends:\n  flood: {{kind: vllm, base_url: '{flood}', max_answer_bytes: 4096, transport_retries: 0, "
                       "cache: false, vision: false}\n",
     }
     for name, text in texts.items():

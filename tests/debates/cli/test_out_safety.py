@@ -22,7 +22,7 @@ def workspace(tmp_path: Path) -> Iterator[Path]:
     with StubOpenAIServer(lambda request, n: answer(request, n, 0.0)) as server:
         (tmp_path / "m3d.yaml").write_text(
             f"backends:\n  stub: {{kind: vllm, base_url: '{server.base_url}', model: test-model, cache: false, "
-            "vision: false, max_retries: 0}\n"
+            "vision: false, transport_retries: 0}\n"
         )
         (tmp_path / "posts.jsonl").write_text(
             "".join(json.dumps({"id": f"p{i}", "text": f"Post {i}", "label": "fake"}) + "\n" for i in range(2))

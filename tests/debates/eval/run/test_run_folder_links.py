@@ -29,7 +29,7 @@ def workspace(tmp_path: Path) -> Iterator[Path]:
     with StubOpenAIServer(lambda request, n: answer(request, n, 0.0)) as server:
         (tmp_path / "m3d.yaml").write_text(
             f"backends:\n  stub: {{kind: vllm, base_url: '{server.base_url}', model: test-model, cache: false, "
-            "vision: false, max_retries: 0}\n"
+            "vision: false, transport_retries: 0}\n"
         )
         (tmp_path / "posts.jsonl").write_text(
             "".join(json.dumps({"id": f"p{i}", "text": f"Post {i}", "label": "fake"}) + "\n" for i in range(3))
@@ -55,7 +55,7 @@ def test_a_linked_run_folder_file_is_refused_and_its_target_untouched(workspace:
     else:
         run.mkdir()
     (run / name).symlink_to(workspace / "precious.txt")
-    code, stderr = evaluate(workspace, "--retry-errors")
+    code, stderr = evaluate(workspace, "--rerun-errors")
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1, stderr
     assert lines[0].startswith("error: ") and name in lines[0] and "symbolic link" in lines[0], lines[0]
@@ -66,7 +66,7 @@ def test_a_linked_run_folder_file_is_refused_and_its_target_untouched(workspace:
 def test_a_linked_trajectories_file_is_refused(workspace: Path) -> None:
     assert evaluate(workspace)[0] == 0
     (workspace / "run" / "trajectories.jsonl").symlink_to(workspace / "precious.txt")
-    code, stderr = evaluate(workspace, "--record-trajectories", "--retry-errors")
+    code, stderr = evaluate(workspace, "--record-trajectories", "--rerun-errors")
     assert code == 2 and "trajectories.jsonl" in stderr and "symbolic link" in stderr
     assert (workspace / "precious.txt").read_text() == PRECIOUS
 
