@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from debates.cli.common import console, run_cli
+from debates.cli.common import console, run_cli, written_path
 from debates.cli.tables import markdown_table, print_caveats, print_table, run_letters
 from debates.eval.score.caveats import Caveat
 from debates.eval.score.compare import Interval, PairedComparison
@@ -16,11 +16,15 @@ from debates.eval.score.report import RunSummary
 from m3d_agents.config_types import SEED_MAX
 
 
+COMPARISON_FILES = {"comparison", "accuracy_vs_latency", "accuracy_vs_cost"}
+"""The stems of what ``--out`` receives; a folder holding anything else is not written into."""
+
 def compare(
     runs: list[Path] = typer.Argument(..., help="Run folders; the first is the baseline."),
     resamples: int = typer.Option(2000, "--resamples", min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Seed of the bootstrap."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write comparison.md, comparison.json and the trade-off plots here."),
+    out: Optional[Path] = typer.Option(None, "--out", parser=written_path,
+                                       help="Write comparison.md, comparison.json and the trade-off plots here."),
     as_json: bool = typer.Option(False, "--json", help="Print the runs, the comparisons and the caveats as JSON."),
     gold: str = typer.Option(
         "dataset", "--gold",
@@ -35,10 +39,14 @@ def compare(
     from debates.eval.score.compare import paired_bootstrap
     from debates.eval.score.report import load_run, plot_tradeoffs, run_label, summarise
     from m3d_agents.errors import InputError
+    from m3d_agents.safe_files import refuse_foreign_folder
 
     async def main() -> tuple[list[RunSummary], list[PairedComparison], list[Caveat]]:
         if gold not in ("dataset", "annotations"):
             raise InputError("gold", f"{gold!r} is neither 'dataset' nor 'annotations'")
+        if out is not None:
+            refuse_foreign_folder(out, "out", lambda name: name.lstrip(".").split(".")[0] in COMPARISON_FILES,
+                                  "the folder of a comparison")
         source: GoldSource = "annotations" if gold == "annotations" else "dataset"
         pooled = [a for r in runs for a in read_annotations(r)] if source == "annotations" else None
         summaries = [summarise(r, source, pooled) for r in runs]
@@ -65,11 +73,12 @@ def compare(
         f"; scored against the reviewers' labels: {summaries[0].annotated} annotated sample(s) per run"
         if gold == "annotations" else "")
     if out is not None:
+        from m3d_agents.safe_files import replace_file
+
         out.mkdir(parents=True, exist_ok=True)
-        (out / "comparison.json").write_text(
-            "[" + ",".join(c.model_dump_json() for c in comparisons) + "]")
-        (out / "comparison.md").write_text(comparison_markdown(legend, letters, figures, difference_columns, differences,
-                                                               caveats, footer), encoding="utf-8")
+        replace_file(out / "comparison.json", "[" + ",".join(c.model_dump_json() for c in comparisons) + "]")
+        replace_file(out / "comparison.md", comparison_markdown(legend, letters, figures, difference_columns, differences,
+                                                                caveats, footer))
         plot_tradeoffs(summaries, out)
     if as_json:
         import json

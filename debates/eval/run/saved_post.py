@@ -19,6 +19,7 @@ from debates.eval.score.report import write_report
 from m3d_agents.datasets.base import LoadReport
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
+from m3d_agents.safe_files import replace_file
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
 
@@ -52,7 +53,7 @@ def save_post_run(folder: Path, config: str, sample: Sample, verdict: Verdict, b
         shutil.copyfile(image, folder / name)
         images.append(name)
     post = {"id": sample.id, "text": sample.text, "images": ";".join(images), "label": sample.gold_label or ""}
-    (folder / POST).write_text(json.dumps(post, ensure_ascii=False) + "\n", encoding="utf-8")
+    replace_file(folder / POST, json.dumps(post, ensure_ascii=False) + "\n")
     taxonomy = get_taxonomy(sample.taxonomy)
     options = post_options(sample)
     dataset = f"jsonl:{(folder / POST).resolve()}"
@@ -62,7 +63,7 @@ def save_post_run(folder: Path, config: str, sample: Sample, verdict: Verdict, b
         load_report=LoadReport(kind="jsonl", path=str(folder / POST), options=options, loaded=1, skipped={},
                                taxonomy=sample.taxonomy, labels={sample.gold_label: 1} if sample.gold_label else {}),
     )
-    (folder / MANIFEST).write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
+    replace_file(folder / MANIFEST, manifest.model_dump_json(indent=2))
     row = row_from_verdict(
         verdict, index=0, seed=seed, gold=sample.gold_label,
         gold_mis=taxonomy.is_misinformation(sample.gold_label) if sample.gold_label else None,
