@@ -210,7 +210,7 @@ class DebaterProtocol:
             share = state.config.majority_quorum
             return DebateOutcome(
                 None, f"no consensus and no quorum for a majority: {state.readable_votes()} of {len(state.deciders)} "
-                f"deciders gave a readable answer (more than {share:.0%} needed): {state.latest_labels()}", "")
+                f"deciders gave a readable answer (more than {share:.0%} needed): {answers_in_words(state.latest_labels())}", "")
         majority = state.majority()
         if majority is None:
             return DebateOutcome(None, f"no consensus and no majority: {answers_in_words(state.latest_labels())}", "")
