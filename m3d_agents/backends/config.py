@@ -66,7 +66,10 @@ class LocalServerSettings(Settings):
 
     model_path: Path | None = Field(None, description="a GGUF file; default: the packaged 270M model")
     n_ctx: int = Field(8192, gt=0, le=1_048_576, description="the context window in tokens, prompt and answer together")
-    n_threads: int | None = Field(None, gt=0, le=1024, description="CPU threads the server uses; None: llama.cpp's choice")
+    n_threads: int | None = Field(
+        None, gt=0, le=1024, description="CPU threads the server uses; None: half the CPUs, at most four, since llama.cpp's "
+        "threads wait for one another and stall when another job takes a core (m3d_agents/backends/local_server.py)"
+    )
     startup_timeout_s: float = Field(180.0, gt=0, description="how long the server may take to load its model and answer")
     slots: int = Field(
         1, gt=0, description="requests the server answers at once: llama-cpp-python's server answers one at a time, so "
