@@ -10,6 +10,9 @@ from pydantic import BaseModel, Field
 
 EvidenceKind = Literal["web_page", "reverse_image", "wikipedia", "corpus", "tool", "answer", "video_frame"]
 Reliability = Literal["reliable", "unreliable", "satire", "unsure", "factcheck", "unknown"]
+DROPPED_BY_LEAKAGE = "dropped by leakage rule "
+"""How the reason of an item that a leakage rule dropped begins (:mod:`retrieval.leakage` writes it), so
+that a tool can count leaks without re-applying a rule the run may have switched off."""
 
 
 class Evidence(BaseModel):

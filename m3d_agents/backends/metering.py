@@ -63,6 +63,10 @@ class UsageLedger:
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
 
+    def count_parse_retry(self) -> None:
+        """One more question asked again because its answer could not be read (an ``on_retry`` for :func:`~m3d_agents.asking.ask`)."""
+        self.parse_retries += 1
+
     def record_exchange(
         self, agent: str, role: str, messages: Sequence[LLMMessage], result: CreateResult, options: Mapping[str, Any]
     ) -> None:

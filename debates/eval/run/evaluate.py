@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from debates.eval.run.batch import BatchOutcome, BatchRunner, Tally, check_run_dir
 from debates.eval.records import RunManifest
@@ -24,15 +23,13 @@ from debates.eval.run.ratelimit import RateLimitedPool
 from debates.eval.score.report import RunSummary, write_report
 from debates.strategy import StrategyConfig
 from debates.config_loader import load_config
+from debates.session import RunSession
 from m3d_agents.backends.config import BackendSettings, load_backend_settings, resolve_backend_name
 from m3d_agents.datasets import LoadedDataset, load_dataset, parse_spec
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import RetrievalMode
-
-if TYPE_CHECKING:
-    from retrieval.runpath import RunRetrieval
 
 @dataclass
 class EvaluateRequest:
@@ -151,8 +148,6 @@ async def run_evaluation(
     ``loaded`` is the data set when the caller has read it already (several runs over one data set);
     ``note`` receives one-line remarks for the user (how many samples, what the loader left out).
     """
-    from retrieval.runpath import open_retrieval
-
     request = checked.request
     if loaded is None:
         loaded, samples = load_samples(request)
@@ -164,12 +159,11 @@ async def run_evaluation(
     if note is not None:
         note(f"{len(samples)} samples from {request.dataset}" + (f"; loader left out {skipped} rows" if skipped else ""))
     pool = RateLimitedPool(checked.settings, rate_limits=request.rate_limits)
-    sources = open_retrieval(checked.strategy, pool, mode=checked.mode, store_path=request.evidence_store,
-                             backend=checked.override)
-    try:
+    async with RunSession(checked.strategy, pool, backend=checked.override, retrieval=checked.mode,
+                          evidence_store=request.evidence_store, close_pool=True) as session:
         manifest = RunManifest(config=checked.config_label, dataset=request.dataset, dataset_options=request.dataset_options,
                                backend=checked.backend_name, seed=request.seed, taxonomy=samples[0].taxonomy,
-                               load_report=loaded.report, retrieval=sources.mode)
+                               load_report=loaded.report, retrieval=session.mode)
         if progress is not None:
             progress.start(checked.config_label, len(samples))
         recorder = None
@@ -177,37 +171,26 @@ async def run_evaluation(
             from debates.strategies.factguard.training.trajectories import TrajectoryRecorder
 
             recorder = TrajectoryRecorder(checked.run_dir)
-        runner = _runner(checked, samples, pool, manifest, sources, progress, recorder, loaded.gold_evidence)
+        runner = _runner(checked, samples, session, manifest, progress, recorder, loaded.gold_evidence)
         outcome = await runner.run()
-    finally:
-        await sources.close()
-        await pool.close()
     summary = write_report(outcome.out_dir)
     return EvaluateResult(outcome=outcome, summary=summary, samples=samples)
 
 
-def _runner(checked: CheckedRequest, samples: list[Sample], pool: RateLimitedPool, manifest: RunManifest,
-            sources: RunRetrieval, progress: RunProgress | None, recorder: Any,
-            gold_evidence: Mapping[str, list[Evidence]] | None) -> BatchRunner:
-    """The batch runner of this run: in this process, or on Ray workers (``workers``/``ray_address``)."""
-    from retrieval.runpath import open_retrieval
-
+def _runner(checked: CheckedRequest, samples: list[Sample], session: RunSession, manifest: RunManifest,
+            progress: RunProgress | None, recorder: Any, gold_evidence: Mapping[str, list[Evidence]] | None) -> BatchRunner:
+    """The batch runner of this run: in this process, or on Ray workers (``workers``/``ray_address``), each of
+    which opens the same session on its own backend pool."""
     request = checked.request
-    options: dict[str, Any] = dict(concurrency=request.concurrency, backend=checked.override, prices=checked.price_table,
+    options: dict[str, Any] = dict(concurrency=request.concurrency, prices=checked.price_table,
                                    retry_errors=request.retry_errors, recorder=recorder, gold_evidence=gold_evidence,
-                                   strategy=checked.strategy,
                                    on_progress=progress.update if progress is not None else None)
     if on_ray(request.workers, request.ray_address):
         from debates.eval.run.ray_runner import RayBatchRunner
 
-        # Each worker opens the run's evidence sources itself, on its own backend pool.
-        opener = partial(open_retrieval, checked.strategy, mode=sources.mode,
-                         store_path=request.evidence_store.resolve() if request.evidence_store else None,
-                         backend=checked.override)
-        return RayBatchRunner(checked.config_label, samples, pool, checked.run_dir, manifest, workers=request.workers,
-                              address=request.ray_address, max_tries=request.max_tries, worker_context=opener, **options)
-    return BatchRunner(checked.config_label, samples, pool, checked.run_dir, manifest, context_options=sources.context_options(),
-                       **options)
+        return RayBatchRunner(checked.config_label, samples, session, checked.run_dir, manifest, workers=request.workers,
+                              address=request.ray_address, max_tries=request.max_tries, **options)
+    return BatchRunner(checked.config_label, samples, session, checked.run_dir, manifest, **options)
 
 
 def worker_deaths_line(outcome: Any) -> str | None:

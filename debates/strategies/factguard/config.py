@@ -32,6 +32,10 @@ class FactGuardConfig(StrategyConfig):
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(768, ge=16, description="tokens per turn; 768 is the paper's response length in training")
     artifacts_dir: Path | None = Field(None, description="where frame grids are saved; default: the cache folder")
+    upfront_evidence: bool = Field(
+        False, description="gather the run's evidence (its retrieval block) before the first turn and show it to the "
+        "verifier with the video; off in the paper's setting (ours), where evidence comes only from FactProbe searches",
+    )
 
     @field_validator("tools")
     @classmethod

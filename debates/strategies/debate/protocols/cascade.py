@@ -24,7 +24,7 @@ from debates.chat.protocol import protocol
 from debates.chat.protocol import DebateOutcome
 from debates.strategies.debate.protocols.base import SoloProtocol
 from m3d_agents.evidence import evidence_block
-from m3d_agents.tools.image_descriptions import image_descriptions
+from m3d_agents.tools.image_in_words import image_descriptions
 from m3d_agents.errors import ParseError
 from m3d_agents.media.post_content import described_images
 from m3d_agents.parsing import parse_finish, strip_reasoning
@@ -145,7 +145,7 @@ class Cascade(SoloProtocol):
         self, config: DebateConfig, prepared: PreparedSample, backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger
     ) -> PreparedSample:
         """T_image, once per sample: the grounded description that the image and cross-modal agents
-        share, made on the first of their backends (see :mod:`m3d_agents.tools.image_descriptions`)."""
+        share, made on the first of their backends (see :mod:`m3d_agents.tools.image_in_words`)."""
         lookers = [s for s in config.seats if s.role in ("image", "cross_modal")]
         if not lookers or not prepared.images or prepared.descriptions:
             return prepared
