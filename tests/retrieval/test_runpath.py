@@ -11,13 +11,12 @@ from typer.testing import CliRunner
 from debates.cli.main import app
 from debates.eval.records import read_rows
 from debates.config_loader import load_config
-from debates.session import run_sample
+from debates.session import RunSession
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample
 from retrieval import guards
 from retrieval.config import RetrievalConfig
-from retrieval.runpath import open_retrieval
 from tests.support.debate import answer
 from tests.support.evidence_world import World, loopback_world
 from tests.support.paths import EXAMPLE_IMAGE, shared_data
@@ -103,12 +102,9 @@ def test_a_replayed_question_that_was_never_recorded_is_reported(world: World) -
     async def replay() -> dict:  # type: ignore[type-arg]
         pool = BackendPool()
         pool.add(scripted_backend(ScriptedClient(lambda m, k: answer("real")), name="scripted"))
-        sources = open_retrieval(load_config("async"), pool, mode="replay", store_path=world.folder / "evidence.sqlite",
-                                 backend="scripted")
-        try:
-            verdict = await run_sample("async", other, pool, backend="scripted", **sources.context_options())
-        finally:
-            await sources.close()
+        async with RunSession("async", pool, backend="scripted", retrieval="replay",
+                              evidence_store=world.folder / "evidence.sqlite") as session:
+            verdict = await session.run(other)
         assert verdict.evidence_report is not None
         return verdict.evidence_report.model_dump()
 
@@ -126,12 +122,8 @@ async def test_loopback_providers_are_refused_without_the_test_only_switch(tmp_p
         guards.allow_loopback_in_tests(False)
         pool = BackendPool()
         pool.add(scripted_backend(ScriptedClient(lambda m, k: answer("real")), name="scripted"))
-        sources = open_retrieval(load_config("async"), pool, mode="live", store_path=tmp_path / "ev.sqlite", backend="scripted")
-        try:
-            verdict = await run_sample("async", Sample(text="a post", images=[EXAMPLE_IMAGE]), pool, backend="scripted",
-                                       **sources.context_options())
-        finally:
-            await sources.close()
+        async with RunSession("async", pool, backend="scripted", retrieval="live", evidence_store=tmp_path / "ev.sqlite") as session:
+            verdict = await session.run(Sample(text="a post", images=[EXAMPLE_IMAGE]))
     report = verdict.evidence_report
     assert report is not None and report.kept == 0
     failure = next(p for p in report.providers if p.provider == "google_vision").failures[0]
@@ -153,9 +145,10 @@ def test_no_command_line_option_or_run_path_opens_the_guards_to_loopback() -> No
 async def test_a_configuration_without_a_retrieval_block_says_that_retrieval_is_off() -> None:
     pool = BackendPool()
     pool.add(scripted_backend(ScriptedClient(['{"rationale": "r", "label": "real", "confidence": 0.5}']), name="scripted"))
-    sources = open_retrieval(load_config("check"), pool)
-    assert sources.context_options().keys() == {"evidence_log"}
-    verdict = await run_sample("check", Sample(text="a post"), pool, backend="scripted", **sources.context_options())
+    async with RunSession("check", pool, backend="scripted") as session:
+        assert session.mode == "off"
+        assert (session.sources.evidence_source, session.sources.query_answerer, session.sources.searchers) == (None, None, {})
+        verdict = await session.run(Sample(text="a post"))
     assert verdict.evidence_report is not None and verdict.evidence_report.mode == "off"
     assert verdict.evidence_report.lines() == [
         "evidence: retrieval off (the configuration has no retrieval block; --retrieval live turns it on)"
@@ -170,13 +163,9 @@ async def test_the_checker_reads_the_evidence_it_is_given(tmp_path: Path) -> Non
         pool = BackendPool(load_backend_settings(world.config_file))
         config = load_config("check").model_copy(update={"retrieval": RetrievalConfig(
             reverse_image=["google_vision"], caption_search=False, max_pages=2, summary={"enabled": False})})
-        sources = open_retrieval(config, pool, mode="live", store_path=tmp_path / "ev.sqlite", backend="stub")
-        try:
-            verdict = await run_sample(config, Sample(text="a post", images=[EXAMPLE_IMAGE]), pool, backend="stub",
-                                       **sources.context_options())
-        finally:
-            await sources.close()
-            await pool.close()
+        async with RunSession(config, pool, backend="stub", retrieval="live", evidence_store=tmp_path / "ev.sqlite",
+                              close_pool=True) as session:
+            verdict = await session.run(Sample(text="a post", images=[EXAMPLE_IMAGE]))
         assert verdict.evidence_report is not None and verdict.evidence_report.kept == 3
         assert len(verdict.evidence_ids) == 3
         assert "quoted-evidence" in str(world.model.requests[-1]["messages"])
@@ -208,10 +197,9 @@ async def test_agentm3d_text_agent_reads_wikipedia_from_the_run_path_and_the_ima
         guards.allow_loopback_in_tests(True)
         try:
             config, pool, clients = seat_pool(load_config("agentm3d"), {n: respond for n in ("text_agent", "image_agent", "cross_modal_agent")})
-            sources = open_retrieval(config, pool, mode="live", store_path=tmp_path / "ev.sqlite", backend="b_text_agent")
             sample = Sample(text="Global warming raises the sea level around the world", images=[EXAMPLE_IMAGE], taxonomy="m3d")
-            verdict = await run_sample(config, sample, pool, **sources.context_options())
-            await sources.close()
+            async with RunSession(config, pool, retrieval="live", evidence_store=tmp_path / "ev.sqlite") as session:
+                verdict = await session.run(sample)
         finally:
             guards.allow_loopback_in_tests(False)
     report = verdict.evidence_report

@@ -118,7 +118,6 @@ class RayBatchRunner(BatchRunner):
         if todo:
             for module in self.worker_imports:
                 importlib.import_module(module)
-            self.strategy_config  # noqa: B018 - a configuration that cannot load fails here, before any worker starts
             session = RaySession(self.address, self.workers)
             restore_signals = None
             try:

@@ -122,8 +122,8 @@ def test_backend_pool_names_unknown_backends_and_points_vllm_at_a_server() -> No
 
 KERNEL_SETUP = """
 import ipywidgets
-from debates.strategy import load_config
-from debates.strategies.debate.strategy import run_sample
+from debates.config_loader import load_config
+from debates.session import run_sample
 from debates.ui.notebook import TranscriptView, WidgetInput, run_in_background
 from tests.support.debate import SAMPLE, answer, seat_pool
 
