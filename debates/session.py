@@ -111,7 +111,8 @@ class RunSession:
       its pages summarised by the run's backend first with ``summarise``;
     - ``limits``: the input limits every sample is checked against;
     - ``sources``: evidence sources the caller opened itself (an embedding application's or a test's);
-      the session uses them as they are and leaves them open;
+      the session uses them as they are and leaves them open; without a policy of their own they are
+      held to the one the session builds from the configuration's ``retrieval:`` block;
     - ``default_query_answerer``: answers the queries debaters ask when the run's evidence sources
       have no answerer (retrieval off): a notebook's offline corpus, for example.
     """
@@ -146,6 +147,7 @@ class RunSession:
         self._given_sources = sources
         self.default_query_answerer = default_query_answerer
         self._sources: RunRetrieval | None = None
+        self._policy: EvidencePolicy | None = None
 
     @property
     def pool(self) -> BackendPool:
@@ -158,6 +160,13 @@ class RunSession:
         if self._sources is None:
             raise RuntimeError("the run session is not open: use it as `async with RunSession(...)`")
         return self._sources
+
+    @property
+    def policy(self) -> EvidencePolicy:
+        """The run's evidence policy: its leakage filter and source ratings, built once for every sample."""
+        if self._policy is None:
+            raise RuntimeError("the run session is not open: use it as `async with RunSession(...)`")
+        return self._policy
 
     @property
     def mode(self) -> RetrievalMode:
@@ -201,10 +210,12 @@ class RunSession:
             assert self._settings is not None
             self._pool = BackendPool(self._settings)
         try:
-            self._sources = self._open_sources()
+            sources = self._open_sources()
         except BaseException:
             await self._close_pool_if_owned()
             raise
+        self._sources = sources
+        self._policy = sources.policy or EvidencePolicy(self.config.retrieval)
         return self
 
     def _open_sources(self) -> RunRetrieval:
@@ -214,13 +225,13 @@ class RunSession:
             return self._given_sources
         if self.replay_mr2 is not None:
             summariser = self.pool.get(self.backend_name) if self.summarise else None
-            return runpath.replay_mr2(self.replay_mr2, summariser)
+            return runpath.replay_mr2(self.replay_mr2, self.config.retrieval, summariser)
         return runpath.open_retrieval(self.config.retrieval, self.pool, backend=self.backend_name,
                                       mode=self.requested_mode, store_path=self.evidence_store)
 
     async def close(self) -> None:
         """Close the evidence sources the session opened, then the pool it owns; safe to call twice."""
-        sources, self._sources = self._sources, None
+        sources, self._sources, self._policy = self._sources, None, None
         try:
             if sources is not None and sources is not self._given_sources:
                 await sources.close()
@@ -263,7 +274,7 @@ class RunSession:
             gold_evidence=list(gold_evidence or []), evidence_source=sources.evidence_source,
             query_answerer=sources.query_answerer or self.default_query_answerer, searchers=dict(sources.searchers),
             evidence_log=sources.log,
-            evidence_policy=sources.policy, human_seats=dict(human_seats or {}), on_turn=on_turn, on_message=on_message,
+            evidence_policy=self.policy, human_seats=dict(human_seats or {}), on_turn=on_turn, on_message=on_message,
             ledger=ledger if ledger is not None else UsageLedger(),
         )
         return await run_strategy(self.config, sample, ctx)

