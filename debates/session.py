@@ -9,7 +9,7 @@ opens a :class:`RunSession` and runs its samples through it:
   recorded MR2 trace with ``--replay-mr2``) and the run's evidence policy, once for all samples;
 - :meth:`RunSession.run` builds each sample's :class:`~debates.strategy.RunContext` (evidence
   source, query answerer, searchers, evidence log and policy, people in seats, streaming
-  callbacks, seed) and runs the configuration's strategy with :func:`run_sample`, which has no
+  callbacks, seed) and runs the configuration's strategy with :func:`run_strategy`, which has no
   branch on a strategy's or a configuration's name;
 - on exit, whether the run ended, failed or was cancelled, it closes what it opened.
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 from debates.config_loader import load_config
 from debates.strategy import STRATEGIES, MessageCallback, RunContext, StrategyConfig, TurnCallback, derive_seed
@@ -75,6 +75,15 @@ async def run_strategy(config: StrategyConfig, sample: Sample, ctx: RunContext) 
     finally:
         report = ctx.evidence_log.report(sample.id) if ctx.evidence_log is not None else None
     return verdict.model_copy(update={"evidence_report": report}) if report is not None else verdict
+
+
+T = TypeVar("T")
+
+
+def _opened(part: T | None) -> T:
+    if part is None:
+        raise RuntimeError("the run session is not open: use it as `async with RunSession(...)`")
+    return part
 
 
 @dataclass(frozen=True)
@@ -151,22 +160,17 @@ class RunSession:
 
     @property
     def pool(self) -> BackendPool:
-        if self._pool is None:
-            raise RuntimeError("the run session is not open: use it as `async with RunSession(...)`")
-        return self._pool
+        return _opened(self._pool)
 
     @property
     def sources(self) -> RunRetrieval:
-        if self._sources is None:
-            raise RuntimeError("the run session is not open: use it as `async with RunSession(...)`")
-        return self._sources
+        """The run's evidence sources, opened once for every sample."""
+        return _opened(self._sources)
 
     @property
     def policy(self) -> EvidencePolicy:
         """The run's evidence policy: its leakage filter and source ratings, built once for every sample."""
-        if self._policy is None:
-            raise RuntimeError("the run session is not open: use it as `async with RunSession(...)`")
-        return self._policy
+        return _opened(self._policy)
 
     @property
     def mode(self) -> RetrievalMode:

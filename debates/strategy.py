@@ -124,7 +124,7 @@ class RunContext:
     """The run's leakage filter and source ratings (built once per run by the session); every item a
     source or searcher hands this sample passes it, so no strategy filters with other settings."""
     evidence_log: EvidenceLog | None = None
-    """Collects what retrieval did for the sample; :func:`run_sample` puts its report on the verdict."""
+    """Collects what retrieval did for the sample; the session puts its report on the verdict."""
     human_seats: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """Seat name -> input function (sync or async; see :mod:`debates.chat.human_input`)."""
     on_turn: TurnCallback | None = None
@@ -134,6 +134,8 @@ class RunContext:
     _gathered: list[Evidence] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        """Every searcher answers through the run's policy, so evidence that agents search for themselves
+        (tools, the retrieval desk, AgentFact's retriever) is screened like the evidence gathered up front."""
         policy = self.evidence_policy
         self.searchers = {kind: policy.searcher(searcher) for kind, searcher in self.searchers.items()}
         if self.query_answerer is not None:
