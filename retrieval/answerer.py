@@ -41,7 +41,8 @@ def _kind_for(provider: str) -> EvidenceKind:
 
 class SearchAnswerer:
     """Asks each provider in turn; one that fails is logged and skipped, so a query always gets an answer
-    (possibly "nothing found") instead of ending the debate that asked it."""
+    (possibly "nothing found") instead of ending the debate that asked it. With ``first_only`` the
+    providers are a fallback chain: the first that returns hits answers alone."""
 
     def __init__(
         self,
@@ -53,8 +54,10 @@ class SearchAnswerer:
         limit: int = 3,
         log: EvidenceLog | None = None,
         replay_misses: ReplayMisses = "raise",
+        first_only: bool = False,
     ) -> None:
         self.providers = list(providers)
+        self.first_only = first_only
         self.store = store
         self.rater = rater or ReliabilityRater(store=store)
         self.leakage = leakage or LeakageFilter(self.rater.ratings)
@@ -104,6 +107,8 @@ class SearchAnswerer:
                     reason=f"answer to the query {query!r} from {provider.name} (rank {hit.rank + 1})",
                 )
                 candidates.append(Candidate(evidence=evidence))
+            if self.first_only and hits:
+                break
         kept, _report = self.leakage.apply(candidates, sample.metadata.claim_date)
         if self.log is not None:
             self.log.evidence(sample.id, kept)

@@ -69,6 +69,16 @@ class RetrievalConfig(BaseModel):
         False, description="ask the reverse image providers in order and stop at the first that finds pages "
         "(one provider's answer, as in LLM-Consensus); False asks every one"
     )
+    recognised: Literal["evidence", "summaries"] = Field(
+        "evidence", description="what a reverse image provider recognised in the image (its best guess, web entities, "
+        "the titles of the pages showing it): an evidence item of its own for the agents ('evidence'), or context for "
+        "the page summaries only, recorded but never shown to the agents ('summaries': LLM-Consensus passes the pages' "
+        "summaries alone, and nothing when no page shows the image)",
+    )
+    web_first_available: bool = Field(
+        False, description="a searching agent's query goes to the web providers in order and stops at the first that "
+        "finds results (FactGuard: Serper, DuckDuckGo only without its key or when it fails); False asks every one"
+    )
     caption_search: bool = Field(True, description="also search the web for the post's text")
     wikipedia: bool = Field(False, description="search Wikipedia for the post's text (AgentM3D's text evidence)")
     wikipedia_results: int = Field(3, ge=1, le=20, description="Wikipedia articles kept per search")

@@ -138,15 +138,15 @@ def _open(settings: RetrievalConfig, pool: BackendPool, backend: str, chosen: Re
         replay_misses=misses, policy=policy,
     )
 
-    def answerer(providers: list[WebSearch]) -> SearchAnswerer:
+    def answerer(providers: list[WebSearch], first_only: bool = False) -> SearchAnswerer:
         return SearchAnswerer(
             providers, store=store, rater=policy.rater, leakage=policy.leakage, limit=settings.query_results, log=log,
-            replay_misses=misses,
+            replay_misses=misses, first_only=first_only,
         )
 
     searchers: dict[str, QueryAnswerer] = {"wikipedia": answerer([wikipedia])}
     if web:
-        searchers["web"] = pipeline if settings.web_answers == "pages" else answerer(web)
+        searchers["web"] = pipeline if settings.web_answers == "pages" else answerer(web, settings.web_first_available)
     corpus = _corpus(settings)
     if corpus is not None:
         searchers["corpus"] = answerer([corpus])
@@ -191,6 +191,8 @@ def _reverse_providers(
         if name == "google_vision" and _has_key(google_vision.KEY_VARIABLE, mode, not_run, name):
             url = endpoint(settings.endpoints.google_vision, name, google_vision.ENDPOINT)
             providers.append(google_vision.GoogleVisionWebDetection(fetcher, endpoint=url))
+        elif name == "serpapi_lens" and not settings.public_image_url:
+            not_run[name] = serpapi_lens.NEEDS_PUBLIC_URL
         elif name == "serpapi_lens" and _has_key(serpapi_lens.KEY_VARIABLE, mode, not_run, name):
             url = endpoint(settings.endpoints.serpapi, "serpapi", serpapi_lens.ENDPOINT)
             providers.append(serpapi_lens.SerpApiGoogleLens(fetcher, endpoint=url))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,11 @@ from hypothesis import settings
 # Wall-clock deadlines make property tests flaky on busy shared machines; behaviour is what we test.
 settings.register_profile("m3d", deadline=None)
 settings.load_profile("m3d")
+
+# pytest-xdist gives its workers the controller's terminal size as COLUMNS and LINES; the command
+# line's consoles would pin that width when first imported, whatever a test's own environment says.
+for _variable in ("COLUMNS", "LINES"):
+    os.environ.pop(_variable, None)
 
 
 @pytest.fixture(autouse=True)

@@ -1,13 +1,19 @@
-"""``m3d export-sft`` and ``m3d train``: training data from recorded runs, and GRPO/SFT on TRL (extra ``train``)."""
+"""``m3d export-sft`` and ``m3d train``: training data from recorded runs, and GRPO/SFT on TRL (extra ``train``).
+
+Every setting of a training run is a field of :class:`~debates.strategies.factguard.training.grpo.GRPOSettings`
+or :class:`~debates.strategies.factguard.training.sft.SFTSettings`; ``--settings FILE`` reads them from
+YAML, and each option below overrides its field. The paper's ablations are options: α, γ, λ, r⁺, r⁻,
+the format gate, G and β.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
-from debates.cli.common import console, fail
+from debates.cli.common import console, evidence_store_option, fail, retrieval_option, run_cli
 
 train_app = typer.Typer(no_args_is_help=True, help="Train a model with the FactGuard rewards (needs the 'train' extra).")
 
@@ -18,7 +24,7 @@ def export_sft_command(
     fmt: str = typer.Option("hf", "--format", help="hf (TRL conversational) or llamafactory."),
     review: int = typer.Option(20, "--review", min=0, help="Rows copied to <out>.review.jsonl for a manual check."),
 ) -> None:
-    """Export the trajectories of a run as SFT data, keeping only well-formed, right answers."""
+    """Export the trajectories of a run as SFT data, keeping only well-formed, right answers with valid tool calls."""
     from debates.strategies.factguard.training.export import export_sft
     from m3d_agents.errors import InputError
 
@@ -41,6 +47,65 @@ def _train_ready() -> None:
         fail("training needs the 'train' extra: .venv/bin/pip install -e '.[train]'")
 
 
+def _settings(model: type[Any], path: Path | None, overrides: dict[str, Any]) -> Any:
+    """The settings file (if any) with the given options (dotted field names) laid over it, validated; one line on error.
+
+    ``{}`` as a value makes sure a section exists (``--lora`` with the adapter's defaults).
+    """
+    from pydantic import ValidationError
+
+    from m3d_agents.errors import InputError
+    from m3d_agents.safe_yaml import load_yaml
+
+    data: dict[str, Any] = {}
+    if path is not None:
+        if not path.is_file():
+            fail(f"--settings: {path} does not exist")
+        try:
+            loaded = load_yaml(path.read_text(encoding="utf-8"), str(path))
+        except InputError as exc:
+            fail(str(exc))
+        if not isinstance(loaded, dict):
+            fail(f"--settings: {path} is not a mapping of settings")
+        data = loaded
+    for dotted, value in overrides.items():
+        target = data
+        *parents, leaf = dotted.split(".")
+        for parent in parents:
+            if not isinstance(target.get(parent), dict):
+                target[parent] = {}
+            target = target[parent]
+        if value == {} and isinstance(target.get(leaf), dict):
+            continue
+        target[leaf] = value
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        fail(str(InputError.from_validation(exc, str(path) if path else "the options")))
+
+
+def given(**values: Any) -> dict[str, Any]:
+    """The options that were given, under their dotted field names (``reward__alpha`` is ``reward.alpha``)."""
+    return {name.replace("__", "."): value for name, value in values.items() if value is not None}
+
+
+def _scale(dtype: Optional[str], checkpointing: Optional[bool], attn: Optional[str], lora: Optional[bool], lora_r: Optional[int],
+           lora_alpha: Optional[int]) -> dict[str, Any]:
+    values = given(scale__dtype=dtype, scale__gradient_checkpointing=checkpointing, scale__attn_implementation=attn)
+    if lora is False:
+        values["scale.lora"] = None
+    elif lora or lora_r is not None or lora_alpha is not None:
+        values["scale.lora"] = {}
+        values.update(given(scale__lora__r=lora_r, scale__lora__alpha=lora_alpha))
+    return values
+
+
+DTYPE_HELP = "auto (bf16 on a GPU that has it, the paper's; fp32 on CPU), bf16, fp16 or fp32."
+ATTN_HELP = "Attention kernel: flash_attention_2 (the paper's FlashAttention; needs flash-attn), sdpa or eager."
+LORA_HELP = "Train a LoRA adapter (peft) instead of all weights: fits a 7B model on one GPU (ours; the paper trains all)."
+TEMPLATE_HELP = "A Jinja chat template with {% generation %} marks, for a model whose own has none and that TRL does not know."
+
+
 @train_app.command("prepare-local-model")
 def prepare_local_model_command(
     out: Optional[Path] = typer.Option(None, "--out", help="Folder to write; default: the cache."),
@@ -53,20 +118,47 @@ def prepare_local_model_command(
     console.print(str(prepare_local_model(out, force)))
 
 
+@train_app.command("accelerate-config")
+def accelerate_config_command(
+    zero: int = typer.Option(3, "--zero", min=2, max=3, help="DeepSpeed ZeRO stage: 3 shards weights too (the 8-GPU setting), 2 shards optimizer states and gradients."),
+) -> None:
+    """Print the path of the shipped accelerate config for 8 GPUs under DeepSpeed: accelerate launch --config_file PATH -m debates train ..."""
+    from importlib import resources
+
+    console.print(str(resources.files("debates.strategies.factguard.training") / "accelerate" / f"zero{zero}.yaml"), soft_wrap=True)
+
+
 @train_app.command("sft")
 def sft_command(
     data: Path = typer.Option(..., "--data", help="JSONL from m3d export-sft (hf format)."),
     model: Optional[Path] = typer.Option(None, "--model", help="A transformers model folder; default: the embedded model."),
     out: Path = typer.Option(Path("runs/sft"), "--out"),
-    max_steps: int = typer.Option(-1, "--max-steps"),
-    learning_rate: float = typer.Option(1e-5, "--learning-rate"),
+    settings_file: Optional[Path] = typer.Option(None, "--settings", help="YAML of SFT settings; options override it."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps"),
+    learning_rate: Optional[float] = typer.Option(None, "--learning-rate"),
+    accumulation: Optional[int] = typer.Option(None, "--gradient-accumulation", min=1),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help=DTYPE_HELP),
+    checkpointing: Optional[bool] = typer.Option(None, "--gradient-checkpointing/--no-gradient-checkpointing"),
+    attn: Optional[str] = typer.Option(None, "--attn", help=ATTN_HELP),
+    lora: Optional[bool] = typer.Option(None, "--lora/--no-lora", help=LORA_HELP),
+    lora_r: Optional[int] = typer.Option(None, "--lora-r", min=1),
+    lora_alpha: Optional[int] = typer.Option(None, "--lora-alpha", min=1),
+    chat_template: Optional[Path] = typer.Option(None, "--chat-template", help=TEMPLATE_HELP),
 ) -> None:
-    """Supervised fine-tuning on exported trajectories (assistant tokens only)."""
+    """Supervised fine-tuning on exported trajectories (the model's own tokens only; images through the processor)."""
     _train_ready()
     from debates.strategies.factguard.training.local_model import prepare_local_model
     from debates.strategies.factguard.training.sft import SFTSettings, train_sft
+    from m3d_agents.errors import InputError
 
-    trainer = train_sft(model or prepare_local_model(), data, out, SFTSettings(max_steps=max_steps, learning_rate=learning_rate))
+    settings = _settings(SFTSettings, settings_file, {
+        **given(max_steps=max_steps, learning_rate=learning_rate, gradient_accumulation_steps=accumulation),
+        **_scale(dtype, checkpointing, attn, lora, lora_r, lora_alpha),
+    })
+    try:
+        trainer = train_sft(model or prepare_local_model(), data, out, settings, chat_template=chat_template)
+    except InputError as exc:
+        fail(str(exc))
     trainer.save_model(str(out))
     console.print(f"{out}: {trainer.state.global_step} steps")
 
@@ -79,28 +171,72 @@ def grpo_command(
     model: Optional[Path] = typer.Option(None, "--model", help="A transformers model folder; default: the embedded model."),
     out: Path = typer.Option(Path("runs/grpo"), "--out"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1),
-    max_steps: int = typer.Option(-1, "--max-steps"),
-    num_generations: int = typer.Option(8, "--num-generations", min=2),
-    max_completion_length: int = typer.Option(768, "--max-completion-length", min=8),
+    settings_file: Optional[Path] = typer.Option(None, "--settings", help="YAML of GRPO settings; options override it."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps"),
+    num_generations: Optional[int] = typer.Option(None, "--num-generations", "-G", min=2, help="G, rollouts per prompt (paper: 8)."),
+    beta: Optional[float] = typer.Option(None, "--beta", min=0, help="β, the KL coefficient (paper: 0.04)."),
+    learning_rate: Optional[float] = typer.Option(None, "--learning-rate", help="Paper: 1e-6."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="α, the cost of a false positive (paper: α:γ = 1:1)."),
+    gamma: Optional[float] = typer.Option(None, "--gamma", help="γ, the cost of a false negative."),
+    lam: Optional[float] = typer.Option(None, "--lambda", "--lam", help="λ, the risk term's weight; 0 is 'w/o R_risk'."),
+    r_tool_pos: Optional[float] = typer.Option(None, "--r-tool-pos", help="r⁺, the tool reward of a right answer; 0 with --r-tool-neg 0 is 'w/o R_tool'."),
+    r_tool_neg: Optional[float] = typer.Option(None, "--r-tool-neg", help="r⁻, the tool penalty of a wrong answer."),
+    format_gate: Optional[bool] = typer.Option(None, "--format-gate/--no-format-gate", help="Multiply the reward by R_format (ours)."),
+    max_completion_length: Optional[int] = typer.Option(None, "--max-completion-length", min=8, help="Tokens per model turn (paper: 768)."),
+    max_prompt_length: Optional[int] = typer.Option(None, "--max-prompt-length", min=64, help="First-prompt cap; longer samples are left out (paper: 16,384)."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help=DTYPE_HELP),
+    checkpointing: Optional[bool] = typer.Option(None, "--gradient-checkpointing/--no-gradient-checkpointing"),
+    attn: Optional[str] = typer.Option(None, "--attn", help=ATTN_HELP),
+    lora: Optional[bool] = typer.Option(None, "--lora/--no-lora", help=LORA_HELP),
+    lora_r: Optional[int] = typer.Option(None, "--lora-r", min=1),
+    lora_alpha: Optional[int] = typer.Option(None, "--lora-alpha", min=1),
+    vllm_server: Optional[str] = typer.Option(None, "--vllm-server", help="URL of a `trl vllm-serve` server for rollouts; default: HF generate."),
+    chat_template: Optional[Path] = typer.Option(None, "--chat-template", help=TEMPLATE_HELP),
+    retrieval: Optional[str] = retrieval_option(),
+    evidence_store: Optional[Path] = evidence_store_option(),
 ) -> None:
-    """GRPO with the FactGuard rewards, the project's loop generating the rollouts."""
+    """GRPO with the FactGuard rewards, the project's loop generating the rollouts (FactProbe searching through --retrieval)."""
     _train_ready()
-    from debates.strategies.factguard import FactGuardConfig
     from debates.config_loader import load_config
+    from debates.session import RunSession
+    from debates.strategies.factguard import FactGuardConfig
     from debates.strategies.factguard.training.grpo import GRPOSettings, train_grpo
     from debates.strategies.factguard.training.local_model import prepare_local_model
+    from m3d_agents.backends.factory import BackendPool
     from m3d_agents.datasets import load_dataset, parse_option_pairs
     from m3d_agents.errors import InputError
+    from retrieval.runpath import parse_mode
 
+    settings = _settings(GRPOSettings, settings_file, {
+        **given(max_steps=max_steps, num_generations=num_generations, beta=beta, learning_rate=learning_rate,
+                reward__alpha=alpha, reward__gamma=gamma, reward__lam=lam, reward__r_tool_pos=r_tool_pos,
+                reward__r_tool_neg=r_tool_neg, reward__format_gate=format_gate, max_completion_length=max_completion_length,
+                max_prompt_length=max_prompt_length, vllm_server=vllm_server),
+        **_scale(dtype, checkpointing, attn, lora, lora_r, lora_alpha),
+    })
     try:
         loaded = load_dataset(dataset, parse_option_pairs(dataset_option))
         chosen = load_config(config)
+        if not isinstance(chosen, FactGuardConfig):
+            raise InputError("config", f"GRPO trains the factguard strategy, not {chosen.strategy}")
+        # The rollouts run in this session; its pool takes the policy as the ``policy`` backend at every step.
+        session = RunSession(chosen, BackendPool(), backend="policy", retrieval=parse_mode(retrieval), evidence_store=evidence_store)
+        run_cli(session.open())
     except InputError as exc:
         fail(str(exc))
+    sources = session.sources
     samples = loaded.samples[:limit] if limit else loaded.samples
-    if not isinstance(chosen, FactGuardConfig):
-        fail(f"--config {config}: GRPO trains the factguard strategy, not {chosen.strategy}")
-    settings = GRPOSettings(num_generations=num_generations, max_completion_length=max_completion_length, max_steps=max_steps)
-    trainer = train_grpo(model or prepare_local_model(), samples, chosen, out, settings)
-    trainer.save_model(str(out))
-    console.print(f"{out}: {trainer.state.global_step} steps")
+    not_run = "; ".join(f"{name} not run ({why})" for name, why in sources.log.not_run.items())
+    console.print(f"FactProbe: retrieval {sources.mode}{' (' + sources.log.note + ')' if sources.log.note else ''}"
+                  f"{'; ' + not_run if not_run else ''}")
+    r = settings.reward
+    console.print(f"GRPO: G={settings.num_generations}, beta={settings.beta}, lr={settings.learning_rate}, alpha={r.alpha}, "
+                  f"gamma={r.gamma}, lambda={r.lam}, r+={r.r_tool_pos}, r-={r.r_tool_neg}, format gate {'on' if r.format_gate else 'off'}")
+    try:
+        run = train_grpo(model or prepare_local_model(), samples, chosen, out, settings, session=session, chat_template=chat_template)
+    except InputError as exc:
+        fail(str(exc))
+    for sample_id, tokens in run.fit.too_long.items():
+        console.print(f"left out {sample_id}: first prompt of {tokens} tokens, over {settings.max_prompt_length}")
+    run.trainer.save_model(str(out))
+    console.print(f"{out}: {run.trainer.state.global_step} steps ({run.template.source})")

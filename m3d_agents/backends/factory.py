@@ -77,7 +77,7 @@ class Backend:
         return self.config.call_deadline_s(starts_server=isinstance(lazy, LazyClient) and not lazy.built)
 
     def view(self, ledger: UsageLedger, agent: str, role: str) -> MeteredClient:
-        return MeteredClient(self.client, self.semaphore, ledger, agent, role, self.call_deadline_s)
+        return MeteredClient(self.client, self.semaphore, ledger, agent, role, self.call_deadline_s, self.name)
 
     def structured_args(self, schema: type[BaseModel]) -> dict[str, Any]:
         # OpenAI's strict mode rejects some keywords (maxLength); vLLM enforces the full schema.
@@ -114,12 +114,17 @@ def _with_cache(config: BackendConfig, client: ChatCompletionClient) -> ChatComp
     from autogen_ext.cache_store.diskcache import DiskCacheStore
     from diskcache import Cache
 
+    from m3d_agents.backends.checkpoint import CheckpointProbe
     from m3d_agents.backends.response_cache import ResponseCache
 
     root = config.cache_dir or default_cache_root() / "responses"
     store_dir = root / config.fingerprint()
     store_dir.mkdir(parents=True, exist_ok=True)
-    return ResponseCache(client, DiskCacheStore(Cache(str(store_dir))))
+    endpoint = config.endpoint()
+    # A vLLM server's weights change behind one name; a user-named checkpoint is already in the fingerprint.
+    probe = CheckpointProbe(endpoint, config.model_name, config.api_key()) \
+        if config.kind == "vllm" and config.checkpoint is None and endpoint else None
+    return ResponseCache(client, DiskCacheStore(Cache(str(store_dir))), probe)
 
 
 def build_backend(config: BackendConfig, name: str | None = None) -> Backend:
@@ -163,6 +168,10 @@ class BackendPool:
 
     def add(self, backend: Backend) -> None:
         self._backends[backend.name] = backend
+
+    def names(self) -> list[str]:
+        """Every backend a call may name: the configured ones and any added to the pool."""
+        return list(dict.fromkeys([*self.settings.names(), *self.overrides, *self._backends]))
 
     async def close(self) -> None:
         for backend in self._backends.values():

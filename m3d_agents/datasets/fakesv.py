@@ -4,7 +4,10 @@ The public ``data.json`` holds ``video_id``, ``keywords`` and ``annotation`` onl
 (real) or 辟谣 (a debunking video; older copies and the paper say 辨析). A debunking video is
 neither the fake claim nor plain real news, so the binary task has no honest place for it: it is
 skipped and counted. The text is the ``title`` (or ``description``) when the licensed release
-gives one, else the ``keywords``, plus the on-screen ``ocr`` text when given. The video is
+gives one and the ``keywords`` with it (the paper's metadata is "titles and keywords"), plus the
+on-screen ``ocr`` text when given. The transcript is the row's ``transcript`` when it has one, else,
+with ``asr_model=FOLDER``, what that speech recogniser hears in the video file (cached per video;
+:mod:`m3d_agents.media.asr`); without either the post has none, and the prompt says so. The video is
 referenced by id, and by file when ``<video_root>/<video_id>.mp4`` exists. ``split_file`` keeps
 the ids listed in a file (FakingRecipe's ``vid_time3_test.txt``); ``split=temporal`` keeps the
 newest share by ``publish_time``.
@@ -16,6 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
+
+from pydantic import Field
 
 from m3d_agents.datasets.base import dataset, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records, require_file
 from m3d_agents.datasets.splits import Split, temporal_split
@@ -32,6 +37,8 @@ class Options(LoaderOptions):
     split_file: Path | None = None
     split: Split = "all"
     test_fraction: float = 0.15
+    asr_model: Path | None = Field(None, description="a Whisper-style model folder that transcribes videos without a transcript")
+    asr_language: str | None = Field(None, description="the language the recogniser is told (None: it detects)")
 
 
 def publish_date(value: object, field: str) -> datetime | None:
@@ -54,10 +61,15 @@ def post_text(data: dict[str, object]) -> str:
     keywords = data.get("keywords")
     if isinstance(keywords, list):
         keywords = " ".join(str(k) for k in keywords)
+    keywords = str(keywords or "").strip()
     if not title:
-        title = str(keywords or "").strip()
+        text = keywords
+    elif keywords and keywords not in title:
+        text = f"{title}\nKeywords: {keywords}"
+    else:
+        text = title
     ocr = str(data.get("ocr") or "").strip()
-    return f"{title}\nOn-screen text: {ocr}" if ocr and ocr != title else title
+    return f"{text}\nOn-screen text: {ocr}" if ocr and ocr != text else text
 
 
 @dataclass(frozen=True)
@@ -80,6 +92,11 @@ def load_video_rows(path: Path, options: Options, form: VideoFormat) -> LoadedDa
     video_root = options.video_root or path.parent / "videos"
     wanted = split_ids(options.split_file) if options.split_file else None
     samples = []
+    transcriber = None
+    if options.asr_model is not None:
+        from m3d_agents.media.asr import Transcriber
+
+        transcriber = Transcriber(options.asr_model, language=options.asr_language)
     for row in read_records(path):
         video_id = row.text("video_id")
         if wanted is not None and video_id not in wanted:
@@ -92,6 +109,8 @@ def load_video_rows(path: Path, options: Options, form: VideoFormat) -> LoadedDa
         stamp = next((row.data[f] for f in form.time_fields if row.data.get(f) not in (None, "")), None)
         published = publish_date(stamp, row.field(form.time_fields[0]))
         transcript = str(row.data.get("transcript") or "") or None if form.transcript else None
+        if transcript is None and transcriber is not None and video_file.is_file():
+            transcript = transcriber.transcribe(video_file).text
         sample = make_sample(
             row, skips, id=f"{form.id_prefix}{video_id}", text=form.text(row.data), gold_label=label, taxonomy=TAXONOMY,
             video=VideoRef(video_id=video_id, path=video_file if video_file.is_file() else None, transcript=transcript),

@@ -2,7 +2,8 @@
 ``user_certify``, ``user_description``, ``publish_time`` and ``event``, as JSON Lines.
 
 The text is the ``description``; the event name is kept out of the text (it names the debunked
-story). Videos are referenced by id, and by file when ``<video_root>/<video_id>.mp4`` exists.
+story). The transcript is the row's ``transcript`` when present, else what ``asr_model`` hears
+(the options are FakeSV's). Videos are referenced by id, and by file when ``<video_root>/<video_id>.mp4`` exists.
 ``split=temporal`` keeps the newest share by ``publish_time`` (FakingRecipe's protocol).
 """
 
@@ -21,7 +22,7 @@ def description(data: dict[str, object]) -> str:
     return str(data.get("description") or "").strip()
 
 
-FAKETT = VideoFormat("fakett", "fakett-", LABELS, description, ("publish_time",), language="en")
+FAKETT = VideoFormat("fakett", "fakett-", LABELS, description, ("publish_time",), language="en", transcript=True)
 
 
 @dataset("fakett", "FakeTT JSON Lines (description, annotation fake|real, publish_time, event)", Options)

@@ -4,7 +4,8 @@ The responder gets each request's JSON body and its number (from 1) and returns 
 ``(status, body, delay_s)`` or a :class:`Reply` for what a tuple cannot say: headers, a content
 type, a connection closed without an answer. A body given as bytes is sent as it is (to test
 bodies that are not JSON). Everything received is kept: bodies, headers, arrival times, and the
-headers of ``GET`` probes.
+headers of ``GET`` probes. ``GET`` answers a models list, or what ``get_responder`` returns for the path
+(``/v1/models``, ``/metrics``, ...).
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ Responder = Callable[[dict[str, Any], int], Union[tuple[int, Union[dict[str, Any
 
 
 class StubOpenAIServer:
-    def __init__(self, responder: Responder) -> None:
+    def __init__(self, responder: Responder, get_responder: Callable[[str], Reply] | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.get_paths: list[str] = []
         self.headers: list[dict[str, str]] = []
         self.times: list[float] = []
         self.probes: list[dict[str, str]] = []
@@ -59,6 +61,10 @@ class StubOpenAIServer:
 
             def do_GET(self) -> None:
                 outer.probes.append(dict(self.headers.items()))
+                outer.get_paths.append(self.path)
+                if get_responder is not None:
+                    self._send(get_responder(self.path))
+                    return
                 self._send(Reply(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]}))
 
             def do_POST(self) -> None:

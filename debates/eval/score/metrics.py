@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
-from debates.eval.records import EvalRow
+from debates.eval.records import Escalation, EvalRow
 from m3d_agents.labels import get_taxonomy
 
 ABSTAIN = "(abstained)"
@@ -78,6 +78,15 @@ class ToolStatistics(BaseModel):
     latency_per_sample_s: float
 
 
+def escalation(rows: Sequence[EvalRow]) -> Escalation | None:
+    """The planner's escalation over the finished rows that report one; None when no row had a planner."""
+    flags = [((r.verdict or {}).get("diagnostics") or {}).get("escalated") for r in rows if r.status != "error"]
+    planned = [int(f) for f in flags if isinstance(f, (int, float)) and not isinstance(f, bool)]
+    if not planned:
+        return None
+    return Escalation(planned=len(planned), escalated=sum(planned), share=sum(planned) / len(planned))
+
+
 class RunMetrics(BaseModel):
     samples: int
     scored: int
@@ -103,6 +112,7 @@ class RunMetrics(BaseModel):
     citation_validity: float | None = None
     cited_ids: int = 0
     leakage: dict[str, int] = Field(default_factory=dict)
+    escalation: Escalation | None = Field(None, description="the planner's escalation to best-of-N, for runs with a planner")
 
 
 def fake_class_row(binary: ClassificationScores | None) -> FakeClassRow | None:
@@ -301,5 +311,6 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         citation_validity=valid_cited / all_cited if all_cited else None,
         cited_ids=all_cited,
         leakage=leakage_counts(finished),
+        escalation=escalation(rows),
     )
 

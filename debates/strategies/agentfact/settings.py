@@ -13,7 +13,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from debates.strategy import StrategyConfig
+from debates.strategy import CallBudget, StrategyConfig
 
 Role = Literal["strategist", "retriever", "visual_analyst", "screener", "reasoner", "explainer"]
 ROLES: tuple[Role, ...] = get_args(Role)
@@ -85,6 +85,16 @@ class AgentFactConfig(StrategyConfig):
 
     def has(self, role: Role) -> bool:
         return any(seat.role == role for seat in self.seats)
+
+    def call_budget(self) -> CallBudget:
+        """Plans, the step limit (a retriever turn writes its queries in one call), the visual analyst's
+        miscaption judgements and the explanation; retrieval's own calls (page summaries, domain ratings) are not bounded here."""
+        searching = self.setting == "open_web"
+        plans = self.max_plans if self.has("strategist") else 0
+        steps = self.max_steps if searching or self.has("reasoner") or self.has("screener") else 0
+        analyst = self.reverse_pages if searching and self.has("visual_analyst") and self.miscaption else 0
+        return CallBudget(calls=plans + steps + analyst + 1, answer_tokens=self.max_tokens,
+                          counts="plans, steps, miscaption checks, the explanation; not page summaries")
 
     def seat(self, role: Role) -> AgentFactSeat:
         for seat in self.seats:

@@ -13,6 +13,7 @@ from typing import ClassVar
 from autogen_agentchat.base import ChatAgent, Team
 
 from debates.chat.human import HumanSeat
+from debates.chat.preparation import SamplePreparation
 from debates.chat.seats import ModelSeat
 from debates.chat.state import DebateState
 from debates.chat.team import PolicyGroupChat
@@ -22,7 +23,6 @@ from debates.strategy import ConfiguredStrategy, RunContext, StrategyConfig, ans
 from debates.turns import build_turn_policy
 from debates.chat.run import run_team
 from m3d_agents.evidence import Evidence
-from m3d_agents.media.images import PreparedSample
 from m3d_agents.sample import Sample
 from m3d_agents.tools.cards import ToolContext
 from m3d_agents.tools.image_in_words import enable_image_describers
@@ -36,7 +36,7 @@ def seat_backend_name(seat: SeatConfig, config: DebateConfig, ctx: RunContext) -
 def build_seats(
     config: DebateConfig,
     state: DebateState,
-    prepared: PreparedSample,
+    preparation: SamplePreparation,
     evidence: list[Evidence],
     ctx: RunContext,
 ) -> list[ChatAgent | Team]:
@@ -45,13 +45,15 @@ def build_seats(
     Text-only seats see the image through the forensic and OCR tools' findings.
     """
     enable_image_describers()
+    prepared = preparation.prepared
     humans = dict(ctx.human_seats)
     for name in humans:
         config.seat(name)
     seats: list[ChatAgent | Team] = []
+    setup = ctx.tool_setup(config)
     for seat in config.seats:
         if seat.name in humans:
-            seats.append(HumanSeat(seat, config, state.protocol, state.taxonomy, prepared, evidence, humans[seat.name]))
+            seats.append(HumanSeat(seat, config, state.protocol, state.taxonomy, preparation, evidence, humans[seat.name]))
             continue
         chosen = ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model)
         create: dict[str, object] = {
@@ -65,7 +67,7 @@ def build_seats(
                 state.protocol,
                 state.taxonomy,
                 chosen.view(ctx.ledger, agent=seat.name, role=seat.role),
-                prepared,
+                preparation,
                 evidence,
                 build_turn_policy(seat.turn_policy),
                 create,
@@ -73,7 +75,7 @@ def build_seats(
                 turn_state=state.turn_state,
                 structured=chosen.structured_args if config.structured_turns else None,
                 tools=ToolContext(prepared, ledger=ctx.ledger, backend=chosen, agent=seat.name, evidence=list(evidence),
-                                  searchers=dict(ctx.searchers)),
+                                  searchers=dict(ctx.searchers), setup=setup),
             )
         )
     return seats
@@ -93,13 +95,14 @@ class DebateStrategy(ConfiguredStrategy[DebateConfig]):
         config, protocol = self.config, self.protocol
         prepared = ctx.prepare(sample)
         answering = answer_taxonomy(config, protocol.answer_taxonomy(config, sample.taxonomy), sample)
-        prepared = await protocol.prepare(
-            config, prepared, lambda seat: ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model), ctx.ledger
+        preparation = SamplePreparation(
+            protocol, config, prepared, lambda seat: ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model),
+            ctx.ledger,
         )
         gathered = await ctx.gather_evidence(sample, dropped=True) if config.use_evidence else []
         kept = [e for e in gathered if e.kept]
         state = DebateState(config=config, taxonomy=answering)
-        participants = build_seats(config, state, prepared, kept, ctx)
+        participants = build_seats(config, state, preparation, kept, ctx)
         extra = protocol.extra_participants(state, sample, ctx.ledger, ctx.query_answerer)
         team = PolicyGroupChat([*participants, *extra], state, protocol.next_speakers)
         await run_team(team, state, f"Debate on post {sample.id} begins.", ctx, f"the {config.name} debate on sample {sample.id}")
@@ -107,6 +110,7 @@ class DebateStrategy(ConfiguredStrategy[DebateConfig]):
         answered = [e for agent in extra for e in getattr(agent, "evidence", [])]
         cited = [e.id for e in kept] + [e.id for e in answered]
         backends = ",".join(sorted({seat_backend_name(s, config, ctx) for s in config.seats}))
+        escalated = state.turn_state.planner_escalated()
         return ctx.verdict(
             sample,
             config,
@@ -125,6 +129,7 @@ class DebateStrategy(ConfiguredStrategy[DebateConfig]):
                 "decided_by": decision.decided_by if decision.label is not None else None,
                 "answer": {"taxonomy": answering.name, "label": decision.label},
                 "selection": state.turn_state.diagnostics(),
-                **({"image_descriptions": prepared.descriptions} if prepared.descriptions else {}),
+                **({"escalated": escalated} if escalated is not None else {}),
+                **({"image_descriptions": preparation.prepared.descriptions} if preparation.prepared.descriptions else {}),
             },
         )

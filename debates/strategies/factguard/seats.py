@@ -118,6 +118,16 @@ def verifier_transcript(turn: VerifierTurn) -> TranscriptTurn:
                           parse_error=turn.error)
 
 
+def user_message(text: str, images: Sequence[AgentImage], source: str) -> UserMessage:
+    return UserMessage(content=[text, *images] if images else text, source=source)
+
+
+def opening_messages(system: str, first: tuple[str, str], images: Sequence[AgentImage], max_turns: int) -> list[LLMMessage]:
+    """The verifier's first call: the system prompt, then the post with the frames (tools closed when one turn is all)."""
+    text = first[1] if max_turns <= 1 else first[0]
+    return [SystemMessage(content=system), user_message(text, images, "user")]
+
+
 class VerifierSeat(BaseChatAgent):
     def __init__(
         self,
@@ -147,20 +157,17 @@ class VerifierSeat(BaseChatAgent):
     def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
         return (TextMessage,)
 
-    def _user(self, text: str, images: list[AgentImage], source: str) -> UserMessage:
-        return UserMessage(content=[text, *images] if images else text, source=source)
-
     async def on_messages(self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken) -> Response:
         index = len(self._state.turns) + 1
         last = index >= self._config.max_turns
         if index == 1:
-            first = self._first_last if last else self._first_open
-            self._history = [SystemMessage(content=self._system), self._user(first, self._first_images, "user")]
+            self._history = opening_messages(self._system, (self._first_open, self._first_last), self._first_images,
+                                             self._config.max_turns)
         else:
             previous, observation = self._state.turns[-1], self._state.observations[-1]
             self._history += [
                 AssistantMessage(content=previous.text, source=VERIFIER),
-                self._user(observation.text, observation.images, DESK),
+                user_message(observation.text, observation.images, DESK),
             ]
 
         def parse(text: str) -> AgentTurn:

@@ -14,19 +14,24 @@ first turn, through the same evidence step as every other strategy.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from autogen_core import Image as AgentImage
+from autogen_core.models import LLMMessage
 
 import prompts
 from debates.chat.team import PolicyGroupChat
 from debates.chat.run import run_team
 from debates.strategies.factguard.config import FactGuardConfig
-from debates.strategies.factguard.frames import images_of, shown_frames, video_context
-from debates.strategies.factguard.seats import DESK, VERIFIER, FactGuardState, ToolDesk, VerifierSeat
+from debates.strategies.factguard.frames import ShownFrame, images_of, shown_frames, video_context
+from debates.strategies.factguard.seats import DESK, VERIFIER, FactGuardState, ToolDesk, VerifierSeat, opening_messages
 from debates.strategy import ConfiguredStrategy, RunContext, StrategyConfig, strategy
 from m3d_agents.backends.config import default_cache_root
+from m3d_agents.backends.factory import Backend
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
-from m3d_agents.evidence import evidence_block
+from m3d_agents.evidence import Evidence, evidence_block
 from debates.strategies.factguard.turn_format import ANSWER_STYLES
 from m3d_agents.sample import Sample
 from m3d_agents.tools.cards import ToolContext
@@ -46,29 +51,45 @@ def teacher_hint(sample: Sample, config: FactGuardConfig) -> str:
     return prompts.render("factguard/teacher_hint", gold=answer_word("fake" if fake else "real", config.answer_style))
 
 
+@dataclass(frozen=True)
+class Setup:
+    backend_name: str
+    backend: Backend
+    frames: list[ShownFrame]
+    context: ToolContext
+    system: str
+    first: tuple[str, str]
+    """The first prompt with tools open, and the same prompt when the first turn is also the last."""
+    images: list[AgentImage]
+    hint: str
+
+
 @strategy("factguard")
 class FactGuard(ConfiguredStrategy[FactGuardConfig]):
     """The two-turn video agent: verifier and tool desk."""
 
     config_model: ClassVar[type[StrategyConfig]] = FactGuardConfig
 
-    async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
+    def setup(self, sample: Sample, ctx: RunContext, evidence: list[Evidence] | None = None) -> Setup:
+        """Everything the loop starts from: the frames, the tool context, the system prompt and the first prompts,
+        which show ``evidence`` (what the run gathered up front, with ``upfront_evidence``)."""
+        evidence = list(evidence or [])
         config = self.config
         prepared = ctx.prepare(sample)
         backend_name, backend = ctx.backend_for(config)
         frames = shown_frames(prepared, config.overview_frames)
         described = video_context(prepared, frames, backend.vision, config.describe_frames)
-        evidence = await ctx.gather_evidence(sample) if config.upfront_evidence else []
         context = ToolContext(
             prepared=prepared, ledger=ctx.ledger, backend=backend, agent=DESK, searchers=dict(ctx.searchers), evidence=evidence,
-            budgets={t: config.budgets.get(t) for t in config.tools},
+            budgets={t: config.budgets.get(t) for t in config.verifier_tools},
             artifacts_dir=config.artifacts_dir or default_cache_root() / "artifacts",
             settings={"grid_max_side": config.grid_max_side, "fact_probe_top_k": config.fact_probe_top_k},
+            setup=ctx.tool_setup(config),
         )
         words = list(ANSWER_STYLES[config.answer_style])
         system = prompts.render(
             "factguard/system", max_turns=config.max_turns, max_calls=config.max_calls_per_turn,
-            tool_cards="\n".join(f"- {REGISTRY.card(t).name}: {REGISTRY.card(t).description()}" for t in config.tools)
+            tool_cards="\n".join(f"- {REGISTRY.card(t).name}: {REGISTRY.card(t).description()}" for t in config.verifier_tools)
             or "- none: answer directly.",
             answer_words=" or ".join(words), answer_example=words[0],
         )
@@ -82,6 +103,19 @@ class FactGuard(ConfiguredStrategy[FactGuardConfig]):
             )
             return "\n\n".join(filter(None, [text, evidence_block(evidence) if evidence else "", hint]))
 
+        return Setup(backend_name, backend, frames, context, system, (first("factguard/question_open"), first("factguard/question_last")),
+                     images_of(frames) if backend.vision else [], hint)
+
+    def opening(self, sample: Sample, ctx: RunContext) -> list[LLMMessage]:
+        """The messages of the verifier's first call, as the loop sends them (training measures their length),
+        without evidence gathered up front (only ``upfront_evidence`` adds it, and the paper's setting has none)."""
+        setup = self.setup(sample, ctx)
+        return opening_messages(setup.system, setup.first, setup.images, self.config.max_turns)
+
+    async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
+        config = self.config
+        setup = self.setup(sample, ctx, await ctx.gather_evidence(sample) if config.upfront_evidence else [])
+        backend_name, backend, frames, context, hint = setup.backend_name, setup.backend, setup.frames, setup.context, setup.hint
         state = FactGuardState(config.max_turns)
         create: dict[str, Any] = {"seed": ctx.seed_for("verifier")}
         if config.temperature is not None:
@@ -89,11 +123,10 @@ class FactGuard(ConfiguredStrategy[FactGuardConfig]):
         if config.max_tokens is not None:
             create["max_tokens"] = config.max_tokens
         verifier = VerifierSeat(
-            config, state, backend.view(ctx.ledger, agent=VERIFIER, role="verifier"), ctx.ledger, system,
-            (first("factguard/question_open"), first("factguard/question_last")),
-            images_of(frames) if backend.vision else [], {t: ARGUMENTS[t] for t in config.tools}, create,
+            config, state, backend.view(ctx.ledger, agent=VERIFIER, role="verifier"), ctx.ledger, setup.system,
+            setup.first, setup.images, {t: ARGUMENTS[t] for t in config.verifier_tools}, create,
         )
-        desk = ToolDesk(state, context, REGISTRY, config.tools, backend.vision, config.describe_frames, config.max_turns)
+        desk = ToolDesk(state, context, REGISTRY, config.verifier_tools, backend.vision, config.describe_frames, config.max_turns)
         team = PolicyGroupChat([verifier, desk], state, FactGuardState.next_speakers)
         await run_team(team, state, f"Check video post {sample.id}.", ctx, f"the {config.name} check of sample {sample.id}")
 

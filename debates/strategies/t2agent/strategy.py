@@ -340,7 +340,7 @@ class T2Agent(ConfiguredStrategy[T2AgentConfig]):
         registry = default_registry()
         evidence = await ctx.gather_evidence(sample, from_source=self._needs_gathered_evidence())
         tools = ToolContext(prepared, ledger=ctx.ledger, backend=backend, agent="tools", evidence=evidence,
-                            searchers=dict(ctx.searchers))
+                            searchers=dict(ctx.searchers), setup=ctx.tool_setup(config))
         runner = ActionRunner(registry, tools, cache_results=config.cache_tools)
         memory = Memory()
         transcript: list[TranscriptTurn] = []

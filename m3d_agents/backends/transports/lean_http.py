@@ -42,6 +42,12 @@ from m3d_agents.backends.transports.wire import (
 )
 
 
+KEEPALIVE_S = 4.0
+"""How long an idle connection is kept for the next request: less than the 5 s after which vLLM's server
+(uvicorn, ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE``) closes it. Kept longer, a request sent on a connection the
+server is closing fails to write its body, and costs a retry and its backoff."""
+
+
 class OpenAICompatibleClient(EndpointClient):
     """``transport: http``: the default, and the cheapest per call (see the module's docstring)."""
 
@@ -57,7 +63,7 @@ class OpenAICompatibleClient(EndpointClient):
         """One session per event loop: a session cannot outlive the loop it was made in (a notebook runs many)."""
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._session_loop is not loop:
-            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=30)
+            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_S)
             self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
             self._session_loop = loop
         return self._session

@@ -17,7 +17,7 @@ import time
 from email.utils import parsedate_to_datetime
 from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
-from m3d_agents.errors import BackendError, EndpointRefused
+from m3d_agents.errors import VLLM_ENGINE_DEAD, BackendError, EndpointRefused, EngineDead
 
 T = TypeVar("T")
 
@@ -56,7 +56,8 @@ def answer_of(url: str, status: int, raw: bytes, headers: Mapping[str, str], key
     """The parsed JSON of a successful answer; otherwise the error that says what to do about it.
 
     Raises :class:`TransientFailure` for a 408, 409, 429 or 5xx, and for a 200 whose body is not
-    JSON (a proxy's error page is as passing as a 502); :class:`EndpointRefused` for any other status.
+    JSON (a proxy's error page is as passing as a 502); :class:`EndpointRefused` for any other status;
+    :class:`EngineDead` for vLLM's answer once its engine has died, a 500 that no retry can fix.
     """
     if status == 200:
         try:
@@ -65,6 +66,8 @@ def answer_of(url: str, status: int, raw: bytes, headers: Mapping[str, str], key
             snippet = without_secrets(repr(raw[:200]), key)
             raise TransientFailure(f"sent a body that is not JSON: {snippet}") from None
     message = without_secrets(error_message(raw), key)
+    if status >= 500 and message.startswith(VLLM_ENGINE_DEAD):
+        raise EngineDead(url)
     if is_retried(status):
         raise TransientFailure(f"HTTP {status}: {message}", retry_after_s(headers))
     raise EndpointRefused(url, status, message)

@@ -51,7 +51,8 @@ class DebaterProtocol:
     name: str = ""
     roles: ClassVar[frozenset[str]] = frozenset({DEBATER, JUDGE})
     previous_round_only: ClassVar[bool] = False
-    """Whether a debater sees the others' answers of the previous round only (concurrent rounds)."""
+    """Whether rounds are concurrent: a debater sees the others' answers of the previous round only,
+    and agreement counts only where a round is complete (see :meth:`DebateState.consensus_turn`)."""
     asks_queries: ClassVar[bool] = False
 
     # --- seats ---------------------------------------------------------------------------------
@@ -77,9 +78,17 @@ class DebaterProtocol:
         return []
 
     async def prepare(
-        self, config: DebateConfig, prepared: PreparedSample, backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger
+        self, config: DebateConfig, seat: SeatConfig, prepared: PreparedSample,
+        backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger,
     ) -> PreparedSample:
         return prepared
+
+    def most_turns(self, config: DebateConfig) -> dict[str, int]:
+        """Every seat speaks once a round; a judge speaks once."""
+        return {s.name: 1 if s.role == JUDGE else config.max_rounds for s in config.seats}
+
+    def calls_before_turns(self, config: DebateConfig) -> int:
+        return 0
 
     # --- turn order ----------------------------------------------------------------------------
 
@@ -221,6 +230,9 @@ class SoloProtocol(DebaterProtocol):
 
     def deciders(self, config: DebateConfig) -> list[str]:
         return [s.name for s in config.seats]
+
+    def most_turns(self, config: DebateConfig) -> dict[str, int]:
+        return {s.name: 1 for s in config.seats}
 
     def visible(self, view: SeatView) -> list[Seen]:
         return []

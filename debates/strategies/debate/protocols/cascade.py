@@ -142,15 +142,22 @@ class Cascade(SoloProtocol):
         return prompts.load(f"cascade/{seat.role}_system")
 
     async def prepare(
-        self, config: DebateConfig, prepared: PreparedSample, backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger
+        self, config: DebateConfig, seat: SeatConfig, prepared: PreparedSample,
+        backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger,
     ) -> PreparedSample:
-        """T_image, once per sample: the grounded description that the image and cross-modal agents
-        share, made on the first of their backends (see :mod:`m3d_agents.tools.image_in_words`)."""
+        """T_image, once per sample and only when an agent that reads it is asked: the grounded
+        description that the image and cross-modal agents share, made on the first of their
+        backends (see :mod:`m3d_agents.tools.image_in_words`). A cascade that its text agent
+        ends never makes it (eq. 9 gates the image agent off)."""
         lookers = [s for s in config.seats if s.role in ("image", "cross_modal")]
-        if not lookers or not prepared.images or prepared.descriptions:
+        if seat.role not in ("image", "cross_modal") or not prepared.images or prepared.descriptions:
             return prepared
         descriptions = await image_descriptions(prepared, backend_for(lookers[0]), ledger)
         return replace(prepared, descriptions=descriptions)
+
+    def calls_before_turns(self, config: DebateConfig) -> int:
+        """T_image: one description call when an image or cross-modal seat takes part."""
+        return int(any(s.role in ("image", "cross_modal") for s in config.seats))
 
     def post_block(self, seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
         """Each agent sees only its inputs (eqs. 5-7): the text agent the caption and the retrieved

@@ -1,5 +1,6 @@
-"""Training: FactGuard's rewards, trajectory export for SFT, and GRPO/SFT entry points on TRL.
+"""Training: FactGuard's rewards, trajectory export for SFT, and vision-language SFT and GRPO on TRL.
 
-Only :mod:`debates.strategies.factguard.training.grpo` and :mod:`debates.strategies.factguard.training.sft` need the ``train`` extra (trl,
-datasets, accelerate, gguf); rewards and exports work without it.
+Rewards, trajectories and the export work without extras; the trainers, the rendering and the
+policy clients need the ``train`` extra (trl, datasets, accelerate, peft, gguf), and DeepSpeed,
+FlashAttention and vLLM on GPU machines. The whole path: docs/guides/training-factguard.md.
 """

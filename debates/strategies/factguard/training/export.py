@@ -2,12 +2,16 @@
 
 A trajectory is kept when its reasoning structure is intact, its tool calls were valid and its
 final answer matches the gold label; every drop is counted by reason, and a review sample is
-written for the manual pass the paper describes. Each kept trajectory becomes one conversation
-per agent: a model call whose prompt and answer are the beginning of that agent's next call is
-part of it, not a row of its own. Two formats:
+written for the manual pass the paper describes. "Invalid tool action" (the paper's rule) covers a
+call refused for its budget, a call whose arguments the tool could not use (a window past the
+video's end) and a call to a tool that could not run for the sample (no video file, no web
+search): a demonstration that teaches a call which cannot work is not kept. Each kept trajectory
+becomes one conversation per agent: a model call whose prompt and answer are the beginning of that
+agent's next call is part of it, not a row of its own. Tool results stay ``user`` messages, the role
+inference and GRPO send them in, so SFT trains on the prompts the model will get. Two formats:
 
 * ``hf``: TRL/Hugging Face conversational rows, ``{"messages": [...], "images": [...]}``, with
-  ``{"type": "image"}`` placeholders and the tool desk's results as ``tool`` messages;
+  ``{"type": "image"}`` placeholders;
 * ``llamafactory``: the same with text contents and an ``<image>`` placeholder per image.
 
 A teacher run's gold hint is removed from every message; the student-facing prompt is what remains.
@@ -20,14 +24,11 @@ import random
 from pathlib import Path
 from typing import Any, Literal
 
-from autogen_core.models import LLMMessage
 from pydantic import BaseModel
 
 from debates.strategies.factguard.training.trajectories import TrajectoryRow, read_trajectories
-from m3d_agents.backends.recording import llm_messages
 
 Format = Literal["hf", "llamafactory"]
-DESK_SOURCES = ("tool_desk",)
 
 
 class ExportReport(BaseModel):
@@ -52,6 +53,11 @@ def drop_reason(row: TrajectoryRow) -> str | None:
             return "malformed"
     if row.diagnostics.get("tool_refusals"):
         return "invalid_tool_action"
+    stats = row.diagnostics.get("tool_stats") or {}
+    if any(count for name, count in stats.items() if name.endswith(".errors")):
+        return "invalid_tool_action"
+    if any(count for name, count in stats.items() if name.endswith(".unavailable")):
+        return "unavailable_tool"
     if row.predicted_binary != row.gold_binary:
         return "wrong_answer"
     return None
@@ -85,8 +91,6 @@ def export_messages(conversation: list[dict[str, Any]], run_dir: Path, fmt: Form
     out: list[dict[str, Any]] = []
     for message in conversation:
         role = message["role"]
-        if role == "user" and message.get("source") in DESK_SOURCES:
-            role = "tool"
         content = message["content"]
         if isinstance(content, str):
             exported: Any = _unhinted(content, hint)
@@ -103,30 +107,6 @@ def export_messages(conversation: list[dict[str, Any]], run_dir: Path, fmt: Form
                 exported = "".join("<image>" if p["type"] == "image" else p["text"] for p in parts)
         out.append({"role": role, "content": exported})
     return out, images
-
-
-def rerender(messages: list[dict[str, Any]], images: list[str]) -> list[LLMMessage]:
-    """The AutoGen messages an exported ``hf`` row stands for: what the loop sent (without the final answer)."""
-    queue = list(images)
-    recorded: list[dict[str, Any]] = []
-    files: dict[str, bytes] = {}
-    for message in messages:
-        content = message["content"]
-        if not isinstance(content, str):
-            parts = []
-            for part in content:
-                if part["type"] == "image":
-                    path = queue.pop(0)
-                    files[path] = Path(path).read_bytes()
-                    parts.append({"type": "image", "image": path})
-                else:
-                    parts.append(part)
-            content = parts
-        if message["role"] == "tool":
-            recorded.append({"role": "user", "content": content, "source": DESK_SOURCES[0]})
-        else:
-            recorded.append({"role": message["role"], "content": content})
-    return llm_messages(recorded, files)
 
 
 def export_sft(run_dir: Path, out: Path, fmt: Format = "hf", review: int = 20, seed: int = 0) -> ExportReport:

@@ -1,75 +1,127 @@
 """GRPO on TRL with the project's own FactGuard loop as the rollout (paper §3.5, Eq. 5-10, App. A.1).
 
-Each rollout runs :class:`~debates.strategies.factguard.FactGuard` on one sample with the policy
-being trained as its backend (:class:`~debates.strategies.factguard.training.hf_client.HFChatClient`): the same prompts,
-parser, tools and budgets as inference. The conversation it recorded is tokenized with the chat
-template; the policy's own turns are trained and everything else (tool results, the instructions
-between turns) is masked out through TRL's ``env_mask``. The four reward terms are logged one by
-one; λ enters through ``reward_weights`` and Eq. 7's group normalisation is TRL's
-``scale_rewards="group"`` over the weighted sum.
+The rollout (:mod:`~debates.strategies.factguard.training.rollout`) runs the real loop per prompt
+with the policy as its model; the four reward terms are logged one by one; λ enters through
+``reward_weights`` and Eq. 7's group normalisation is TRL's ``scale_rewards="group"`` over the
+weighted sum. Every ablation of the paper is a setting here and an option of ``m3d train grpo``:
+α, γ, λ (0 allowed), r⁺, r⁻, the format gate (:class:`RewardConfig`), G and β.
 
-TRL quirks this relies on (1.16; the rollout hook is experimental): the prompts handed to the rollout
-are already repeated ``num_generations`` times, so it returns one completion per prompt; with
-β > 0 the reference model is reloaded from the model's folder, so the policy must come from a folder.
+The paper's maximum prompt length, 16,384 tokens, applies to each sample's first prompt (the post,
+its frames and its transcript): a sample whose first prompt is longer is left out of training and
+named, as agent-RL trainers filter over-long prompts; cutting a prompt would cut its images apart.
+
+With β > 0 and no LoRA, TRL reloads the reference model from the model's folder, so the policy
+must come from a folder.
 """
 
 from __future__ import annotations
 
-import asyncio
-import itertools
+import logging
+import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from debates.strategies.factguard import FactGuard
 from debates.strategies.factguard.config import FactGuardConfig
-from debates.session import run_sample
-from debates.config_loader import with_overrides
+from debates.strategies.factguard.training.chat_template import TrainingTemplate, training_template
+from debates.strategies.factguard.training.rendering import is_vision, llm_template_messages, load_processing_class, render
 from debates.strategies.factguard.training.rewards import RewardConfig, reward_functions, reward_weights
+from debates.strategies.factguard.training.rollout import FactGuardRollout, POLICY
+from debates.strategies.factguard.training.rollout_images import RolloutImages
+from debates.strategies.factguard.training.scale import ScaleSettings, world_size
 from debates.strategies.factguard.training.trajectories import binary
+from debates.session import RunSession
+from debates.strategy import RunContext
 from m3d_agents.backends.config import BackendConfig
 from m3d_agents.backends.factory import Backend, BackendPool
-from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample
 
+log = logging.getLogger(__name__)
+
 
 class GRPOSettings(BaseModel):
-    """The paper's GRPO settings (G = 8, β = 0.04, lr 1e-6, one epoch, 768-token responses)."""
+    """The paper's GRPO settings (G = 8, β = 0.04, lr 1e-6, one epoch, 768-token responses, 16,384-token prompts)."""
 
-    num_generations: int = Field(8, ge=2)
-    beta: float = Field(0.04, ge=0)
-    learning_rate: float = Field(1e-6, gt=0)
-    num_train_epochs: float = Field(1.0, gt=0)
-    max_completion_length: int = Field(768, ge=8, description="tokens per model turn of a rollout")
+    model_config = ConfigDict(extra="forbid")
+
+    num_generations: int = Field(8, ge=2, description="G, rollouts per prompt (the paper's 8; Table 4 tries 6 and 12)")
+    beta: float = Field(0.04, ge=0, description="β, the KL coefficient against the frozen reference (the paper's 0.04; Table 4 tries 0.02, 0.06)")
+    learning_rate: float = Field(1e-6, gt=0, description="the paper's 1e-6")
+    num_train_epochs: float = Field(1.0, gt=0, description="the paper's one epoch")
+    max_completion_length: int = Field(768, ge=8, description="tokens per model turn of a rollout (the paper's 768)")
+    max_prompt_length: int = Field(16384, ge=64, description="tokens of a sample's first prompt; longer samples are left out (the paper's 16,384)")
     temperature: float = Field(1.0, ge=0, description="sampling temperature of rollouts (unstated; ours)")
-    epsilon: float = 0.2
+    epsilon: float = Field(0.2, gt=0, description="the clipping range of the importance ratio (unstated; TRL's default)")
     max_steps: int = Field(-1, description="-1: as many as the epochs give")
     seed: int = 0
+    vllm_server: str | None = Field(None, description="URL of a `trl vllm-serve` server to sample rollouts from; None: HF generate")
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    scale: ScaleSettings = Field(default_factory=ScaleSettings)
 
 
-def grpo_args(settings: GRPOSettings, output_dir: Path, reward: RewardConfig | None = None, **overrides: Any) -> Any:
-    """TRL's ``GRPOConfig`` for the paper's settings on one process.
+def accumulation(settings: GRPOSettings, processes: int) -> int:
+    """Gradient accumulation that makes one optimisation step see one group of G rollouts.
 
-    The paper runs a per-device batch of 1 on 8 GPUs, so one optimisation step sees one group of 8;
-    one process reproduces that with a batch of 1 accumulated over the group, which also keeps the
-    logits of a long prompt over a large vocabulary to one sequence at a time.
+    The paper runs a per-device batch of 1 on 8 GPUs without accumulation: with G = 8 that is one
+    group per step. One process reproduces it by accumulating G batches of 1; k processes
+    accumulate G / k each.
     """
-    import torch
+    if settings.num_generations % processes:
+        raise InputError("num_generations", f"G = {settings.num_generations} does not split over {processes} processes")
+    return settings.num_generations // processes
+
+
+def grpo_args(settings: GRPOSettings, output_dir: Path, processes: int | None = None, **overrides: Any) -> Any:
+    """TRL's ``GRPOConfig`` for the settings: batch 1 per device, one group of G per optimisation step."""
     from trl import GRPOConfig
 
     values: dict[str, Any] = dict(
         output_dir=str(output_dir), num_generations=settings.num_generations, beta=settings.beta,
         learning_rate=settings.learning_rate, num_train_epochs=settings.num_train_epochs,
         max_completion_length=settings.max_completion_length, loss_type="grpo", scale_rewards="group",
-        reward_weights=reward_weights(reward), epsilon=settings.epsilon, max_steps=settings.max_steps,
-        per_device_train_batch_size=1, gradient_accumulation_steps=settings.num_generations,
+        reward_weights=reward_weights(settings.reward), epsilon=settings.epsilon, max_steps=settings.max_steps,
+        per_device_train_batch_size=1, gradient_accumulation_steps=accumulation(settings, processes or world_size()),
         temperature=settings.temperature, logging_steps=1, save_strategy="no", report_to=[], seed=settings.seed,
-        use_cpu=not torch.cuda.is_available(), bf16=False, disable_tqdm=True,
-        gradient_checkpointing=torch.cuda.is_available(),
+        disable_tqdm=True, **settings.scale.trainer_args(),
     )
+    if settings.vllm_server:
+        # The rollout re-renders multi-turn conversations, so vLLM's per-token log-probs do not line up with
+        # the trained ids; TRL's importance-sampling correction is left off.
+        values.update(use_vllm=True, vllm_mode="server", vllm_server_base_url=settings.vllm_server,
+                      vllm_importance_sampling_correction=False)
     values.update(overrides)
     return GRPOConfig(**values)
+
+
+@dataclass(frozen=True)
+class PromptFit:
+    """Which samples fit the prompt cap, and the length of each that does not."""
+
+    kept: list[Sample]
+    too_long: dict[str, int]
+
+
+def measure_prompts(samples: Sequence[Sample], config: FactGuardConfig, processing_class: Any, template: TrainingTemplate,
+                    cap: int) -> PromptFit:
+    """Render each sample's first prompt as the rollout will and keep those within ``cap`` tokens."""
+    from debates.strategies.factguard.training.policy_clients import PromptRenderer
+
+    pool = BackendPool()
+    pool.add(Backend(POLICY, BackendConfig(kind="local", cache=False), PromptRenderer(processing_class, template)))
+    strategy = FactGuard(config)
+    kept, too_long = [], {}
+    for sample in samples:
+        opening = strategy.opening(sample, RunContext(pool=pool, backend=POLICY))
+        tokens = len(render(processing_class, template, llm_template_messages(opening), add_generation_prompt=True).ids)
+        if tokens > cap:
+            too_long[sample.id] = tokens
+        else:
+            kept.append(sample)
+    return PromptFit(kept, too_long)
 
 
 def prompt_dataset(samples: Sequence[Sample]) -> Any:
@@ -85,56 +137,14 @@ def prompt_dataset(samples: Sequence[Sample]) -> Any:
     return Dataset.from_list(rows)
 
 
-def assistant_span(tokenizer: Any, first: list[dict[str, Any]], conversation: list[dict[str, Any]]) -> tuple[list[int], list[int], list[int]]:
-    """Prompt ids, completion ids and the mask of the model's own tokens in the completion."""
-    prompt = tokenizer.apply_chat_template(first, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
-    full = tokenizer.apply_chat_template(conversation, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
-    ids, mask = list(full["input_ids"]), list(full["assistant_masks"])
-    if ids[: len(prompt)] != list(prompt):
-        raise RuntimeError("the chat template does not render the first prompt as a prefix of the conversation")
-    completion, completion_mask = ids[len(prompt):], mask[len(prompt):]
-    last = max((i for i, m in enumerate(completion_mask) if m), default=len(completion) - 1)
-    return list(prompt), completion[: last + 1], completion_mask[: last + 1]
+@dataclass
+class GRPORun:
+    """A finished run: the trainer (its ``state.log_history`` has the per-term rewards) and what the rollouts held."""
 
-
-class FactGuardRollout:
-    """TRL's ``rollout_func``: the FactGuard loop per prompt, with the policy as its model."""
-
-    def __init__(self, config: FactGuardConfig, samples: Sequence[Sample], settings: GRPOSettings,
-                 searchers: Mapping[str, Any] | None = None) -> None:
-        self.config = with_overrides(config, retries=0, describe_frames=False)
-        self.samples = {s.id: s for s in samples}
-        self.settings = settings
-        self.searchers = dict(searchers or {})
-        self.seeds = itertools.count(settings.seed * 100_000)
-
-    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        from debates.strategies.factguard.training.hf_client import HFChatClient
-
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        tokenizer = trainer.processing_class
-        client = HFChatClient(model, tokenizer, self.settings.max_completion_length, self.settings.temperature)
-        pool = BackendPool()
-        pool.add(Backend("policy", BackendConfig(kind="local", cache=False, concurrency=1), client))
-        out: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "env_mask": [], "outcome": []}
-        for prompt in prompts:
-            sample = self.samples[str(prompt)]
-            ledger = UsageLedger(record_messages=True)
-            verdict = asyncio.run(run_sample(self.config, sample, pool, backend="policy", seed=next(self.seeds), ledger=ledger,
-                                             searchers=self.searchers))
-            last = [e for e in ledger.exchanges if e.agent == "verifier"][-1]
-            first = ledger.exchanges[0].messages
-            conversation = [*last.messages, {"role": "assistant", "content": last.completion}]
-            strip = [{"role": m["role"], "content": m["content"]} for m in conversation]
-            prompt_ids, completion_ids, mask = assistant_span(tokenizer, [{"role": m["role"], "content": m["content"]} for m in first], strip)
-            out["prompt_ids"].append(prompt_ids)
-            out["completion_ids"].append(completion_ids)
-            out["env_mask"].append(mask)
-            out["outcome"].append({
-                "predicted": binary(verdict.label, verdict.taxonomy), "gold": binary(sample.gold_label, sample.taxonomy),
-                "well_formed": bool(verdict.diagnostics.get("format_ok")), "used_tool": bool(verdict.diagnostics.get("used_tools")),
-            })
-        return {**out, "logprobs": None}
+    trainer: Any
+    rollout: FactGuardRollout
+    fit: PromptFit
+    template: TrainingTemplate
 
 
 def train_grpo(
@@ -143,25 +153,46 @@ def train_grpo(
     config: FactGuardConfig,
     output_dir: Path,
     settings: GRPOSettings | None = None,
-    reward: RewardConfig | None = None,
-    searchers: Mapping[str, Any] | None = None,
+    *,
+    session: RunSession | None = None,
+    processing_class: Any = None,
+    chat_template: Path | None = None,
     extra_rewards: Sequence[Callable[..., list[float]]] = (),
     **overrides: Any,
-) -> Any:
-    """Run GRPO and return the trainer (its ``state.log_history`` has the per-term rewards)."""
-    import os
+) -> GRPORun:
+    """Run GRPO on ``samples`` with the FactGuard loop as the rollout and return the run.
 
-    from trl import GRPOTrainer
+    ``session`` (a :class:`~debates.session.RunSession` of ``config`` with ``backend="policy"``, open) is the
+    run session the rollouts run in: its retrieval answers FactProbe; the run closes it when it ends, in
+    the event loop the rollouts used it from. None: retrieval off.
+    """
+    from debates.strategies.factguard.training.trainer import FactGuardGRPOTrainer
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     settings = settings or GRPOSettings()
-    functions: list[Any] = [*reward_functions(reward), *extra_rewards]
-    args = grpo_args(settings, output_dir, reward, **overrides)
-    if extra_rewards:
-        args.reward_weights = [*reward_weights(reward), *([1.0] * len(extra_rewards))]
-    trainer = GRPOTrainer(
-        model=str(model_dir), reward_funcs=functions, args=args, train_dataset=prompt_dataset(samples),
-        rollout_func=FactGuardRollout(config, samples, settings, searchers),
-    )
-    trainer.train()
-    return trainer
+    processing_class = processing_class if processing_class is not None else load_processing_class(model_dir)
+    template = training_template(processing_class, str(model_dir), chat_template)
+    images = RolloutImages()
+    rollout = FactGuardRollout(config, samples, template, settings.max_completion_length, settings.temperature, settings.seed,
+                               session, images)
+    try:
+        fit = measure_prompts(samples, rollout.config, processing_class, template, settings.max_prompt_length)
+        for sample_id, tokens in fit.too_long.items():
+            log.warning("sample %s left out: its first prompt has %d tokens, over the %d-token cap", sample_id, tokens,
+                        settings.max_prompt_length)
+        if not fit.kept:
+            raise InputError("samples", f"no sample's first prompt fits in {settings.max_prompt_length} tokens")
+        args = grpo_args(settings, output_dir, **overrides)
+        if extra_rewards:
+            args.reward_weights = [*reward_weights(settings.reward), *([1.0] * len(extra_rewards))]
+        trainer = FactGuardGRPOTrainer(
+            model=str(model_dir), reward_funcs=[*reward_functions(settings.reward), *extra_rewards], args=args,
+            train_dataset=prompt_dataset(fit.kept), processing_class=processing_class, rollout_func=rollout,
+            peft_config=settings.scale.peft_config(), rollout_images=images,
+        )
+        if is_vision(processing_class):
+            log.info("vision-language policy: frames and ClipScout grids reach the forward pass as images")
+        trainer.train()
+    finally:
+        rollout.close()
+    return GRPORun(trainer, rollout, fit, template)

@@ -11,7 +11,9 @@
 No readable answer scores ``R_acc = R_format = 0`` and ``R_risk = −max(α, γ)`` (ours), which keeps
 the order malformed < wrong < right for any positive costs. The values of the terms, λ, α, γ, r⁺ and
 r⁻ are not in the paper; the defaults are ours (α:γ = 1:1 is the paper's). ``format_gate`` is an
-ablation that multiplies the whole reward by ``R_format``.
+ablation that multiplies the whole reward by ``R_format``; in the TRL path each term is multiplied
+by ``R_format``, so the weighted sum TRL normalises is the gated total. λ = 0 is the paper's
+"w/o R_risk" and r⁺ = r⁻ = 0 its "w/o R_tool" (Table 3).
 
 The functions have TRL's reward signature, ``(completions, **kwargs) -> list[float]``, and no torch
 dependency, so they are tested and used for recorded runs without the training extra.
@@ -19,11 +21,10 @@ dependency, so they are tested and used for recorded runs without the training e
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from m3d_agents.errors import ParseError
 from debates.strategies.factguard.turn_format import ANSWER_STYLES, parse_agent_turn
@@ -31,12 +32,16 @@ from m3d_agents.tools.catalogue import ARGUMENTS
 
 
 class RewardConfig(BaseModel):
-    alpha: float = Field(1.0, gt=0, description="cost of a false positive (real called fake)")
-    gamma: float = Field(1.0, gt=0, description="cost of a false negative (fake called real)")
-    lam: float = Field(1.0, gt=0, description="weight of the risk term")
-    r_tool_pos: float = Field(0.2, ge=0, lt=1)
-    r_tool_neg: float = Field(0.2, ge=0, lt=1)
-    format_gate: bool = False
+    """The reward's settings; each is an ablation of the paper's (Tables 2 and 3) or a value it leaves open."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    alpha: float = Field(1.0, gt=0, description="α, the cost of a false positive (real called fake); Table 2 varies α:γ")
+    gamma: float = Field(1.0, gt=0, description="γ, the cost of a false negative (fake called real); the paper's default is α:γ = 1:1")
+    lam: float = Field(1.0, ge=0, description="λ, the weight of the risk term; 0 is the paper's 'w/o R_risk' (value unstated; ours 1)")
+    r_tool_pos: float = Field(0.2, ge=0, lt=1, description="r⁺, paid when a tool was used and the answer is right (unstated; ours 0.2)")
+    r_tool_neg: float = Field(0.2, ge=0, lt=1, description="r⁻, charged when a tool was used and the answer is wrong; r⁺ = r⁻ = 0 is 'w/o R_tool'")
+    format_gate: bool = Field(False, description="multiply the whole reward by R_format (an ablation of ours, off in the paper)")
 
 
 @dataclass(frozen=True)
@@ -92,23 +97,6 @@ def trajectory_reward(outcome: Outcome, config: RewardConfig | None = None) -> R
     return RewardBreakdown(accuracy=acc, format=fmt, risk=risk, tool=tool, total=total)
 
 
-def group_advantages(rewards: Sequence[float], group_size: int, epsilon: float = 1e-4) -> list[float]:
-    """``A_i = (R_i − mean R) / std R`` within each group of ``group_size`` consecutive rollouts (Eq. 7).
-
-    The standard deviation is the sample one plus ``epsilon``, as TRL computes it, so a group whose
-    rewards are all equal gets zero advantages.
-    """
-    if group_size < 1 or len(rewards) % group_size:
-        raise ValueError(f"{len(rewards)} rewards do not split into groups of {group_size}")
-    out: list[float] = []
-    for start in range(0, len(rewards), group_size):
-        group = list(rewards[start : start + group_size])
-        mean = sum(group) / len(group)
-        std = math.sqrt(sum((r - mean) ** 2 for r in group) / (len(group) - 1)) if len(group) > 1 else 0.0
-        out += [(r - mean) / (std + epsilon) for r in group]
-    return out
-
-
 # --- TRL reward functions -------------------------------------------------------------------------
 
 
@@ -154,20 +142,29 @@ def reward_functions(config: RewardConfig | None = None) -> list[RewardFunction]
     """The four terms as TRL reward functions, in the order [accuracy, format, risk, tool].
 
     λ is applied through TRL's ``reward_weights`` ([1, 1, λ, 1]) so each term is logged unweighted.
+    With ``format_gate`` every term is multiplied by ``R_format``: TRL's weighted sum is then
+    ``R_format · (R_acc + R_format + λ·R_risk + R_tool)``, the gated total of :func:`trajectory_reward`.
     """
     config = config or RewardConfig()
 
+    def gated(term: Callable[[Outcome], float]) -> RewardFunction:
+        def score(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+            found = outcomes(completions, kwargs)
+            return [term(o) * format_term(o) if config.format_gate else term(o) for o in found]
+
+        return score
+
     def accuracy(completions: Sequence[Any], **kwargs: Any) -> list[float]:
-        return [accuracy_term(o) for o in outcomes(completions, kwargs)]
+        return gated(accuracy_term)(completions, **kwargs)
 
     def format(completions: Sequence[Any], **kwargs: Any) -> list[float]:  # noqa: A001 - the term's name in the logs
-        return [format_term(o) for o in outcomes(completions, kwargs)]
+        return gated(format_term)(completions, **kwargs)
 
     def risk(completions: Sequence[Any], **kwargs: Any) -> list[float]:
-        return [risk_term(o, config) for o in outcomes(completions, kwargs)]
+        return gated(lambda o: risk_term(o, config))(completions, **kwargs)
 
     def tool(completions: Sequence[Any], **kwargs: Any) -> list[float]:
-        return [tool_term(o, config) for o in outcomes(completions, kwargs)]
+        return gated(lambda o: tool_term(o, config))(completions, **kwargs)
 
     return [accuracy, format, risk, tool]
 

@@ -1,38 +1,54 @@
-"""Supervised fine-tuning on exported trajectories (paper §3.4, Eq. 4), on TRL's ``SFTTrainer``.
+"""Supervised fine-tuning on exported trajectories (paper §3.4, Eq. 4, App. A.1), on TRL's ``SFTTrainer``.
 
-The loss covers the assistant's tokens only (``assistant_only_loss``, through the chat template's
-``{% generation %}`` marks): tool results and prompts are context, not targets. That masking is our
-choice; the paper's Eq. 4 writes the observations inside the trajectory without saying.
+A vision-language model is trained on what it saw: each row's images (the overview frames, the
+ClipScout grid) go through the model's processor with the conversation, so the loss is over the
+model's turns as they were conditioned on the pixels. A text model gets ``[image]`` in their place,
+the only way it could have seen them. The loss covers the assistant's tokens only
+(``assistant_only_loss``, through the training template's ``{% generation %}`` marks): tool results
+and prompts are context, not targets. That masking is our choice; the paper's Eq. 4 writes the
+observations inside the trajectory without saying. Every row is checked before training: a row
+whose mask has no token is refused with the model and the template named.
+
+The paper's SFT runs BF16 with DeepSpeed, gradient checkpointing and FlashAttention, a batch of 1
+per device with accumulation, one epoch (App. A.1); :class:`ScaleSettings` holds those settings.
 """
 
 from __future__ import annotations
 
+import copy
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from debates.strategies.factguard.training.chat_template import TrainingTemplate, training_template
+from debates.strategies.factguard.training.rendering import is_vision, load_processing_class, render, text_only
+from debates.strategies.factguard.training.scale import ScaleSettings
 from m3d_agents.errors import InputError
 
 
 class SFTSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     learning_rate: float = Field(1e-5, gt=0, description="unstated in the paper; ours")
-    num_train_epochs: float = Field(1.0, gt=0)
-    gradient_accumulation_steps: int = Field(8, ge=1, description="unstated in the paper; ours")
-    max_length: int = Field(16384, ge=16)
+    num_train_epochs: float = Field(1.0, gt=0, description="the paper's one epoch")
+    gradient_accumulation_steps: int = Field(8, ge=1, description="the paper accumulates without saying how much; ours 8")
+    max_length: int = Field(16384, ge=16, description="tokens per row, images included")
     max_steps: int = -1
     seed: int = 0
+    scale: ScaleSettings = Field(default_factory=ScaleSettings)
 
 
-def text_content(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(p.get("text", "") if p.get("type") == "text" else "[image]" for p in content)
+@dataclass(frozen=True)
+class SFTRow:
+    messages: list[dict[str, Any]]
+    images: list[str]
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """The ``messages`` of each exported row, as text (a text model sees ``[image]`` for an image)."""
+def read_rows(path: Path) -> list[SFTRow]:
+    """The ``messages`` and ``images`` of each exported row; every image file must exist."""
     if not path.is_file():
         raise InputError("data", f"{path} does not exist; write it with m3d export-sft")
     rows = []
@@ -40,30 +56,79 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            messages = json.loads(line)["messages"]
+            data = json.loads(line)
+            messages = [{"role": str(m["role"]), "content": m["content"]} for m in data["messages"]]
+            images = [str(p) for p in data.get("images") or []]
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{path.name}:{number}", f"not an exported row with messages ({exc})") from exc
-        rows.append({"messages": [{"role": m["role"], "content": text_content(m["content"])} for m in messages]})
+        placeholders = sum(1 for m in messages if not isinstance(m["content"], str) for p in m["content"] if p.get("type") == "image")
+        if placeholders != len(images):
+            raise InputError(f"{path.name}:{number}", f"{placeholders} image placeholders but {len(images)} images")
+        missing = [p for p in images if not Path(p).is_file()]
+        if missing:
+            raise InputError(f"{path.name}:{number}", f"image {missing[0]} does not exist")
+        rows.append(SFTRow(messages, images))
     if not rows:
         raise InputError("data", f"{path} has no rows")
     return rows
 
 
-def train_sft(model_dir: Path, data: Path, output_dir: Path, settings: SFTSettings | None = None, **overrides: Any) -> Any:
+def with_images(messages: list[dict[str, Any]], images: list[Any]) -> list[dict[str, Any]]:
+    """The messages with each image placeholder holding its image, in order."""
+    queue = list(images)
+    out = []
+    for message in messages:
+        content = message["content"]
+        if not isinstance(content, str):
+            content = [{"type": "image", "image": queue.pop(0)} if p.get("type") == "image" else p for p in content]
+        out.append({"role": message["role"], "content": content})
+    return out
+
+
+def as_parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Content as a list of parts: a column of messages must not mix strings and lists."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [{"type": "image"} if p.get("type") == "image" else {"type": "text", "text": p["text"]} for p in content]
+
+
+def dataset_rows(rows: list[SFTRow], processing_class: Any, template: TrainingTemplate) -> list[dict[str, Any]]:
+    """TRL's conversational rows, each checked to train at least one token of the model's."""
+    from PIL import Image
+
+    vision = is_vision(processing_class)
+    out = []
+    for number, row in enumerate(rows, start=1):
+        images = [Image.open(p).convert("RGB") for p in row.images]
+        filled = with_images(row.messages, images)
+        template.require_tokens(render(processing_class, template, filled, with_mask=True).mask, f"row {number}")
+        if vision:
+            out.append({"messages": [{"role": m["role"], "content": as_parts(m["content"])} for m in row.messages], "images": images})
+        else:
+            out.append({"messages": text_only(filled)})
+    return out
+
+
+def train_sft(model_dir: Path, data: Path, output_dir: Path, settings: SFTSettings | None = None, *, processing_class: Any = None,
+              chat_template: Path | None = None, **overrides: Any) -> Any:
     """Run SFT and return the trainer."""
-    import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
     settings = settings or SFTSettings()
+    processing_class = processing_class if processing_class is not None else load_processing_class(model_dir)
+    template = training_template(processing_class, str(model_dir), chat_template)
+    processing_class = copy.copy(processing_class)  # TRL renders with the processing class's own template: give it ours
+    processing_class.chat_template = template.text
+    rows = dataset_rows(read_rows(data), processing_class, template)
     values: dict[str, Any] = dict(
         output_dir=str(output_dir), learning_rate=settings.learning_rate, num_train_epochs=settings.num_train_epochs,
         per_device_train_batch_size=1, gradient_accumulation_steps=settings.gradient_accumulation_steps,
         max_length=settings.max_length, max_steps=settings.max_steps, assistant_only_loss=True, logging_steps=1,
-        save_strategy="no", report_to=[], seed=settings.seed, use_cpu=not torch.cuda.is_available(), bf16=False,
-        disable_tqdm=True,
+        save_strategy="no", report_to=[], seed=settings.seed, disable_tqdm=True, **settings.scale.trainer_args(),
     )
     values.update(overrides)
-    trainer = SFTTrainer(model=str(model_dir), args=SFTConfig(**values), train_dataset=Dataset.from_list(read_rows(data)))
+    trainer = SFTTrainer(model=str(model_dir), args=SFTConfig(**values), train_dataset=Dataset.from_list(rows),
+                         processing_class=processing_class, peft_config=settings.scale.peft_config())
     trainer.train()
     return trainer

@@ -24,7 +24,8 @@ from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
 
 TRAJECTORIES = "trajectories.jsonl"
-KEPT_DIAGNOSTICS = ("turns", "tool_calls", "used_tools", "tool_refusals", "format_ok", "teacher_hint", "agent_turns", "stop_reason")
+KEPT_DIAGNOSTICS = ("turns", "tool_calls", "used_tools", "tool_refusals", "tool_stats", "format_ok", "teacher_hint", "agent_turns",
+                    "stop_reason")
 
 
 class RecordedCall(BaseModel):

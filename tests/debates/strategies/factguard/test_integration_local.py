@@ -26,7 +26,7 @@ def test_the_example_video_post_gets_a_verdict_or_a_reasoned_abstention(tmp_path
     result = subprocess.run(
         [sys.executable, "-m", "debates", "check", "--config", str(config), "--video", str(video / "flood.mp4"),
          "--transcript", (video / "transcript.txt").read_text().strip(), "--text", (video / "caption.txt").read_text().strip(),
-         "--backend", "local", "--json"],
+         "--backend", "local", "--retrieval", "off", "--json"],
         capture_output=True, text=True, timeout=900, env=env,
     )
     assert result.returncode == 0, result.stderr[-2000:]

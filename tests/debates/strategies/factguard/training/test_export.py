@@ -14,16 +14,19 @@ from debates.eval.run.batch import BatchRunner
 from debates.session import RunSession
 from debates.eval.records import RunManifest
 from debates.config_loader import load_config, with_overrides
-from debates.strategies.factguard.training.export import export_sft, rerender
+from debates.strategies.factguard.training.export import export_sft
 from debates.strategies.factguard.training.trajectories import TrajectoryRecorder, read_trajectories
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.backends.recording import chat_messages, llm_messages
 from m3d_agents.backends.transports.lean_http import openai_messages
 from m3d_agents.sample import Sample, VideoRef
+from tests.support.sft_rerender import rerender
 from tests.support.scripted import ScriptedClient, scripted_backend, text_of
 from tests.support.videos import make_clip
 
 SCOUT = '<tool_call>{"name": "clip_scout", "arguments": {"start_s": 1, "end_s": 3}}</tool_call>'
+PAST_END = '<tool_call>{"name": "clip_scout", "arguments": {"start_s": 30, "end_s": 40}}</tool_call>'
+PROBE = '<tool_call>{"name": "fact_probe", "arguments": {"query": "flood in town"}}</tool_call>'
 # title: (gold, first turn, second turn or None)
 PLAN = {
     "post one": ("fake", "<think>clear</think><answer>fake</answer>", None),
@@ -32,6 +35,8 @@ PLAN = {
     "post four": ("real", f"<think>look closer</think>{SCOUT}", "<think>fine</think><answer>real</answer>"),
     "post five": ("fake", "<think>looks fine</think><answer>real</answer>", None),
     "post six": ("real", "no idea at all", None),
+    "post seven": ("fake", f"<think>look later</think>{PAST_END}", "<think>edited</think><answer>fake</answer>"),
+    "post eight": ("real", f"<think>search</think>{PROBE}", "<think>fine</think><answer>real</answer>"),
 }
 
 
@@ -67,7 +72,7 @@ async def record(tmp_path: Path, config_name: str = "factguard") -> tuple[Path, 
     async with RunSession(config, pool, backend="scripted") as session:
         outcome = await BatchRunner(str(path), samples, session, run_dir, manifest, concurrency=2,
                                     recorder=TrajectoryRecorder(run_dir)).run()
-    assert len(outcome.rows) == 6 and all(r.status != "error" for r in outcome.rows), [r.error for r in outcome.rows]
+    assert len(outcome.rows) == len(PLAN) and all(r.status != "error" for r in outcome.rows), [r.error for r in outcome.rows]
     return run_dir, client
 
 
@@ -79,13 +84,15 @@ def wire(messages: Sequence[LLMMessage]) -> str:
 async def test_the_export_keeps_right_trajectories_and_counts_the_rest(tmp_path: Path) -> None:
     run_dir, client = await record(tmp_path)
     trajectories = read_trajectories(run_dir)
-    assert len(trajectories) == 6 and sum(len(t.calls) for t in trajectories) == len(client.calls)
+    assert len(trajectories) == len(PLAN) and sum(len(t.calls) for t in trajectories) == len(client.calls)
     report = export_sft(run_dir, tmp_path / "sft.jsonl")
-    assert report.kept == 4 and report.dropped == {"wrong_answer": 1, "malformed": 1}
+    assert report.kept == 4 and report.dropped == {"wrong_answer": 1, "malformed": 1, "invalid_tool_action": 1, "unavailable_tool": 1}, (
+        "a window past the video's end and a search without a searcher are not demonstrations")
     rows = [HfRow.model_validate(json.loads(line)) for line in (tmp_path / "sft.jsonl").read_text().splitlines()]
     assert len(rows) == 4, "one conversation per sample: the first call is folded into the second"
     assert all(Path(image).is_file() for row in rows for image in row.images)
-    with_tools = [r for r in rows if any(m.role == "tool" for m in r.messages)]
+    assert {m.role for r in rows for m in r.messages} == {"system", "user", "assistant"}, "observations keep inference's role"
+    with_tools = [r for r in rows if sum(m.role == "user" for m in r.messages) == 2]
     assert len(with_tools) == 2 and all(len(r.images) == 8 + 1 for r in with_tools)
     assert all(r.reward is not None and set(r.reward) == {"accuracy", "format", "risk", "tool", "total"} for r in rows)
     assert [r.reward["total"] for r in with_tools if r.reward] == pytest.approx([2.2, 2.2])

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from debates.strategies.factguard.training.rewards import (
     Outcome,
     RewardConfig,
-    group_advantages,
     reward_functions,
     reward_weights,
     trajectory_reward,
 )
+from tests.support.grpo_oracle import group_advantages
 
 CASES = {  # name: (predicted, gold)
     "right": ("fake", "fake"),
@@ -48,6 +48,27 @@ def test_the_format_gate_zeroes_a_malformed_trajectory() -> None:
     gated = RewardConfig(format_gate=True)
     assert trajectory_reward(Outcome("fake", "fake", False, True), gated).total == 0.0
     assert trajectory_reward(Outcome("fake", "fake", True, True), gated).total == pytest.approx(2.2)
+
+
+def test_the_format_gate_holds_in_the_trl_path_too() -> None:
+    """TRL sums the weighted terms; with the gate each term is multiplied by R_format, so the sum is the gated total."""
+    config = RewardConfig(format_gate=True, lam=0.5)
+    rolled = [{"predicted": "fake", "gold": "fake", "well_formed": False, "used_tool": True},
+              {"predicted": "real", "gold": "fake", "well_formed": True, "used_tool": True}]
+    columns = [f(["ignored"] * 2, outcome=rolled) for f in reward_functions(config)]
+    weighted = [sum(w * column[i] for w, column in zip(reward_weights(config), columns)) for i in range(2)]
+    expected = [trajectory_reward(Outcome(**o), config).total for o in rolled]
+    assert weighted == pytest.approx(expected) and weighted[0] == 0.0
+    ungated = [f(["ignored"] * 2, outcome=rolled) for f in reward_functions(RewardConfig(lam=0.5))]
+    assert ungated[0][0] == 1.0, "without the gate a malformed right answer keeps its accuracy"
+
+
+def test_lambda_zero_is_the_papers_no_risk_ablation() -> None:
+    config = RewardConfig(lam=0.0)
+    assert reward_weights(config) == [1.0, 1.0, 0.0, 1.0]
+    assert trajectory_reward(Outcome("fake", "real", True, False), config).total == 1.0
+    with pytest.raises(ValueError):
+        RewardConfig(lam=-1.0)
 
 
 def test_an_equal_group_has_zero_advantages() -> None:

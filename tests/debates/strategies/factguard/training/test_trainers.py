@@ -1,4 +1,4 @@
-"""SFT and GRPO on TRL with a tiny random model: one SFT step, two GRPO steps through the FactGuard loop."""
+"""SFT and GRPO on TRL with a tiny random text model: the text-only path keeps working beside the vision one."""
 
 from __future__ import annotations
 
@@ -13,16 +13,23 @@ pytestmark = pytest.mark.train
 pytest.importorskip("trl")
 
 from debates.config_loader import load_config  # noqa: E402
-from debates.strategies.factguard.training.grpo import FactGuardRollout, GRPOSettings, assistant_span, grpo_args, train_grpo  # noqa: E402
-from debates.strategies.factguard.training.sft import train_sft  # noqa: E402
+from debates.strategies.factguard.training.chat_template import training_template  # noqa: E402
+from debates.strategies.factguard.training.grpo import GRPOSettings, accumulation, grpo_args, train_grpo  # noqa: E402
+from debates.strategies.factguard.training.rendering import render  # noqa: E402
+from debates.strategies.factguard.training.rewards import Outcome, RewardConfig, trajectory_reward  # noqa: E402
+from debates.strategies.factguard.training.rollout import completion_span  # noqa: E402
+from debates.strategies.factguard.training.sft import dataset_rows, read_rows, train_sft  # noqa: E402
+from debates.strategies.factguard.training.trainer import FactGuardGRPOTrainer  # noqa: E402
+from m3d_agents.errors import InputError  # noqa: E402
 from m3d_agents.sample import Sample  # noqa: E402
+from tests.support.grpo_oracle import group_advantages  # noqa: E402
 from tests.support.tiny_model import tiny_model  # noqa: E402
 
 CONVERSATION = [
     {"role": "system", "content": "check posts"},
     {"role": "user", "content": "post : a flood"},
     {"role": "assistant", "content": "<think> look </think> <tool_call> clip_scout </tool_call>"},
-    {"role": "tool", "content": "results of your tool calls : image"},
+    {"role": "user", "content": "results of your tool calls : image"},
     {"role": "assistant", "content": "<think> old </think> <answer> fake </answer>"},
 ]
 
@@ -36,7 +43,10 @@ def test_only_the_models_own_tokens_are_trained(model_dir: Path) -> None:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    prompt, completion, mask = assistant_span(tokenizer, CONVERSATION[:2], CONVERSATION)
+    template = training_template(tokenizer, "tiny")
+    assert template.source == "the model's own template"
+    completion, mask = completion_span(render(tokenizer, template, CONVERSATION[:2], add_generation_prompt=True),
+                                       render(tokenizer, template, CONVERSATION, with_mask=True))
     observation = tokenizer("results of your tool calls", add_special_tokens=False)["input_ids"]
     start = next(i for i in range(len(completion)) if completion[i : i + len(observation)] == observation)
     assert set(mask[start : start + len(observation)]) == {0}, "the tool result is context, not a target"
@@ -44,19 +54,36 @@ def test_only_the_models_own_tokens_are_trained(model_dir: Path) -> None:
     assert 0 < sum(mask) < len(mask)
 
 
-def test_one_sft_step_on_exported_rows(model_dir: Path, tmp_path: Path) -> None:
+def test_one_sft_step_on_exported_rows_a_text_model_reads_images_as_text(model_dir: Path, tmp_path: Path) -> None:
+    from PIL import Image
+
+    Image.new("RGB", (8, 8), (200, 0, 0)).save(tmp_path / "frame.png")
+    with_image = [*CONVERSATION[:1], {"role": "user", "content": [{"type": "text", "text": "post : a flood"}, {"type": "image"}]},
+                  *CONVERSATION[2:]]
     data = tmp_path / "sft.jsonl"
-    data.write_text("".join(json.dumps({"messages": CONVERSATION, "images": []}) + "\n" for _ in range(4)))
-    trainer = train_sft(model_dir, data, tmp_path / "out", max_steps=1, gradient_accumulation_steps=1)
+    data.write_text(json.dumps({"messages": CONVERSATION, "images": []}) + "\n"
+                    + json.dumps({"messages": with_image, "images": [str(tmp_path / "frame.png")]}) + "\n")
+    trainer = train_sft(model_dir, data, tmp_path / "out", max_steps=1, gradient_accumulation_steps=2)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     assert trainer.state.global_step == 1 and losses and all(math.isfinite(v) for v in losses)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    rows = dataset_rows(read_rows(data), tokenizer, training_template(tokenizer, "tiny"))
+    assert rows[1]["messages"][1]["content"] == "post : a flood[image]" and "images" not in rows[1]
 
 
 def test_the_factguard_defaults_map_onto_trl(tmp_path: Path) -> None:
-    args = grpo_args(GRPOSettings(), tmp_path)
+    args = grpo_args(GRPOSettings(), tmp_path, processes=1)
     assert (args.num_generations, args.beta, args.learning_rate, args.loss_type, args.max_completion_length) == (
         8, 0.04, 1e-6, "grpo", 768)
     assert args.scale_rewards == "group" and args.reward_weights == [1.0, 1.0, 1.0, 1.0]
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (1, 8), "one group of 8 per step"
+    assert accumulation(GRPOSettings(), 8) == 1, "the paper's 8 GPUs: batch 1 each, no accumulation"
+    with pytest.raises(InputError, match="num_generations"):
+        accumulation(GRPOSettings(num_generations=6), 4)
+    ablation = grpo_args(GRPOSettings(beta=0.02, num_generations=6, reward=RewardConfig(lam=0.0)), tmp_path, processes=1)
+    assert (ablation.beta, ablation.num_generations, ablation.reward_weights) == (0.02, 6, [1.0, 1.0, 0.0, 1.0])
 
 
 def test_two_grpo_steps_through_the_factguard_loop(model_dir: Path, tmp_path: Path) -> None:
@@ -64,12 +91,12 @@ def test_two_grpo_steps_through_the_factguard_loop(model_dir: Path, tmp_path: Pa
     from transformers import AutoModelForCausalLM
 
     samples = [Sample(text=f"post number {i} shows a flood", gold_label=("fake" if i % 2 else "real")) for i in range(4)]
-    rollouts: list[dict[str, Any]] = []
-    original = FactGuardRollout.__call__
+    scored: list[dict[str, Any]] = []
+    original = FactGuardGRPOTrainer._generate_and_score_completions
 
-    def recording(self: FactGuardRollout, prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        output = original(self, prompts, trainer)
-        rollouts.append(output)
+    def recording(self: FactGuardGRPOTrainer, inputs: Any) -> Any:
+        output = original(self, inputs)
+        scored.append({"advantages": output["advantages"].tolist(), "outcomes": [i["outcome"] for i in inputs]})
         return output
 
     def varied(completions: list[Any], **kwargs: Any) -> list[float]:
@@ -77,18 +104,56 @@ def test_two_grpo_steps_through_the_factguard_loop(model_dir: Path, tmp_path: Pa
 
     before = {k: v.clone() for k, v in AutoModelForCausalLM.from_pretrained(model_dir).state_dict().items()}
     settings = GRPOSettings(num_generations=2, max_completion_length=12, learning_rate=1e-2, max_steps=2)
-    FactGuardRollout.__call__ = recording  # type: ignore[method-assign]
+    FactGuardGRPOTrainer._generate_and_score_completions = recording  # type: ignore[method-assign]
     try:
-        trainer = train_grpo(model_dir, samples, load_config("factguard"), tmp_path / "out", settings, extra_rewards=[varied])
+        run = train_grpo(model_dir, samples, load_config("factguard"), tmp_path / "out", settings, extra_rewards=[varied])
     finally:
-        FactGuardRollout.__call__ = original  # type: ignore[method-assign]
-    assert trainer.state.global_step == 2
+        FactGuardGRPOTrainer._generate_and_score_completions = original  # type: ignore[method-assign]
+    trainer = run.trainer
+    assert trainer.state.global_step == 2 and run.template.source == "the model's own template"
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert logs and all(math.isfinite(entry["loss"]) for entry in logs)
     for term in ("accuracy", "format", "risk", "tool"):
         assert f"rewards/{term}/mean" in logs[0], sorted(logs[0])
-    assert all(len(output["completion_ids"]) == 2 for output in rollouts), "one completion per prompt handed in"
-    lengths = [sum(mask) for output in rollouts for mask in output["env_mask"]]
-    assert logs[0]["completions/mean_length"] == pytest.approx(sum(lengths[:2]) / 2)
+    assert all(n > 0 for n in run.rollout.stats.mask_tokens) and run.rollout.stats.images == [0, 0], "a text model sees no images"
+    for batch in scored:
+        totals = [trajectory_reward(Outcome(**o)).total + i for i, o in enumerate(batch["outcomes"])]
+        assert batch["advantages"] == pytest.approx(group_advantages(totals, 2), abs=1e-4), "Eq. 7 over the weighted sum"
     after = trainer.model.state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before), "the weights changed"
+
+
+def test_the_prompt_cap_leaves_out_samples_whose_first_prompt_is_longer(model_dir: Path, tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from debates.strategies.factguard.training.grpo import measure_prompts
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    template = training_template(tokenizer, "tiny")
+    short, long = Sample(text="a flood", gold_label="fake"), Sample(text="a flood " * 400, gold_label="fake")
+    config = load_config("factguard")
+    sizes = measure_prompts([short, long], config, tokenizer, template, 0).too_long
+    assert sizes[long.id] > sizes[short.id] + 700
+    fit = measure_prompts([short, long], config, tokenizer, template, (sizes[short.id] + sizes[long.id]) // 2)
+    assert fit.kept == [short] and fit.too_long == {long.id: sizes[long.id]}
+    with pytest.raises(InputError, match="no sample's first prompt fits in 64 tokens"):
+        train_grpo(model_dir, [short], config, tmp_path / "out", GRPOSettings(max_prompt_length=64))
+
+
+def test_m3d_train_grpo_runs_a_step_from_the_command_line(model_dir: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from debates.cli.main import app
+
+    rows = [{"video_id": f"70{i}", "description": f"Flood number {i} on the highway", "annotation": "fake" if i % 2 else "real",
+             "publish_time": 1661990400000 + i} for i in range(2)]
+    data = tmp_path / "fakett.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "grpo"
+    result = CliRunner().invoke(app, ["train", "grpo", "--dataset", f"fakett:{data}", "--model", str(model_dir), "--out", str(out),
+                                      "--max-steps", "1", "-G", "2", "--max-completion-length", "8", "--lambda", "0",
+                                      "--retrieval", "off", "--dtype", "fp32"])
+    assert result.exit_code == 0, result.output
+    assert "FactProbe: retrieval off" in result.output and "lambda=0.0" in result.output
+    assert f"{out}: 1 steps (the model's own template)" in " ".join(result.output.split())
+    assert (out / "model.safetensors").is_file()

@@ -1,0 +1,156 @@
+"""GRPO rollouts: the FactGuard loop run per prompt with the policy as its model (TRL's ``rollout_func``).
+
+Each rollout runs :class:`~debates.strategies.factguard.FactGuard` on one sample with the policy
+being trained as its backend: the same prompts, parser, tools, budgets and evidence as inference.
+The conversation it recorded is rendered with the training template; the policy's own turns are
+trained and everything else (tool results, the instructions between turns) is masked out through
+TRL's ``env_mask``. On a vision-language policy the overview frames and the ClipScout grid are
+images in the conversation, and their features are kept for the forward passes
+(:mod:`~debates.strategies.factguard.training.rollout_images`). Rollouts run in the training run's
+session, so FactProbe searches through its retrieval (``--retrieval live|record|replay``, with its
+evidence policy) and a run can replay recorded results offline.
+
+TRL quirks this relies on (1.16; the rollout hook is experimental): the prompts handed to the
+rollout are already repeated ``num_generations`` times, so it returns one completion per prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+from debates.config_loader import with_overrides
+from debates.session import RunSession, run_strategy
+from debates.strategies.factguard.config import FactGuardConfig
+from debates.strategies.factguard.training.chat_template import TrainingTemplate
+from debates.strategies.factguard.training.policy_clients import HFPolicyClient, PolicyClient, VLLMPolicyClient
+from debates.strategies.factguard.training.rendering import Rendered, recorded_template_messages, render, text_of
+from debates.strategies.factguard.training.rollout_images import RolloutImages
+from debates.strategies.factguard.training.trajectories import binary
+from m3d_agents.backends.config import BackendConfig
+from m3d_agents.backends.factory import Backend, BackendPool
+from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.sample import Sample
+
+POLICY = "policy"
+
+
+def completion_span(prompt: Rendered, full: Rendered) -> tuple[list[int], list[int]]:
+    """The completion ids after the prompt and the mask of the model's tokens in them, cut after its last token."""
+    if full.ids[: len(prompt.ids)] != prompt.ids:
+        raise RuntimeError("the chat template does not render the first prompt as a prefix of the conversation")
+    completion, mask = full.ids[len(prompt.ids):], full.mask[len(prompt.ids):]
+    last = max((i for i, m in enumerate(mask) if m), default=len(completion) - 1)
+    return completion[: last + 1], mask[: last + 1]
+
+
+@dataclass
+class RolloutStats:
+    """What the latest batch of rollouts held, per rollout: the figures the benchmark prints and tests check."""
+
+    mask_tokens: list[int] = field(default_factory=list)
+    images: list[int] = field(default_factory=list)
+    observations: list[str] = field(default_factory=list)
+    """The text of every tool result the policy read."""
+
+
+class FactGuardRollout:
+    """TRL's ``rollout_func``: the FactGuard loop per prompt, with the policy as its model."""
+
+    def __init__(self, config: FactGuardConfig, samples: Sequence[Sample], template: TrainingTemplate, max_new_tokens: int,
+                 temperature: float, seed: int = 0, session: RunSession | None = None,
+                 images: RolloutImages | None = None) -> None:
+        """``session`` is the training run's (open, with ``backend="policy"``): its pool takes the policy
+        as the ``policy`` backend at every step; None: a session of this configuration with retrieval off."""
+        trained = with_overrides(config, retries=0, describe_frames=False)
+        assert isinstance(trained, FactGuardConfig)
+        self.config: FactGuardConfig = trained
+        self.samples = {s.id: s for s in samples}
+        self.template = template
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.loop = asyncio.new_event_loop()
+        if session is None:
+            session = RunSession(trained, BackendPool(), backend=POLICY, retrieval="off")
+            self.loop.run_until_complete(session.open())
+        self.session = session
+        self.images = images if images is not None else RolloutImages()
+        self.seeds = itertools.count(seed * 100_000)
+        self.stats = RolloutStats()
+        self._vllm: Any = None
+
+    @contextlib.contextmanager
+    def policy(self, trainer: Any) -> Iterator[tuple[PolicyClient, int]]:
+        """The policy as a chat client and how many rollouts may run at once: the vLLM server's when the run
+        has one, else ``generate`` on the model gathered from its shards (TRL's context for ZeRO-3)."""
+        processing_class = trainer.processing_class
+        if getattr(trainer, "use_vllm", False):
+            trainer.accelerator.wait_for_everyone()  # the main process has pushed this step's weights to the server
+            if self._vllm is None:
+                self._vllm = vllm_chat(trainer)
+            yield VLLMPolicyClient(self._vllm, processing_class, self.template, self.max_new_tokens, self.temperature), 64
+            return
+        from trl.models import unwrap_model_for_generation
+
+        with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
+                                         gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+                                         gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs) as model:
+            yield HFPolicyClient(model, processing_class, self.template, self.max_new_tokens, self.temperature), 1
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        self.images.clear()
+        self.stats = RolloutStats()
+        processing_class = trainer.processing_class
+        with self.policy(trainer) as (client, concurrency):
+            self.session.pool.add(Backend(POLICY, BackendConfig(kind="local", cache=False, concurrency=concurrency), client))
+            samples = [self.samples[str(prompt)] for prompt in prompts]
+            finished = self.loop.run_until_complete(self.run_all(samples))
+        out: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "env_mask": [], "outcome": []}
+        for sample, (verdict, ledger) in zip(samples, finished):
+            verifier = [e for e in ledger.exchanges if e.agent == "verifier"]
+            first = recorded_template_messages(verifier[0].messages, ledger.images)
+            last = recorded_template_messages([*verifier[-1].messages, {"role": "assistant", "content": verifier[-1].completion}],
+                                              ledger.images)
+            prompt = render(processing_class, self.template, first, add_generation_prompt=True)
+            full = render(processing_class, self.template, last, with_mask=True)
+            completion, mask = completion_span(prompt, full)
+            self.template.require_tokens(mask, f"the rollout of sample {sample.id}")
+            self.images.keep(prompt.ids + completion, full.features, len(full.images))
+            self.stats.mask_tokens.append(sum(mask))
+            self.stats.images.append(len(full.images))
+            self.stats.observations += [text_of(m["content"]) for m in last[len(first):] if m["role"] == "user"]
+            out["prompt_ids"].append(prompt.ids)
+            out["completion_ids"].append(completion)
+            out["env_mask"].append(mask)
+            out["outcome"].append({
+                "predicted": binary(verdict.label, verdict.taxonomy), "gold": binary(sample.gold_label, sample.taxonomy),
+                "well_formed": bool(verdict.diagnostics.get("format_ok")), "used_tool": bool(verdict.diagnostics.get("used_tools")),
+            })
+        return {**out, "logprobs": None}
+
+    async def run_all(self, samples: Sequence[Sample]) -> list[tuple[Any, UsageLedger]]:
+        return list(await asyncio.gather(*(self.run_one(sample) for sample in samples)))
+
+    async def run_one(self, sample: Sample) -> tuple[Any, UsageLedger]:
+        """The trained configuration (its retries and frame OCR off) on ``sample``, in the run session's context."""
+        ledger = UsageLedger(record_messages=True)
+        verdict = await run_strategy(self.config, sample, self.session.context(seed=next(self.seeds), ledger=ledger))
+        return verdict, ledger
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.session.close())
+        self.loop.close()
+
+
+def vllm_chat(trainer: Any) -> Any:
+    """TRL's vLLM client's ``chat``: the main process's own, another process's a client of the same server."""
+    generation = trainer.vllm_generation
+    client = getattr(generation, "vllm_client", None)
+    if client is None:
+        from trl.generation.vllm_client import VLLMClient
+
+        client = VLLMClient(base_url=trainer.args.vllm_server_base_url, connection_timeout=trainer.args.vllm_server_timeout)
+    return client.chat
