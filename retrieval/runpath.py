@@ -158,15 +158,22 @@ def _open(settings: RetrievalConfig, pool: BackendPool, backend: str, chosen: Re
 
 
 def replay_mr2(root: Path, settings: RetrievalConfig | None = None, summariser: Backend | None = None) -> RunRetrieval:
-    """The evidence of a recorded MR2 trace (``--replay-mr2``), never online, read with the configuration's
-    ``retrieval:`` settings (pages, summaries, leakage, reliability; the library's, reading up to 8
-    pages, when it has none).
+    """The evidence of a recorded MR2 trace (``--replay-mr2``), never online.
 
-    Debaters' queries (``query_answerer``) and searching agents' web queries (``searchers["web"]``)
-    are both answered from the pages recorded for the claim; ``summariser`` summarises them first.
+    The trace is read as recorded (up to 8 of its pages, both its image and its caption search),
+    under the run's evidence policy: the configuration's leakage settings, reliability list and
+    judging of unknown domains. Debaters' queries (``query_answerer``) and searching agents' web
+    queries (``searchers["web"]``) are both answered from the pages recorded for the claim;
+    ``summariser`` summarises them first.
     """
     log = EvidenceLog("replay", f"answers recorded in the MR2 trace at {root}")
-    pipeline = mr2_replay_pipeline(root, summariser, config=settings, log=log)
+    recorded = RetrievalConfig(max_pages=8)
+    if settings is not None:
+        recorded = recorded.model_copy(update={
+            "leakage": settings.leakage, "reliability_list": settings.reliability_list,
+            "judge_unknown_domains": settings.judge_unknown_domains,
+        })
+    pipeline = mr2_replay_pipeline(root, summariser, config=recorded, log=log)
     answerer = GatheredEvidenceAnswerer(pipeline)
     policy = pipeline.policy or EvidencePolicy(pipeline.config)
     return RunRetrieval(mode="replay", log=log, policy=policy, evidence_source=pipeline, query_answerer=answerer,

@@ -63,7 +63,7 @@ async def make_run(folder: Path, config: str = "async-three") -> Path:
     pool = factory()
     samples = verite_samples()
     manifest = RunManifest(config=config, dataset=VERITE_SPEC, backend="scripted", seed=0, taxonomy=samples[0].taxonomy)
-    async with RunSession(config, pool, backend="scripted", close_pool=True) as session:
+    async with RunSession(config, pool, backend="scripted", retrieval="off", close_pool=True) as session:
         await BatchRunner(config, samples, session, folder, manifest, concurrency=1).run()
     write_report(folder)
     return folder

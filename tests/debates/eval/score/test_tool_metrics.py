@@ -60,7 +60,7 @@ async def test_the_report_lists_tool_statistics(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(json.dumps(config.model_dump(mode="json")))
     manifest = RunManifest(config=str(path), dataset="test", backend="scripted", seed=0, taxonomy="binary")
-    async with RunSession(config, pool, backend="scripted") as session:
+    async with RunSession(config, pool, backend="scripted", retrieval="off") as session:
         await BatchRunner(str(path), samples, session, tmp_path / "run", manifest).run()
     summary = write_report(tmp_path / "run")
     tools = summary.metrics.tools

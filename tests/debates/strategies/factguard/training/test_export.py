@@ -69,7 +69,7 @@ async def record(tmp_path: Path, config_name: str = "factguard") -> tuple[Path, 
     path.write_text(json.dumps(config.model_dump(mode="json")))
     run_dir = tmp_path / "run"
     manifest = RunManifest(config=str(path), dataset="test", backend="scripted", seed=0, taxonomy="binary")
-    async with RunSession(config, pool, backend="scripted") as session:
+    async with RunSession(config, pool, backend="scripted", retrieval="off") as session:
         outcome = await BatchRunner(str(path), samples, session, run_dir, manifest, concurrency=2,
                                     recorder=TrajectoryRecorder(run_dir)).run()
     assert len(outcome.rows) == len(PLAN) and all(r.status != "error" for r in outcome.rows), [r.error for r in outcome.rows]
