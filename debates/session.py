@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypedDict, TypeVar, Unpack
 
 from debates.config_loader import load_config
 from debates.strategy import STRATEGIES, MessageCallback, RunContext, StrategyConfig, TurnCallback, derive_seed
@@ -34,8 +34,9 @@ from m3d_agents.sample import InputLimits, Sample
 from m3d_agents.verdict import RetrievalMode, Verdict
 from retrieval.policy import EvidencePolicy
 
+from m3d_agents.evidence import Evidence
+
 if TYPE_CHECKING:
-    from m3d_agents.evidence import Evidence
     from retrieval.interfaces import QueryAnswerer
     from retrieval.runpath import RunRetrieval
 
@@ -84,6 +85,23 @@ def _opened(part: T | None) -> T:
     if part is None:
         raise RuntimeError("the run session is not open: use it as `async with RunSession(...)`")
     return part
+
+
+class SampleParts(TypedDict, total=False):
+    """What one sample brings to its run context, beside what the run shares."""
+
+    seed: int
+    """The sample's seed (a batch derives it with :func:`sample_seed`; default 0)."""
+    human_seats: Mapping[str, Callable[..., Any]] | None
+    """Seat name -> a person's input function."""
+    on_turn: TurnCallback | None
+    on_message: MessageCallback | None
+    evidence: list[Evidence] | None
+    """Evidence given with the sample (a recorded trace's)."""
+    gold_evidence: list[Evidence] | None
+    """A data set's own evidence (only an evidence-bounded setting reads it)."""
+    ledger: UsageLedger | None
+    """Receives the sample's model calls (a fresh one when absent)."""
 
 
 @dataclass(frozen=True)
@@ -254,45 +272,19 @@ class RunSession:
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
         await self.close()
 
-    def context(
-        self,
-        *,
-        seed: int = 0,
-        human_seats: Mapping[str, Callable[..., Any]] | None = None,
-        on_turn: TurnCallback | None = None,
-        on_message: MessageCallback | None = None,
-        evidence: list[Evidence] | None = None,
-        gold_evidence: list[Evidence] | None = None,
-        ledger: UsageLedger | None = None,
-    ) -> RunContext:
-        """One sample's run context: the run's backends, evidence sources and policy, with this sample's own parts.
-
-        ``seed`` is the sample's seed (a batch derives it with :func:`sample_seed`); ``evidence``
-        is given with the sample (a recorded trace's), ``gold_evidence`` is a data set's own (only
-        an evidence-bounded setting reads it); ``ledger`` receives the sample's model calls.
-        """
+    def context(self, **parts: Unpack[SampleParts]) -> RunContext:
+        """One sample's run context: the run's backends, evidence sources and policy, with the sample's own ``parts``."""
         sources = self.sources
+        ledger = parts.get("ledger")
         return RunContext(
-            pool=self.pool, backend=self.backend, limits=self.limits, seed=seed, evidence=list(evidence or []),
-            gold_evidence=list(gold_evidence or []), evidence_source=sources.evidence_source,
-            query_answerer=sources.query_answerer or self.default_query_answerer, searchers=dict(sources.searchers),
-            evidence_log=sources.log, evidence_policy=self.policy, human_seats=dict(human_seats or {}), on_turn=on_turn,
-            on_message=on_message, ledger=ledger if ledger is not None else UsageLedger(),
+            pool=self.pool, backend=self.backend, limits=self.limits, seed=parts.get("seed", 0),
+            evidence=list(parts.get("evidence") or []), gold_evidence=list(parts.get("gold_evidence") or []),
+            evidence_source=sources.evidence_source, query_answerer=sources.query_answerer or self.default_query_answerer,
+            searchers=dict(sources.searchers), evidence_log=sources.log, evidence_policy=self.policy,
+            human_seats=dict(parts.get("human_seats") or {}), on_turn=parts.get("on_turn"), on_message=parts.get("on_message"),
+            ledger=ledger if ledger is not None else UsageLedger(),
         )
 
-    async def run(
-        self,
-        sample: Sample,
-        *,
-        seed: int = 0,
-        human_seats: Mapping[str, Callable[..., Any]] | None = None,
-        on_turn: TurnCallback | None = None,
-        on_message: MessageCallback | None = None,
-        evidence: list[Evidence] | None = None,
-        gold_evidence: list[Evidence] | None = None,
-        ledger: UsageLedger | None = None,
-    ) -> Verdict:
+    async def run(self, sample: Sample, **parts: Unpack[SampleParts]) -> Verdict:
         """The verdict of the run's configuration on ``sample``, in the sample's :meth:`context`."""
-        ctx = self.context(seed=seed, human_seats=human_seats, on_turn=on_turn, on_message=on_message, evidence=evidence,
-                           gold_evidence=gold_evidence, ledger=ledger)
-        return await run_strategy(self.config, sample, ctx)
+        return await run_strategy(self.config, sample, self.context(**parts))
