@@ -253,8 +253,7 @@ def header_lines(table: PaperTable, setting: Setting, resamples: int, seed: int,
 def scaled(table: PaperTable, metric: str, value: float | None) -> float | None:
     if value is None:
         return None
-    rate = METRICS[metric].view != "diagnostic"
-    return value * 100.0 if table.scale == "percent" and rate else value
+    return value * 100.0 if table.scale == "percent" and METRICS[metric].rate else value
 
 
 def _difference(ours: Figure, paper: float | None) -> Difference | None:

@@ -39,8 +39,9 @@ def _escalation(result: TableResult, row: RowResult) -> str:
 
 
 def digits(result: TableResult, metric: str) -> int:
-    if METRICS[metric].view == "diagnostic":
-        return 2
+    places = METRICS[metric].places
+    if places is not None:
+        return places
     return 1 if result.scale == "percent" else 3
 
 
@@ -154,7 +155,7 @@ def plot(result: TableResult, path: Path) -> None:
         for position, value in enumerate(paper):
             if np.isnan(value):
                 ax.text(0, position + 0.2, " paper: n/a", va="center", fontsize=7, color="#dd8452")
-        if METRICS[metric].view != "diagnostic":
+        if METRICS[metric].rate:
             ax.set_xlim(0, 100 if result.scale == "percent" else 1)
         ax.set_title(METRICS[metric].title)
         ax.grid(axis="x", alpha=0.3)

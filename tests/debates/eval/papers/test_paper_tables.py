@@ -98,6 +98,26 @@ def test_the_transcribed_rows_hold_the_papers_numbers() -> None:
     assert set(factguard.datasets) == {"fakesv", "fakett", "fakevv"}
 
 
+def test_the_t2agent_tables_hold_tables_2_4_and_5_apart_and_cite_the_papers_text() -> None:
+    amg = load_table("t2agent-table2")
+    assert [r.label for r in amg.rows] == ["MMD-Agent"] * 3 + ["T2Agent"] * 3, "the trained detectors are Table 5's"
+    assert any("no configuration" in note and "does not say how it was run on AMG" in note for note in amg.notes)
+    table5 = load_table("t2agent-table5")
+    assert table5.citation.table == "Table 5"
+    assert [(r.id, table5.figures(r, "amg")["macro_f1"], table5.figures(r, "amg")["accuracy"]) for r in table5.rows] == [
+        ("cafe", 0.467, 0.638), ("mcan", 0.461, 0.612), ("mgca", 0.567, 0.739),
+        ("t2agent-nano", 0.402, 0.503), ("t2agent-mini", 0.499, 0.538), ("t2agent-gpt4o", 0.510, 0.579)]
+    cost = load_table("t2agent-table4")
+    assert cost.metrics == ["usd_per_1000_posts"]
+    figures = {r.id: cost.figures(r, "mmfakebench")["usd_per_1000_posts"] for r in cost.rows}
+    assert figures == {"mmd-agent-gpt4o": 344.4, "t2agent-gpt4o": 1637.1, "mmd-agent-mini": 14.3, "t2agent-mini": 129.4,
+                       "mmd-agent-nano": 9.5, "t2agent-nano": 76.2}
+    assert round(figures["t2agent-gpt4o"] / figures["mmd-agent-gpt4o"], 2) == 4.75
+    for table in (load_table(name) for name in table_names() if name.startswith("t2agent-")):
+        assert table.paper_title.startswith("T2Agent: A Tool-augmented Multimodal Misinformation Detection Agent")
+        assert "AAAI" not in table.paper_title and "shared/papers/t2agent.txt lines" in table.citation.source
+
+
 def test_a_table_names_every_configuration_it_needs_and_says_which_are_missing() -> None:
     table = load_table("agentfact-table3")
     with pytest.raises(InputError, match="needs configurations agentfact-closed, agentfact-bounded .*which this build lacks"):

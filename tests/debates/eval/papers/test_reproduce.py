@@ -45,8 +45,9 @@ def test_the_list_shows_each_papers_tables() -> None:
     assert result.exit_code == 0, result.output
     for line in ("agentm3d-table1  AgentM3D Table 1 on mmfakebench", "t2agent-table1  T2Agent Table 1 on mmfakebench",
                  "t2agent-table3  T2Agent Table 3", "llm-consensus-table1  LLM-Consensus Table 1 on newsclippings",
-                 "agentfact-table3  AgentFact Table III on rwpost", "factguard-table1  FactGuard Table 1 on fakesv, fakett, fakevv"):
-        assert line in result.output
+                 "agentfact-table3  AgentFact Table III on rwpost", "factguard-table1  FactGuard Table 1 on fakesv, fakett, fakevv",
+                 "t2agent-table4  T2Agent Table 4 on mmfakebench", "t2agent-table5  T2Agent Table 5 on amg"):
+        assert line in result.output, line
 
 
 def test_a_table_runs_end_to_end_and_prints_the_papers_numbers_beside_ours(tmp_path: Path, scripted: Path) -> None:
@@ -67,10 +68,10 @@ def test_a_table_runs_end_to_end_and_prints_the_papers_numbers_beside_ours(tmp_p
     assert "[samples-without-evidence] 3 of 3 samples (100%) ended with no evidence item (detected)" in text
     run_json = json.loads((out / "t2agent" / "run.json").read_text())
     ids = {d["id"]: d["origin"] for d in run_json["departures"]}
-    assert ids["no-revisits"] == "configuration" and ids["retrieval-off"] == "detected"
+    assert ids["revisit-after-sweep"] == "configuration" and ids["retrieval-off"] == "detected"
     assert ids["samples-without-evidence"] == "detected"
     assert "## Departures from the paper" in (out / "t2agent" / "report.md").read_text()
-    assert "[no-revisits]" in (out / "t2agent" / "report.md").read_text()
+    assert "[revisit-after-sweep]" in (out / "t2agent" / "report.md").read_text()
 
     table = json.loads((out / "table.json").read_text())
     assert table["complete"] and not table["setting"]["papers_setting"]
@@ -97,6 +98,28 @@ def test_a_table_runs_end_to_end_and_prints_the_papers_numbers_beside_ours(tmp_p
     assert markdown.startswith("# T2Agent Table 1: MMFakeBench, four classes")
     assert "| T2Agent | GPT-4o (no) | t2agent | macro-F1 |" in markdown and "| 0.759 |" in markdown
     assert (out / "table.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_cost_table_sets_our_dollars_per_1000_posts_beside_the_papers(tmp_path: Path, scripted: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("scripted-model: {input_per_mtok: 2.5, output_per_mtok: 10.0}\n")
+    out = tmp_path / "cost"
+    dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
+    result = CliRunner().invoke(app, arguments("t2agent-table4", dataset, out, scripted, "--prices", str(prices)),
+                                env={"COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    table = json.loads((out / "table.json").read_text())
+    rows = {r["id"]: r for r in table["rows"]}
+    assert rows["t2agent-gpt4o"]["paper"] == {"usd_per_1000_posts": 1637.1}
+    assert rows["mmd-agent-gpt4o"]["paper"] == {"usd_per_1000_posts": 344.4}
+    for config in ("t2agent", "mmd-agent-wikipedia"):
+        run_rows, _ = read_rows(out / config / "results.jsonl")
+        dollars = [r.cost_usd for r in run_rows]
+        assert all(d is not None and d > 0 for d in dollars), "a priced backend bills every sample"
+        ours = next(r for r in rows.values() if r["config"] == config)["ours"]["usd_per_1000_posts"]
+        assert ours["value"] == pytest.approx(1000 * sum(dollars) / len(dollars))  # type: ignore[arg-type]
+        assert ours["low"] <= ours["value"] <= ours["high"]
+    assert "1637.1" in result.output and "USD / 1000 posts" in result.output
 
 
 def test_agentm3d_table1_prints_the_papers_numbers_and_each_runs_escalation(tmp_path: Path, scripted: Path) -> None:
