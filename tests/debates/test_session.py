@@ -46,7 +46,7 @@ def scripted_pool(script: Any = None, delay_s: float = 0.0) -> tuple[ClosingPool
 
 
 def check_with(retrieval: RetrievalConfig | None) -> Any:
-    return with_overrides(load_config("check"), retries=0, retrieval=retrieval)
+    return with_overrides(load_config("check"), parse_retries=0, retrieval=retrieval)
 
 
 def start_http(sources: RunRetrieval) -> None:

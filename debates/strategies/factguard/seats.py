@@ -174,7 +174,7 @@ class VerifierSeat(BaseChatAgent):
             return parse_agent_turn(text, self._arguments, tools_open=not last, answer_style=self._config.answer_style,
                                     max_calls=self._config.max_calls_per_turn)
 
-        asking = asyncio.ensure_future(ask(self._client, list(self._history), parse, retries=self._config.retries,
+        asking = asyncio.ensure_future(ask(self._client, list(self._history), parse, retries=self._config.parse_retries,
                                            create_kwargs={"extra_create_args": dict(self._create)},
                                            on_retry=self._ledger.count_parse_retry))
         cancellation_token.link_future(asking)

@@ -21,6 +21,7 @@ from autogen_core.models import LLMMessage
 from debates.config_loader import load_config, with_overrides
 from debates.session import RunSession
 from m3d_agents.backends.factory import BackendPool
+from m3d_agents.diagnostics import AgentFactDiagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample, VideoRef
 from m3d_agents.verdict import Verdict
@@ -97,12 +98,12 @@ def verifying(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
 
 POST = Sample(text="Storm clouds over the Statue of Liberty", images=[EXAMPLE_IMAGE])
 CASES: dict[str, tuple[dict[str, Any], Responder]] = {
-    "check": ({"retries": 0}, checked),
-    "self-consistency": ({"n": 1, "retries": 0}, checked),
+    "check": ({"parse_retries": 0}, checked),
+    "self-consistency": ({"n": 1, "parse_retries": 0}, checked),
     "async": ({"max_rounds": 1}, debating),
     "t2agent": ({}, TreeScript(step=searching_step)),
     "agentfact": ({}, fact_checking),
-    "factguard": ({"upfront_evidence": True, "describe_frames": False, "retries": 0}, verifying),
+    "factguard": ({"upfront_evidence": True, "describe_frames": False, "parse_retries": 0}, verifying),
 }
 
 
@@ -135,5 +136,6 @@ async def test_each_strategy_honours_the_runs_leakage_setting_and_reliability_li
     assert RUMOUR in control, f"{name}: the control reads the evidence too"
     assert FACT_CHECK not in control and "satire" not in control, f"{name}: the library's defaults filter and do not rate"
     if name == "agentfact":
-        assert sum(verdict.diagnostics["leakage"].values()) == 0, "AgentFact's re-checks use the run's settings"
-        assert defaults.diagnostics["leakage"]["factcheck_domain"] == 1
+        assert isinstance(verdict.diagnostics, AgentFactDiagnostics) and isinstance(defaults.diagnostics, AgentFactDiagnostics)
+        assert sum(verdict.diagnostics.leakage.values()) == 0, "AgentFact's re-checks use the run's settings"
+        assert defaults.diagnostics.leakage["factcheck_domain"] == 1
