@@ -32,7 +32,7 @@ from m3d_agents.media.images import PreparedImage
 from m3d_agents.grammars import score_line, ten_point_verdict
 from m3d_agents.parsing import parse_ten_point_score, parse_unit_score
 from m3d_agents.registry import Registry
-from m3d_agents.tools.describers import forensic_describer
+from m3d_agents.tools.image_in_words import forensic_describer
 from m3d_agents.tools.forensics.learned import NAME as LEARNED
 from m3d_agents.tools.forensics.learned import analyse_learned, configured_path
 
