@@ -26,7 +26,8 @@ def seat_lines(config_name: str) -> tuple[str, list[tuple[str, str, str]]]:
         does = ("answers with a label" if protocol.answers_required(seat, loaded) else "argues without answering")
         if seat.stance:
             does += f"; defends: {seat.stance.replace('_', ' ')}"
-        does += f"; at most {turns.get(seat.name, 1)} turn(s)"
+        most = turns.get(seat.name, 1)
+        does += f"; at most {most} turns" if most != 1 else "; one turn"
         rows.append((seat.name, seat.role, does))
     title = f"{loaded.name}: protocol {loaded.protocol}, {len(loaded.seats)} seats"
     return title, rows

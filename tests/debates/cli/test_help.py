@@ -32,3 +32,17 @@ def test_help_gives_every_option_a_line_and_no_flag_a_value_type(command: str) -
     for param in group.commands[command].params:  # type: ignore[attr-defined]
         if param.param_type_name == "option":
             assert param.help, f"m3d {command} {param.opts[0]} has no help"
+
+
+def test_seats_lists_a_configurations_seats_and_says_how_to_take_one() -> None:
+    result = CliRunner().invoke(app, ["seats", "judged"], env={"COLUMNS": "200", "TERM": "dumb"})
+    assert result.exit_code == 0, result.output
+    for seat in ("prosecutor", "defender", "judge"):
+        assert seat in result.output
+    assert "argues without answering; defends: misinformation; at most 2 turns" in result.output
+    assert "m3d debate --config judged --human-seat prosecutor" in result.output
+    refused = CliRunner().invoke(app, ["debate", "--config", "judged", "--human-seat", "debater", "--text", "x"])
+    assert refused.exit_code == 2
+    assert "its seats: prosecutor (debater), defender (debater), judge (judge) (m3d seats judged lists them)" in \
+        " ".join(refused.output.split())
+    assert "has no seats a person can take" in CliRunner().invoke(app, ["seats", "t2agent"]).output
