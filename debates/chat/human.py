@@ -62,6 +62,7 @@ class HumanSeat(UserProxyAgent):
         self._post = ""
         self._images: tuple[Path, ...] = ()
         self._max_asks = max_asks
+        self._writes_lines = not getattr(input_func, "asks_answer", False)
 
     @property
     def answers(self) -> bool:
@@ -90,7 +91,7 @@ class HumanSeat(UserProxyAgent):
 
     def prompt(self) -> str:
         """The whole screen for an input function that reads one text (the person writes the answer lines)."""
-        return f"{self.screen(answer_format=True)}\n> "
+        return f"{self.screen(answer_format=self._writes_lines)}\n> "
 
     def _post_block(self, prepared: PreparedSample) -> str:
         """The post as the protocol lets this seat know it, with the image files named where the seat may see them."""

@@ -190,12 +190,15 @@ def how_to_answer(turn: PersonTurn) -> str:
 class QueueInput:
     """An async input function fed from code: a notebook widget or a web page ``put``s the answers.
 
-    ``prompts`` receives each prompt shown to the person, so a UI can display it.
+    ``prompts`` receives each prompt shown to the person, so a UI can display it. ``asks_answer``: the UI asks
+    for the label and the confidence itself (the web page's choices and slider) and writes the answer lines, so
+    the prompt need not tell the person how to write them.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, asks_answer: bool = False) -> None:
         self.answers: asyncio.Queue[str] = asyncio.Queue()
         self.prompts: asyncio.Queue[str] = asyncio.Queue()
+        self.asks_answer = asks_answer
 
     def put(self, answer: str) -> None:
         self.answers.put_nowait(answer)

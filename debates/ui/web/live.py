@@ -290,7 +290,7 @@ class LiveSession:
         self.debate = debate
         self.ws = ws
         self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self.person = QueueInput() if debate.seat else None
+        self.person = QueueInput(asks_answer=True) if debate.seat else None
 
     async def serve(self) -> None:
         sender = asyncio.create_task(self._send_all())

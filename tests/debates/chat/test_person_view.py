@@ -95,3 +95,17 @@ def test_the_terminal_seat_asks_again_for_a_label_or_confidence_it_cannot_use() 
 def test_how_to_answer_names_each_step_in_order() -> None:
     text = how_to_answer(PersonTurn(screen="", labels=("real", "fake"), images=(EXAMPLE_IMAGE, EXAMPLE_IMAGE)))
     assert text.index("empty line ends it") < text.index("'open 2'") < text.index("choose your answer (real, fake)")
+
+
+async def test_a_page_that_asks_for_the_label_itself_shows_no_answer_lines_to_write() -> None:
+    from debates.chat.human_input import QueueInput
+
+    prompts = {}
+    for asks in (False, True):
+        config, pool, _ = seat_pool(load_config("judged"), {"prosecutor": ["P1", "P2"], "defender": ["D1", "D2"]})
+        person = QueueInput(asks_answer=asks)
+        person.put("The defence answered every point.\nFINAL ANSWER: real\nCONFIDENCE: 0.8")
+        await run_sample(config, SAMPLE, pool, human_seats={"judge": person})
+        prompts[asks] = person.prompts.get_nowait()
+    assert "FINAL ANSWER: <one of: real, fake>" in prompts[False]
+    assert "FINAL ANSWER" not in prompts[True] and "prosecutor, round 2:" in prompts[True]
