@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from m3d_agents.backends.config import default_cache_root
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.errors import BackendError
 from m3d_agents.evidence import Evidence, EvidenceKind, Reliability
 from m3d_agents.media.images import PreparedImage, load_image
 from m3d_agents.redaction import redact
@@ -35,12 +36,12 @@ from retrieval.attempts import ReplayMisses, attempt
 from retrieval.config import RetrievalConfig
 from retrieval.domains import host_of
 from retrieval.extract import extract_article
-from retrieval.fetch import FetchedPage, Fetcher, decode_body
+from retrieval.fetch import FetchedImage, FetchedPage, Fetcher, decode_body
 from retrieval.guards import FetchGuard
 from retrieval.leakage import Candidate, LeakageFilter, LeakageReport
 from retrieval.providers.base import ImageQuery, ReverseImageResult, ReverseImageSearch, SearchHit, WebSearch
 from retrieval.reliability import DomainRatings, ReliabilityRater
-from retrieval.report import PAGES, EvidenceLog
+from retrieval.report import IMAGES, PAGES, EvidenceLog
 from retrieval.store import EvidenceStore, StoreMiss
 from retrieval.summarise import Summariser
 
@@ -317,6 +318,7 @@ class EvidencePipeline:
             text=text,
             language=extracted.language if extracted else None,
             reason=reason,
+            image_url=hit.image_url,
         )
         return Candidate(evidence=evidence, claim_review=bool(extracted and extracted.claim_review))
 
@@ -342,6 +344,31 @@ class EvidencePipeline:
             if self.replay_misses == "raise":
                 raise
             return evidence.model_copy(update={"reason": f"{evidence.reason}; no summary: none in the evidence store (replay)"})
+
+    async def matched_image(self, url: str, sample: Sample) -> FetchedImage:
+        """A matched image, downloaded through the fetch guards and the store (so a replay shows the same
+        image), logged under ``images``; raises :class:`BackendError` with the reason when it cannot be had."""
+        if self.fetcher is None:
+            raise BackendError("no fetcher: this pipeline answers from a recorded trace and downloads nothing")
+        fetcher = self.fetcher
+        asked = False
+
+        async def download() -> FetchedImage:
+            nonlocal asked
+            asked = True
+            if self.log is not None:
+                self.log.network_fetch(sample.id)
+            return await fetcher.get_image(url)
+
+        try:
+            image = await self._stored(IMAGES, url, download, FetchedImage)
+        except BackendError as exc:
+            if self.log is not None:
+                self.log.failed(sample.id, IMAGES, str(exc))
+            raise
+        if self.log is not None:
+            self.log.answered(sample.id, IMAGES, 1, from_store=not asked and self.store is not None)
+        return image
 
     async def close(self) -> None:
         if self.fetcher is not None:

@@ -20,6 +20,8 @@ from m3d_agents.verdict import EvidenceReport, ProviderReport, RetrievalMode
 
 PAGES = "pages"
 """The provider name under which page fetches are logged."""
+IMAGES = "images"
+"""The provider name under which downloads of matched images are logged."""
 
 
 @dataclass

@@ -79,6 +79,12 @@ def load_image(path: Path, limits: InputLimits | None = None, field: str = "imag
     return prepared
 
 
+def decode_image(data: bytes, source: str, limits: InputLimits | None = None, field: str = "image") -> PreparedImage:
+    """Validate and normalise an image held in memory (one downloaded from the web), as :func:`load_image`
+    does a file; ``source`` names it in errors."""
+    return _decode(data, Path(source), hashlib.sha256(data).hexdigest(), limits or InputLimits(), field)
+
+
 def _decode(data: bytes, path: Path, sha: str, limits: InputLimits, field: str) -> PreparedImage:
     ImageFile.LOAD_TRUNCATED_IMAGES = False
     try:

@@ -36,6 +36,8 @@ def explanation_of(board: Board) -> Explanation | None:
         confidence_level=int(data["confidence_level"]),
         label_2class="true" if label == "true" else "false",
         dropped_citations=board.dropped_citations.get("explainer", 0),
+        cited_all_answers=board.citations_all,
+        unknown_all_answers=board.citations_unknown,
         display_ids={board.evidence_id(d): d for d in shown},
         image_analysis=[f.line() for f in board.images] + list(board.post_findings),
     )
@@ -44,7 +46,7 @@ def explanation_of(board: Board) -> Explanation | None:
 def evidence_of(board: Board) -> tuple[list[Evidence], list[str]]:
     """Every item the run retrieved or was given, and the ids of those the explainer was shown."""
     items: dict[str, Evidence] = {}
-    for item in [*board.er.values(), *(f.evidence for f in board.images)]:
+    for item in [*board.er.values(), *(f.evidence for f in board.images), *board.unrelated]:
         items.setdefault(item.id, item)
     shown = [board.evidence_id(d) for d, _ in board.useful()] + [f.evidence.id for f in board.images]
     return list(items.values()), list(dict.fromkeys(shown))
@@ -53,6 +55,7 @@ def evidence_of(board: Board) -> tuple[list[Evidence], list[str]]:
 def findings_of(board: Board, explanation: Explanation | None, label: str | None) -> list[Finding]:
     findings = [Finding(modality="image", summary=f.line(), evidence_ids=[f.evidence.id]) for f in board.images]
     findings += [Finding(modality="image", summary=line) for line in board.post_findings]
+    findings += [Finding(modality="image", summary=f"[unavailable] {what}: {why}") for what, why in board.unavailable.items()]
     if explanation is not None:
         findings.insert(0, Finding(modality="overall", label=label, summary=explanation.reasoning_logic,
                                    evidence_ids=explanation.cited_ids()))
@@ -80,4 +83,9 @@ def diagnostics_of(board: Board) -> dict[str, Any]:
             for d, e in board.er.items()
         ],
         "errors": list(board.errors),
+        "notes": list(board.notes),
+        "unavailable": dict(board.unavailable),
+        "unrelated_images": [e.url or e.id for e in board.unrelated],
+        "citations_all_answers": board.citations_all,
+        "citations_unknown_all_answers": board.citations_unknown,
     }
