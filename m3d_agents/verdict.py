@@ -85,6 +85,8 @@ class EvidenceReport(BaseModel):
     dropped: int = Field(0, description="items looked at and left out (leakage rules, language, duplicates)")
     dropped_why: dict[str, int] = Field(default_factory=dict)
     network_fetches: int = Field(0, description="requests that went out to a provider or a web page")
+    pages_kept: int = Field(0, description="kept items that are web pages (have a URL)")
+    undated_pages_kept: int = Field(0, description="of pages_kept, those with no publication date: the date rule could not check them")
 
     def lines(self) -> list[str]:
         """One or two lines for a console: what ran and what it gave, then what failed and why."""

@@ -241,6 +241,12 @@ class BatchRunner:
         return None if price is None else round(price.cost(prompt_tokens, completion_tokens), 8)
 
     async def run_one(self, index: int, sample: Sample) -> EvalRow:
+        row = await self._run_one(index, sample)
+        if sample.id in self.gold_evidence:
+            row.gold_evidence = len(self.gold_evidence[sample.id])
+        return row
+
+    async def _run_one(self, index: int, sample: Sample) -> EvalRow:
         seed = sample_seed(self.manifest.seed, sample.id)
         backend_name = self.backend or self.manifest.backend
         started = time.perf_counter()
