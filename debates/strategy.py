@@ -20,8 +20,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Mapping, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from debates.fidelity import Departure
+from debates.tool_settings import ToolSettings, resolve_tools, tool_problem
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import collapse_label, get_taxonomy
@@ -32,6 +34,7 @@ from retrieval.config import RetrievalConfig
 
 if TYPE_CHECKING:
     from m3d_agents.backends.factory import BackendPool
+    from m3d_agents.tools.cards import ToolSetup
     from retrieval.interfaces import EvidenceSource, QueryAnswerer
     from retrieval.report import EvidenceLog
 
@@ -41,6 +44,14 @@ the web page stream. May be a plain function or a coroutine function."""
 
 MessageCallback = Callable[[Any, Any], "Awaitable[None] | None"]
 """Group-chat strategies only: called with every AutoGen message or event and the strategy's state."""
+
+
+class CallBudget(BaseModel):
+    """What one sample can cost under a configuration's own limits, read from the configuration alone."""
+
+    calls: int = Field(ge=0, description="the most model calls of one sample, retries of unreadable answers left out")
+    answer_tokens: int | None = Field(None, description="the configuration's cap on each answer; None: the backend's max_tokens")
+    counts: str = Field(description="what the bound counts and what it leaves out, in a few words")
 
 
 class StrategyConfig(BaseModel):
@@ -56,6 +67,44 @@ class StrategyConfig(BaseModel):
         description="where the run's evidence comes from (providers, pages, summaries, leakage and language "
         "policy); None: no evidence unless the run asks for it (--retrieval live)",
     )
+    paper: str | None = Field(
+        None, description="the paper this configuration reproduces or runs a setting of (LLM-Consensus, AgentM3D, "
+        "T2Agent, AgentFact, FactGuard, MMD-Agent); such a configuration lists its departures"
+    )
+    departures: list[Departure] = Field(
+        default_factory=list, description="where this configuration knowingly differs from its paper; every run states "
+        "them, with the ones it detects (debates.fidelity)"
+    )
+    tools: dict[str, ToolSettings] = Field(
+        default_factory=dict, description="per tool name: a backend of its own, local weights, and what the paper runs "
+        "in its place (debates.tool_settings); a tool left out runs on the calling agent's backend"
+    )
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_apply(cls, value: dict[str, ToolSettings]) -> dict[str, ToolSettings]:
+        for name, settings in value.items():
+            problem = tool_problem(name, settings)
+            if problem:
+                raise ValueError(f"{name}: {problem}")
+        return value
+
+    @model_validator(mode="after")
+    def _paper_states_departures(self) -> "StrategyConfig":
+        ids = [d.id for d in self.departures]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"departures: ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+        if self.departures and self.paper is None:
+            raise ValueError("departures: name the paper they depart from (paper: ...)")
+        return self
+
+    def tools_used(self) -> list[str]:
+        """The registered tools a run of this configuration may call (for plans and reports); strategies add theirs."""
+        return list(self.tools)
+
+    def call_budget(self) -> CallBudget | None:
+        """The most a sample can cost under this configuration's limits; None where the strategy gives no bound."""
+        return None
 
 
 @dataclass
@@ -95,6 +144,11 @@ class RunContext:
         if self.evidence_source is not None:
             gathered += await self.evidence_source.gather(sample, ledger=self.ledger)
         return [e for e in gathered if e.kept]
+
+    def tool_setup(self, config: StrategyConfig) -> ToolSetup:
+        """The per-tool backends and weights of this run: the configuration's ``tools:`` over the config file's.
+        A tool's own backend is kept under ``--backend``, which changes the agents' backend only."""
+        return resolve_tools(self.pool, config.tools)
 
     def backend_name(self, *preferred: str | None) -> str:
         """The backend a call should use: the run's override, else the first preference given, else the default."""

@@ -36,6 +36,13 @@ class RoleUsage(BaseModel):
     completion_tokens: int = 0
 
 
+class ToolUsage(BaseModel):
+    """How often one tool was called for a sample, and how often it could not run."""
+
+    calls: int = Field(0, description="calls made through the tool registry, budget refusals included")
+    unavailable: int = Field(0, description="calls the tool answered 'unavailable' (no model, no key, no searcher, no vision)")
+
+
 class Accounting(BaseModel):
     model_calls: int = 0
     prompt_tokens: int = 0
@@ -45,6 +52,11 @@ class Accounting(BaseModel):
     parse_retries: int = 0
     by_role: dict[str, RoleUsage] = Field(default_factory=dict)
     by_agent: dict[str, RoleUsage] = Field(default_factory=dict)
+    by_backend: dict[str, RoleUsage] = Field(
+        default_factory=dict, description="model calls per backend that answered them, so a tool on a backend of its "
+        "own is priced and counted apart from the agents"
+    )
+    tools: dict[str, ToolUsage] = Field(default_factory=dict, description="tool calls per tool name")
 
 
 RetrievalMode = Literal["live", "record", "replay", "off"]

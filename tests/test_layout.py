@@ -9,7 +9,7 @@
 - ``debates`` is layered, and a module imports only its own layer or the layers below it:
   front-ends (``cli``, ``ui``) over the harness (``eval.papers`` over ``eval.run`` over
   ``eval.score``) over the strategies over the turn policies over the chat machinery over the
-  kernel (``strategy``, ``config_loader``, ``session``). The kernel imports no strategy; the
+  kernel (``strategy``, ``config_loader``, ``session``, ``fidelity``, ``tool_settings``). The kernel imports no strategy; the
   strategies import no harness or front-end.
 - No strategy imports another strategy's internals; what two strategies share lives below them
   (``debates/chat``, ``debates/turns``, ``m3d_agents/tools``) or in ``debates/strategies/checker.py``.
@@ -179,7 +179,7 @@ LAYERS = (
     ("strategies", ("debates.strategies",)),
     ("turns", ("debates.turns",)),
     ("chat", ("debates.chat",)),
-    ("kernel", ("debates.strategy", "debates.config_loader", "debates.session")),
+    ("kernel", ("debates.strategy", "debates.config_loader", "debates.session", "debates.fidelity", "debates.tool_settings")),
 )
 """Top to bottom. The package ``debates`` itself (its ``__init__``) only registers the built-ins."""
 

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from debates.chat.protocol import PROTOCOLS
-from debates.strategy import StrategyConfig
+from debates.strategy import CallBudget, StrategyConfig
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 
@@ -130,3 +130,28 @@ class DebateConfig(StrategyConfig):
             if seat.name == name:
                 return seat
         raise InputError("seat", f"no seat named {name!r}; seats: {', '.join(s.name for s in self.seats)}")
+
+    def tools_used(self) -> list[str]:
+        return list(dict.fromkeys([*(t for s in self.seats for t in s.turn_policy.tools.values()), *self.tools]))
+
+    def call_budget(self) -> CallBudget:
+        """Each seat's most turns (the protocol's :meth:`~debates.chat.protocol.DebateProtocol.most_turns`) times
+        the most calls of one turn under its turn policy, plus the protocol's calls before the first turn."""
+        protocol = PROTOCOLS.get(self.protocol)
+        turns = protocol.most_turns(self)
+        calls = protocol.calls_before_turns(self)
+        calls += sum(turns.get(seat.name, 0) * turn_calls(seat.turn_policy, seat.role) for seat in self.seats)
+        return CallBudget(calls=calls, counts="each seat's most turns times its turn policy's calls")
+
+
+CRITIQUED_ROLES = ("text", "image")
+"""Seat roles whose best-of-N candidates a critic scores by default (cross-modal only with ``critique_cross_modal``)."""
+
+
+def turn_calls(policy: TurnPolicyConfig, role: str) -> int:
+    """The most model calls one turn of ``policy`` makes for a seat of ``role``, retries left out."""
+    critiqued = policy.critique and (role in CRITIQUED_ROLES or (role == "cross_modal" and policy.critique_cross_modal))
+    scoring = 1 if policy.reward.kind == "llm_judge" else 0
+    best_of_n = policy.n * (1 + scoring + int(critiqued)) + int(critiqued and role == "text")
+    react = 2 * policy.max_steps
+    return {"single": 1, "best_of_n": best_of_n, "planned": 1 + best_of_n, "react": react}.get(policy.kind, 1)

@@ -100,6 +100,12 @@ class DebateProtocol(Protocol):
 
     def decide(self, state: DebateState) -> DebateOutcome: ...
 
+    def most_turns(self, config: DebateConfig) -> dict[str, int]:
+        """The most turns each seat can take in one debate (for a run's cost plan)."""
+
+    def calls_before_turns(self, config: DebateConfig) -> int:
+        """The model calls :meth:`prepare` makes once per sample."""
+
     def confidence(self, state: DebateState, decision: DebateOutcome) -> float: ...
 
     def findings(self, state: DebateState) -> list[Finding]: ...

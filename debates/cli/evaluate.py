@@ -98,6 +98,11 @@ def evaluate(
         f"{outcome.out_dir / 'report.md'}"
     )
     console.print(run_costs_line(outcome.rows))
+    departures = result.summary.manifest.departures
+    if departures:
+        console.print(f"departures from the paper ({len(departures)}; also in report.md and run.json):", highlight=False)
+        for departure in departures:
+            console.print(f"  {departure.line()}", markup=False, highlight=False, soft_wrap=True)
     if outcome.interrupted:
         err_console.print("[yellow]interrupted: finished rows are saved; rerun the same command to resume[/]")
         raise typer.Exit(130)

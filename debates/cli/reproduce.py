@@ -42,6 +42,8 @@ def print_table(result: Any) -> None:
 def reproduce(
     table: Optional[str] = typer.Argument(None, help="The table to reproduce (see --list)."),
     list_: bool = typer.Option(False, "--list", help="List the tables and exit."),
+    plan: bool = typer.Option(False, "--plan", help="Print what would run (rows, configurations, backends, tool backends, "
+                              "call budgets) and every departure from the paper already visible, without calling anything."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="KIND:PATH of the data set, e.g. mmfakebench:MMFakeBench_val.json"),
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat of every row (see m3d backends)."),
@@ -66,6 +68,16 @@ def reproduce(
     then the table prints our figures with 95% intervals beside the paper's."""
     if list_:
         list_tables()
+        return
+    if plan:
+        if table is None:
+            fail("reproduce --plan: give TABLE (or --list to see the tables)")
+        from debates.eval.papers.plan import PlanRequest, plan_lines, plan_table
+
+        assert table is not None
+        for line in plan_lines(plan_table(PlanRequest(table=table, backend=backend, config_file=config_file,
+                                                      retrieval=retrieval))):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
         return
     missing = [name for name, value in (("TABLE", table), ("--dataset", dataset), ("--backend", backend), ("--out", out))
                if value is None]

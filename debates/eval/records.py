@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from debates.fidelity import StatedDeparture
 from m3d_agents.datasets.base import LoadReport
 from m3d_agents.errors import InputError
 from m3d_agents.redaction import redact_data
@@ -38,6 +39,10 @@ class RunManifest(BaseModel):
     created: str = ""
     load_report: LoadReport | None = None
     retrieval: str | None = Field(None, description="where the evidence came from: live, record, replay or off")
+    departures: list[StatedDeparture] = Field(
+        default_factory=list, description="how this run departs from the paper its configuration is named after: "
+        "the configuration's list and those detected before the run, then those its rows show (debates.eval.score.departures)"
+    )
 
     def identity(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("config", "dataset", "dataset_options", "backend", "seed")}

@@ -10,7 +10,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from debates.strategy import RunContext, StrategyConfig, strategy
+from debates.strategy import CallBudget, RunContext, StrategyConfig, strategy
 from debates.strategies.checker import CheckerAgent, checked, checker_turn
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import prepare_sample
@@ -22,6 +22,9 @@ class CheckConfig(StrategyConfig):
     strategy: Literal["check"] = "check"
     backend: str | None = Field(None, description="None: the configured default backend")
     retries: int = Field(2, ge=0, description="asks again this many times when the answer cannot be read")
+
+    def call_budget(self) -> CallBudget:
+        return CallBudget(calls=1, counts="one check")
 
 
 @strategy("check")

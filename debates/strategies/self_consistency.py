@@ -23,7 +23,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from debates.strategy import RunContext, StrategyConfig, strategy
+from debates.strategy import CallBudget, RunContext, StrategyConfig, strategy
 from debates.strategies.checker import CheckerAgent, checked, checker_turn
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import prepare_sample
@@ -39,6 +39,9 @@ class SelfConsistencyConfig(StrategyConfig):
     retries: int = Field(2, ge=0)
     min_readable: int = Field(1, ge=1, description="abstain when fewer checks than this give a readable answer")
     on_tie: Literal["abstain"] = "abstain"
+
+    def call_budget(self) -> CallBudget:
+        return CallBudget(calls=self.n, counts="n independent checks")
 
 
 def majority(labels: list[str]) -> str | None:

@@ -15,7 +15,7 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from urllib.parse import urlsplit
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -223,13 +223,57 @@ class BackendConfig(BaseModel):
         return BackendConfig.model_validate(data)
 
 
+class ToolBinding(BaseModel):
+    """Where one tool's model calls go and which weights it loads: a tool of its own, apart from the agent.
+
+    A paper often runs a tool on a model other than the agent's (T2Agent's counterfactual detector
+    is LLaVA-34B, AgentM3D's logic check Qwen3-4B); naming that backend here gives the tool its own
+    model, metered under the tool's name and that backend. Unset fields leave the tool as it is: on
+    the calling agent's backend, with no checkpoint.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str | None = Field(
+        None, description="one of the configured backends (m3d backends lists them) that answers this tool's model "
+        "calls; None: the backend of the agent that calls the tool"
+    )
+    model: Path | None = Field(
+        None, description="tools that load weights (learned_detector): a TorchScript file, or a local folder holding a "
+        "Hugging Face image-classification or segmentation checkpoint in safetensors; None: M3D_FORGERY_MODEL if set"
+    )
+    positive_label: str | None = Field(
+        None, description="a Hugging Face checkpoint's label that means manipulated; None: the one label named like "
+        "fake, forged, manipulated, tampered, generated or synthetic"
+    )
+
+    def merged_over(self, lower: "ToolBinding | None") -> Self:
+        """These settings, with the fields they leave unset (None) taken from ``lower``."""
+        if lower is None:
+            return self
+        update = {k: v for k, v in lower.model_dump().items() if getattr(self, k) is None and v is not None}
+        return self.model_copy(update=update)
+
+
 class BackendSettings(BaseModel):
-    """The config file: named backends plus the default one."""
+    """The config file: named backends plus the default one, and tools that run on backends of their own."""
 
     model_config = ConfigDict(extra="forbid")
 
     backend: str = "local"
     backends: dict[str, BackendConfig] = Field(default_factory=dict)
+    tools: dict[str, ToolBinding] = Field(
+        default_factory=dict, description="per tool name, for every configuration run with this file: the backend "
+        "and weights it uses (a configuration's own tools block wins where both set a field)"
+    )
+
+    @model_validator(mode="after")
+    def _tool_backends_exist(self) -> "BackendSettings":
+        known = self.names()
+        for tool, binding in self.tools.items():
+            if binding.backend is not None and binding.backend not in known:
+                raise ValueError(f"tools.{tool}.backend: unknown backend {binding.backend!r}; known: {', '.join(known)}")
+        return self
 
     def get(self, name: str) -> BackendConfig:
         if name in self.backends:

@@ -77,7 +77,7 @@ class Backend:
         return self.config.call_deadline_s(starts_server=isinstance(lazy, LazyClient) and not lazy.built)
 
     def view(self, ledger: UsageLedger, agent: str, role: str) -> MeteredClient:
-        return MeteredClient(self.client, self.semaphore, ledger, agent, role, self.call_deadline_s)
+        return MeteredClient(self.client, self.semaphore, ledger, agent, role, self.call_deadline_s, self.name)
 
     def structured_args(self, schema: type[BaseModel]) -> dict[str, Any]:
         # OpenAI's strict mode rejects some keywords (maxLength); vLLM enforces the full schema.
@@ -168,6 +168,10 @@ class BackendPool:
 
     def add(self, backend: Backend) -> None:
         self._backends[backend.name] = backend
+
+    def names(self) -> list[str]:
+        """Every backend a call may name: the configured ones and any added to the pool."""
+        return list(dict.fromkeys([*self.settings.names(), *self.overrides, *self._backends]))
 
     async def close(self) -> None:
         for backend in self._backends.values():

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from m3d_agents.backends.choices import Choices, can_sample_choices
 from m3d_agents.backends.recording import ChatMessage, chat_messages
 from m3d_agents.errors import BackendError
-from m3d_agents.verdict import Accounting, RoleUsage
+from m3d_agents.verdict import Accounting, RoleUsage, ToolUsage
 
 R = TypeVar("R")
 
@@ -33,6 +33,8 @@ class CallRecord:
     completion_tokens: int
     latency_s: float
     cached: bool
+    backend: str = ""
+    """The backend that answered: the agent's, or the tool's own (``tools: {NAME: {backend: ...}}``)."""
 
 
 @dataclass
@@ -59,9 +61,16 @@ class UsageLedger:
     record_messages: bool = False
     exchanges: list[Exchange] = field(default_factory=list)
     images: dict[str, bytes] = field(default_factory=dict)
+    tools: dict[str, ToolUsage] = field(default_factory=dict)
+    """Tool calls of the sample by tool name, counted where the registry binds a tool."""
 
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
+
+    def record_tool(self, tool: str, unavailable: bool) -> None:
+        usage = self.tools.setdefault(tool, ToolUsage())
+        usage.calls += 1
+        usage.unavailable += int(unavailable)
 
     def record_exchange(
         self, agent: str, role: str, messages: Sequence[LLMMessage], result: CreateResult, options: Mapping[str, Any]
@@ -76,8 +85,9 @@ class UsageLedger:
     def accounting(self) -> Accounting:
         by_role: dict[str, RoleUsage] = {}
         by_agent: dict[str, RoleUsage] = {}
+        by_backend: dict[str, RoleUsage] = {}
         for r in self.records:
-            for key, table in ((r.role, by_role), (r.agent, by_agent)):
+            for key, table in ((r.role, by_role), (r.agent, by_agent), (r.backend, by_backend)):
                 usage = table.setdefault(key, RoleUsage())
                 usage.calls += 1
                 usage.prompt_tokens += r.prompt_tokens
@@ -91,6 +101,8 @@ class UsageLedger:
             parse_retries=self.parse_retries,
             by_role=by_role,
             by_agent=by_agent,
+            by_backend={name: usage for name, usage in by_backend.items() if name},
+            tools={name: usage.model_copy() for name, usage in self.tools.items()},
         )
 
 
@@ -110,6 +122,7 @@ class MeteredClient(ChatCompletionClient):
         agent: str,
         role: str,
         timeout_s: float,
+        backend: str = "",
     ) -> None:
         self.inner = inner
         self.semaphore = semaphore
@@ -117,9 +130,10 @@ class MeteredClient(ChatCompletionClient):
         self.agent = agent
         self.role = role
         self.timeout_s = timeout_s
+        self.backend = backend
 
     def with_role(self, role: str, agent: str | None = None) -> "MeteredClient":
-        return MeteredClient(self.inner, self.semaphore, self.ledger, agent or self.agent, role, self.timeout_s)
+        return MeteredClient(self.inner, self.semaphore, self.ledger, agent or self.agent, role, self.timeout_s, self.backend)
 
     async def _limited(self, call: Callable[[], Awaitable[R]]) -> tuple[R, float]:
         """Run one request under the concurrency gate and the deadline; the result and its latency."""
@@ -162,6 +176,7 @@ class MeteredClient(ChatCompletionClient):
                 completion_tokens=usage.completion_tokens if usage else 0,
                 latency_s=latency,
                 cached=bool(result.cached),
+                backend=self.backend,
             )
         )
         if self.ledger.record_messages:
@@ -197,6 +212,7 @@ class MeteredClient(ChatCompletionClient):
                 completion_tokens=choices.usage.completion_tokens,
                 latency_s=latency,
                 cached=choices.cached,
+                backend=self.backend,
             )
         )
         if self.ledger.record_messages:

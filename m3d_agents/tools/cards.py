@@ -4,10 +4,16 @@ A model picks tools by reading their descriptions, so the description is generat
 per tool (purpose, when to use it, inputs, outputs, cost, requirements) instead of being written
 ad hoc next to each function. Tools are bound to one sample at a time through a
 :class:`ToolContext`, which keeps samples from sharing state.
+
+A tool that calls a model asks :meth:`ToolContext.backend_for` for its backend: the one the run
+gave that tool (``tools: {NAME: {backend: ...}}``, :class:`ToolSetup`), else the calling agent's.
+Every call made through the registry is counted in the sample's ledger, with whether the tool
+answered "unavailable", so a run can say which tools never worked.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -17,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Protocol, Seq
 from autogen_core.tools import FunctionTool
 from pydantic import BaseModel, Field, field_validator
 
+from m3d_agents.backends.config import ToolBinding
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
@@ -50,6 +57,11 @@ class ToolCard(BaseModel):
     needs_network: bool = False
     needs_gpu: bool = False
     needs_vision: bool = Field(False, description="needs a backend that can see images")
+    calls_model: bool = Field(
+        False, description="asks a language model; it runs on the calling agent's backend unless the run gives the "
+        "tool a backend of its own (tools: {NAME: {backend: ...}})"
+    )
+    loads_checkpoint: bool = Field(False, description="runs local weights named by tools: {NAME: {model: PATH}}")
     category: Literal["forensics", "image_analysis", "ocr", "text", "time", "web", "video"] = "forensics"
     argument: str | None = Field(
         None,
@@ -71,6 +83,25 @@ class ToolCard(BaseModel):
             f"{self.purpose} When to use: {self.when_to_use} Inputs: {self.inputs} Outputs: {self.outputs} "
             f"Cost: {self.cost}. Needs: {', '.join(needs) if needs else 'nothing beyond the CPU'}."
         )
+
+
+UNAVAILABLE = re.compile(r"(?:^|: |; )unavailable: ")
+"""How a tool says it could not run (``physics_check: unavailable: backend local is text-only``)."""
+
+
+def is_unavailable(answer: object) -> bool:
+    """Whether a tool's answer says it could not run, read from its first line."""
+    return isinstance(answer, str) and bool(UNAVAILABLE.search(answer.split("\n", 1)[0]))
+
+
+@dataclass(frozen=True)
+class ToolSetup:
+    """What a run chose per tool: backends of their own and the bindings they came from (weights, labels)."""
+
+    backends: Mapping[str, Backend] = field(default_factory=dict)
+    """Tool name -> the backend its model calls go to; a tool absent here uses the calling agent's."""
+    bindings: Mapping[str, ToolBinding] = field(default_factory=dict)
+    """Tool name -> its merged settings from the configuration and the config file."""
 
 
 @dataclass
@@ -97,6 +128,8 @@ class ToolContext:
     artifacts: list["Artifact"] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     """Options of tools for this run (``grid_max_side``, ``fact_probe_top_k`` ...)."""
+    setup: ToolSetup = field(default_factory=ToolSetup)
+    """Per-tool backends and weights chosen for this run."""
 
     def image(self, index: int) -> PreparedImage:
         count = len(self.prepared.images)
@@ -118,6 +151,14 @@ class ToolContext:
             raise InputError("backend", "this tool calls a model, but no backend was given to the tools")
         return self.backend
 
+    def backend_for(self, tool: str) -> Backend:
+        """The backend of ``tool``'s model calls: its own when the run gave it one, else the calling agent's."""
+        return self.setup.backends.get(tool) or self.require_backend()
+
+    def binding(self, tool: str) -> ToolBinding:
+        """``tool``'s settings for this run (empty when none were given)."""
+        return self.setup.bindings.get(tool) or ToolBinding()
+
 
 @dataclass(frozen=True)
 class Artifact:
@@ -131,6 +172,18 @@ class Artifact:
 
 
 ToolFactory = Callable[[ToolContext], Callable[..., Any]]
+
+
+def _counted(name: str, function: Callable[..., Any], context: ToolContext) -> Callable[..., Any]:
+    """``function`` with every finished call recorded in ``context.ledger`` (a call that raised is not counted)."""
+
+    @functools.wraps(function)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        answer = await function(*args, **kwargs)
+        context.ledger.record_tool(name, is_unavailable(answer))
+        return answer
+
+    return call
 
 
 @dataclass(frozen=True)
@@ -169,8 +222,9 @@ class ToolRegistry:
         return self._tools[name]
 
     def bind(self, name: str, context: ToolContext) -> Callable[..., Any]:
-        """One tool bound to ``context``, to be called directly (a ReAct action names it by verb)."""
-        return self._entry(name).factory(context)
+        """One tool bound to ``context``, to be called directly (a ReAct action names it by verb);
+        each call is counted in the context's ledger, with whether the tool answered "unavailable"."""
+        return _counted(name, self._entry(name).factory(context), context)
 
     def function_tools(self, context: ToolContext, names: Sequence[str] | None = None) -> list[FunctionTool]:
         """AutoGen tools bound to ``context``; their descriptions come from the cards."""
@@ -178,7 +232,8 @@ class ToolRegistry:
         tools = []
         for name in chosen:
             entry = self._entry(name)
-            tools.append(FunctionTool(entry.factory(context), description=entry.card.description(), name=name))
+            tools.append(FunctionTool(_counted(name, entry.factory(context), context), description=entry.card.description(),
+                                      name=name))
         return tools
 
     def catalogue(self) -> str:

@@ -71,12 +71,16 @@ def _fusion(context: ToolContext) -> Callable[..., Any]:
 
 
 @REGISTRY.register(ToolCard(
-    name="learned_detector", purpose="A learned forgery detector loaded from a local TorchScript file, when one is configured.",
+    name="learned_detector", purpose="A learned forgery detector run from local weights (TorchScript, or a Hugging Face "
+    "image-classification or segmentation checkpoint), when one is configured.", loads_checkpoint=True,
     when_to_use="as a second opinion next to the hand-made forensic tools.", inputs=_IMAGE_INPUT,
     outputs="a forgery probability and a heat map, or 'unavailable' when no model is configured.", cost="moderate"))
 def _learned(context: ToolContext) -> Callable[..., Any]:
+    binding = context.binding("learned_detector")
+
     async def learned_detector(image_index: int = 0) -> str:
-        return (await asyncio.to_thread(analyse_learned, context.image(image_index))).for_agents()
+        result = await asyncio.to_thread(analyse_learned, context.image(image_index), binding.model, binding.positive_label)
+        return result.for_agents()
 
     return learned_detector
 
@@ -94,11 +98,12 @@ def _ocr(context: ToolContext) -> Callable[..., Any]:
 
 @REGISTRY.register(ToolCard(
     name="grounded_description", purpose="Asks the vision model for a description tied to regions of the image.",
-    category="image_analysis", needs_vision=True, when_to_use="before judging whether image and text match.",
+    category="image_analysis", needs_vision=True, calls_model=True, when_to_use="before judging whether image and text match.",
     inputs=_IMAGE_INPUT, outputs="a short description that names where each thing is.", cost="expensive"))
 def _describe(context: ToolContext) -> Callable[..., Any]:
     async def describe(image_index: int = 0) -> str:
-        result = await grounded_description(context.image(image_index), context.require_backend(), context.ledger, context.agent)
+        result = await grounded_description(context.image(image_index), context.backend_for("grounded_description"),
+                                            context.ledger, context.agent)
         return result.for_agents()
 
     return describe
@@ -106,12 +111,13 @@ def _describe(context: ToolContext) -> Callable[..., Any]:
 
 @REGISTRY.register(ToolCard(
     name="visual_question", purpose="Asks the vision model one question about the image.", category="image_analysis",
-    needs_vision=True, when_to_use="to verify one specific detail the claim depends on.",
+    needs_vision=True, calls_model=True, when_to_use="to verify one specific detail the claim depends on.",
     inputs="question (one question), image_index.", outputs="the answer, or 'cannot tell from the image'.", cost="expensive",
     argument="question"))
 def _vqa(context: ToolContext) -> Callable[..., Any]:
     async def answer(question: str, image_index: int = 0) -> str:
-        result = await visual_question(context.image(image_index), question, context.require_backend(), context.ledger, context.agent)
+        result = await visual_question(context.image(image_index), question, context.backend_for("visual_question"),
+                                       context.ledger, context.agent)
         return result.for_agents()
 
     return answer
@@ -119,11 +125,13 @@ def _vqa(context: ToolContext) -> Callable[..., Any]:
 
 @REGISTRY.register(ToolCard(
     name="image_entities", purpose="Asks the vision model which people, places, landmarks, logos and events the image shows.",
-    category="image_analysis", needs_vision=True, when_to_use="to compare who and where the image shows with what the text says.",
+    category="image_analysis", needs_vision=True, calls_model=True,
+    when_to_use="to compare who and where the image shows with what the text says.",
     inputs=_IMAGE_INPUT, outputs="a list of entities, each with its type and visual evidence.", cost="expensive"))
 def _entities(context: ToolContext) -> Callable[..., Any]:
     async def entities(image_index: int = 0) -> str:
-        result = await recognise_entities(context.image(image_index), context.require_backend(), context.ledger, context.agent)
+        result = await recognise_entities(context.image(image_index), context.backend_for("image_entities"), context.ledger,
+                                          context.agent)
         return result.for_agents()
 
     return entities
@@ -131,26 +139,27 @@ def _entities(context: ToolContext) -> Callable[..., Any]:
 
 @REGISTRY.register(ToolCard(
     name="physics_check", purpose="Asks the vision model whether the scene is physically possible and consistent with the claim.",
-    category="image_analysis", needs_vision=True, when_to_use="for composites, impossible weather, shadows or scale, and generated images.",
+    category="image_analysis", needs_vision=True, calls_model=True,
+    when_to_use="for composites, impossible weather, shadows or scale, and generated images.",
     inputs="claim (defaults to the post's text), image_index.", outputs="plausible yes/no, the problems seen, and whether the image fits the claim.",
     cost="expensive"))
 def _physics(context: ToolContext) -> Callable[..., Any]:
     async def check(claim: str = "", image_index: int = 0) -> str:
         result = await physics_check(context.image(image_index), claim or context.prepared.sample.text,
-                                     context.require_backend(), context.ledger, context.agent)
+                                     context.backend_for("physics_check"), context.ledger, context.agent)
         return result.for_agents()
 
     return check
 
 
 @REGISTRY.register(ToolCard(
-    name="logic_check", purpose="Asks the language model whether a claim contradicts itself.", category="text",
+    name="logic_check", purpose="Asks the language model whether a claim contradicts itself.", category="text", calls_model=True,
     when_to_use="when the text critic reviews a claim with numbers, dates or chains of cause and effect.",
     inputs="claim (defaults to the post's text).", outputs="consistent yes/no and the issues found.", cost="moderate",
     argument="claim"))
 def _logic(context: ToolContext) -> Callable[..., Any]:
     async def logic(claim: str = "") -> str:
-        result = await check_logic(claim or context.prepared.sample.text, context.require_backend(), context.ledger,
+        result = await check_logic(claim or context.prepared.sample.text, context.backend_for("logic_check"), context.ledger,
                                    context.evidence, context.agent)
         return result.for_agents()
 
@@ -180,7 +189,7 @@ async def _search(context: ToolContext, kind: str, title: str, query: str) -> st
         return f"{title}: no query was given."
     searcher = context.searchers.get(kind)
     if searcher is None:
-        return f"{title} is not available in this run (no {kind} searcher; see --retrieval), so nothing was searched."
+        return f"{title}: unavailable: not available in this run (no {kind} searcher; see --retrieval), so nothing was searched."
     found = [e for e in await searcher.answer(query, context.prepared.sample, ledger=context.ledger) if e.kept]
     if not found:
         return f"{title} found nothing for {query!r}."

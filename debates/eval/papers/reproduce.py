@@ -7,7 +7,10 @@ configuration (one system on several backbones) share its run.
 
 The table is only ever presented as the paper's setting when it is: the header says what differs
 (another model than the paper's backbone, a ``--limit`` subset, a test fixture, a sample count the
-paper does not give), and each row says whether its backbone is the one we ran.
+paper does not give) and lists every row's departures from its paper (the configuration's own
+list and those its run detected, :mod:`debates.eval.score.departures`), and each row says whether
+its backbone is the one we ran, what share of its samples ended with no evidence, and what share of
+its tool calls were answered "unavailable".
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from debates.eval.run.evaluate import (CheckedRequest, EvaluateRequest, RunProgress, check_request, load_samples, run_evaluation,
                                    worker_deaths_line)
+from debates.eval.score.departures import run_shares
 from debates.eval.score.metrics import compute_metrics
+from debates.fidelity import StatedDeparture
 from debates.eval.papers.paper_tables import Missing, PaperTable, check_runnable, load_table
 from debates.eval.records import EvalRow
 from debates.eval.score.report import load_run
@@ -102,6 +107,41 @@ class RowResult(BaseModel):
     completion_tokens_per_sample: float | None = None
     cost_per_sample_usd: float | None = None
     retrieval: str | None = None
+    no_evidence_share: float | None = Field(None, description="share of the run's finished samples that ended with no evidence item")
+    unavailable_share: float | None = Field(None, description="share of the run's tool calls answered 'unavailable'")
+
+
+class DepartureGroup(BaseModel):
+    """One departure and the configurations (rows) whose runs have it."""
+
+    configs: list[str]
+    departure: StatedDeparture
+
+
+def group_departures(by_config: dict[str, list[StatedDeparture]]) -> list[DepartureGroup]:
+    """Departures shared by several configurations once, with the configurations that have them: the detected ones
+    first (what this run's settings and rows show), then the configurations' own lists, each in first-seen order."""
+    groups: dict[tuple[str, str], DepartureGroup] = {}
+    for config, departures in by_config.items():
+        for departure in departures:
+            key = (departure.id, departure.text)
+            if key in groups:
+                groups[key].configs.append(config)
+            else:
+                groups[key] = DepartureGroup(configs=[config], departure=departure)
+    return sorted(groups.values(), key=lambda group: group.departure.origin != "detected")
+
+
+def departure_lines(groups: list[DepartureGroup], configs: list[str]) -> list[str]:
+    """The header's departure lines: each prefixed with the configurations it holds for (or every row)."""
+    if not groups:
+        return ["departures from the papers: none listed or detected"]
+    lines = [f"departures from the papers ({len(groups)}; listed by the configurations or detected):"]
+    for group in groups:
+        who = "every row" if set(group.configs) >= set(configs) and len(configs) > 1 else ", ".join(group.configs)
+        mark = " (detected)" if group.departure.origin == "detected" else ""
+        lines.append(f"  {who}: {group.departure.line()}{mark}")
+    return lines
 
 
 class Setting(BaseModel):
@@ -132,6 +172,7 @@ class TableResult(BaseModel):
     metrics: list[str]
     setting: Setting
     header: list[str]
+    departures: list[DepartureGroup] = []
     rows: list[RowResult]
     notes: list[str]
     bootstrap: dict[str, object]
@@ -236,8 +277,10 @@ def _difference(ours: Figure, paper: float | None) -> Difference | None:
 
 
 def table_result(table: PaperTable, setting: Setting, runs: dict[str, tuple[Path, list[EvalRow], str | None]],
-                 *, resamples: int, seed: int, kind: str) -> TableResult:
-    """The table from the rows of each configuration's run (keyed by configuration)."""
+                 *, resamples: int, seed: int, kind: str,
+                 departures: dict[str, list[StatedDeparture]] | None = None) -> TableResult:
+    """The table from the rows of each configuration's run (keyed by configuration); ``departures`` are each
+    run's, from its ``run.json``."""
     figures = row_figures({config: rows for config, (_, rows, _) in runs.items()}, table.metrics, resamples=resamples, seed=seed)
     taxonomy_of = {config: (rows[0].taxonomy if rows else table.taxonomy) for config, (_, rows, _) in runs.items()}
     results = []
@@ -253,6 +296,7 @@ def table_result(table: PaperTable, setting: Setting, runs: dict[str, tuple[Path
             continue
         run_dir, rows, retrieval = runs[row.config]
         metrics = compute_metrics(rows, taxonomy_of[row.config])
+        shares = run_shares(rows)
         found = figures[row.config]
         ours = {m: Figure(value=scaled(table, m, f.value), low=scaled(table, m, f.low), high=scaled(table, m, f.high),
                           samples=f.samples) for m, f in found.figures.items()}
@@ -263,6 +307,7 @@ def table_result(table: PaperTable, setting: Setting, runs: dict[str, tuple[Path
             "calls_per_sample": metrics.calls_per_sample, "prompt_tokens_per_sample": metrics.prompt_tokens_per_sample,
             "completion_tokens_per_sample": metrics.completion_tokens_per_sample,
             "cost_per_sample_usd": metrics.cost_per_sample_usd, "retrieval": retrieval,
+            "no_evidence_share": shares.no_evidence_share, "unavailable_share": shares.unavailable_share,
         }))
     paired = all(r.paired for r in results if r.status != "no configuration")
     by_mode: dict[str, list[str]] = {}
@@ -270,10 +315,12 @@ def table_result(table: PaperTable, setting: Setting, runs: dict[str, tuple[Path
         by_mode.setdefault(mode or "not recorded", []).append(config)
     modes = ([f"{next(iter(by_mode))} for every row"] if len(by_mode) == 1
              else [f"{mode} for {', '.join(configs)}" for mode, configs in sorted(by_mode.items())])
+    groups = group_departures({config: list((departures or {}).get(config, [])) for config in runs})
     return TableResult(
         table=table.id, paper=table.paper, paper_title=table.paper_title, title=table.title,
         citation=table.citation.line(), scale=table.scale, metrics=table.metrics, setting=setting,
-        header=header_lines(table, setting, resamples, seed, paired, modes), rows=results,
+        header=[*header_lines(table, setting, resamples, seed, paired, modes), *departure_lines(groups, list(runs))],
+        departures=groups, rows=results,
         notes=list(table.notes), bootstrap={"resamples": resamples, "seed": seed, "paired": paired, "interval": "95% percentile"},
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         complete=all(r.status != "incomplete" for r in results),
@@ -324,6 +371,7 @@ async def reproduce(
     loaded, samples = load_samples(first.request)
     wanted = {s.id for s in samples}
     runs: dict[str, tuple[Path, list[EvalRow], str | None]] = {}
+    departures: dict[str, list[StatedDeparture]] = {}
     ran: dict[str, int] = {}
     deaths: dict[str, str] = {}
     for position, (config, run) in enumerate(checked.runs.items()):
@@ -336,11 +384,12 @@ async def reproduce(
             return ReproduceOutcome(result=None, interrupted=True, ran=ran, worker_deaths=deaths)
         manifest, rows = load_run(done.outcome.out_dir)
         runs[config] = (done.outcome.out_dir, [r for r in rows if r.sample_id in wanted], manifest.retrieval)
+        departures[config] = manifest.departures
     settings = first.settings.get(first.backend_name)
     without_evidence = [config for config, (_, _, mode) in runs.items()
                         if mode == "off" and settings_of(load_config(config)) is not None]
     setting = describe_setting(checked.table, checked.kind, request.dataset, loaded, len(samples), request.limit,
                                first.backend_name, settings.model_name, without_evidence)
     result = table_result(checked.table, setting, runs, resamples=request.resamples, seed=request.bootstrap_seed,
-                          kind=checked.kind)
+                          kind=checked.kind, departures=departures)
     return ReproduceOutcome(result=result, interrupted=False, ran=ran, worker_deaths=deaths)

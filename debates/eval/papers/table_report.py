@@ -14,7 +14,7 @@ from debates.eval.papers.reproduce import TABLE_JSON, TABLE_MD, TABLE_PLOT, RowR
 from debates.eval.papers.table_figures import METRICS
 
 COLUMNS = ["paper row", "paper's backbone (= ours?)", "config", "metric", "ours [95% CI]", "paper", "ours - paper",
-           "calls/sample", "tokens/sample (in + out)", "$/sample"]
+           "calls/sample", "tokens/sample (in + out)", "$/sample", "no evidence (% samples)", "tools unavailable (% calls)"]
 NOT_RUN = "not run (no configuration)"
 
 
@@ -50,11 +50,16 @@ def _ours(row: RowResult, metric: str, places: int) -> str:
     return _number(figure.value, places) + interval
 
 
+def _percent(share: float | None, none: str) -> str:
+    return none if share is None else f"{100 * share:.0f}%"
+
+
 def _costs(row: RowResult) -> list[str]:
     if row.status == "no configuration":
-        return ["", "", ""]
+        return ["", "", "", "", ""]
     tokens = f"{row.prompt_tokens_per_sample or 0:.0f} + {row.completion_tokens_per_sample or 0:.0f}"
-    return [_number(row.calls_per_sample, 1), tokens, _number(row.cost_per_sample_usd, 4)]
+    return [_number(row.calls_per_sample, 1), tokens, _number(row.cost_per_sample_usd, 4),
+            _percent(row.no_evidence_share, "n/a"), _percent(row.unavailable_share, "no tool calls")]
 
 
 def cells(result: TableResult) -> list[list[str]]:
@@ -74,7 +79,7 @@ def cells(result: TableResult) -> list[list[str]]:
                 diff = row.difference.get(metric)
                 difference = _number(diff.value, places, signed=True) if diff is not None else "n/a"
             head = [label, _backbone(row), row.config or "-"] if first else ["", "", ""]
-            tail = _costs(row) if first else ["", "", ""]
+            tail = _costs(row) if first else ["", "", "", "", ""]
             lines.append([*head, title, ours, paper, difference, *tail])
     return lines
 

@@ -38,6 +38,7 @@ from m3d_agents.evidence import Evidence
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample
+from m3d_agents.verdict import Accounting
 
 class SampleRecorder(Protocol):
     """Keeps more of each sample than its result row (trajectories for training): a ledger per sample, then the verdict."""
@@ -234,11 +235,21 @@ class BatchRunner:
         return [(i, s) for i, s in enumerate(self.samples) if s.id not in done], kept, torn
 
     def cost_of(self, backend_name: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """What the tokens cost on ``backend_name`` (``name`` or ``name:model``, as the pool names what it built)."""
+        name, _, model = backend_name.partition(":")
         try:
-            price = self.prices.for_backend(self.pool.config(backend_name))
+            config = self.pool.config(name)
+            price = self.prices.for_backend(config.with_overrides(model=model) if model else config)
         except InputError:
             return None
         return None if price is None else round(price.cost(prompt_tokens, completion_tokens), 8)
+
+    def cost_of_sample(self, accounting: Accounting, backend_name: str) -> float | None:
+        """Each backend's calls at its own price (a tool on a backend of its own is priced apart); unknown if any is."""
+        if not accounting.by_backend:
+            return self.cost_of(backend_name, accounting.prompt_tokens, accounting.completion_tokens)
+        costs = [self.cost_of(name, usage.prompt_tokens, usage.completion_tokens) for name, usage in accounting.by_backend.items()]
+        return None if any(c is None for c in costs) else round(sum(c for c in costs if c is not None), 8)
 
     async def run_one(self, index: int, sample: Sample) -> EvalRow:
         row = await self._run_one(index, sample)
@@ -268,7 +279,7 @@ class BatchRunner:
         return row_from_verdict(
             verdict, index=index, seed=seed, gold=sample.gold_label,
             gold_mis=taxonomy.is_misinformation(sample.gold_label) if sample.gold_label else None,
-            latency_s=latency, cost_usd=self.cost_of(verdict.backend or backend_name, acc.prompt_tokens, acc.completion_tokens),
+            latency_s=latency, cost_usd=self.cost_of_sample(acc, verdict.backend or backend_name),
             config=self.config, backend=backend_name,
         )
 

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from debates.eval.run.batch import BatchOutcome, BatchRunner, Tally, check_run_dir
-from debates.eval.records import RunManifest
+from debates.eval.records import MANIFEST, RunManifest
+from debates.eval.score.departures import PlannedRun, combined, planned_departures, row_departures, run_shares
+from debates.fidelity import StatedDeparture
 from debates.eval.score.prices import PriceTable, load_price_table
 from debates.eval.run.ratelimit import RateLimitedPool
 from debates.eval.score.report import RunSummary, write_report
@@ -75,6 +77,8 @@ class CheckedRequest:
     """The configuration, loaded once: Ray workers receive it as it is, so a YAML file need not exist on their nodes."""
     config_label: str
     """How the run folder, its manifest and its rows name the configuration: a built-in's name, a file's absolute path."""
+    departures: list[StatedDeparture] = field(default_factory=list)
+    """How the run will depart from the configuration's paper, as far as is known before it starts."""
 
 
 @dataclass
@@ -124,9 +128,31 @@ def check_request(request: EvaluateRequest) -> CheckedRequest:
     settings.get(backend_name)
     run_dir = request.out or Path("runs") / f"{Path(request.config).stem if is_file else request.config}-{kind}-{backend_name}"
     check_run_dir(run_dir)
+    mode = parse_mode(request.retrieval)
     return CheckedRequest(request=request, kind=kind, settings=settings, backend_name=backend_name, override=override,
-                          run_dir=run_dir, mode=parse_mode(request.retrieval), price_table=price_table, strategy=strategy,
-                          config_label=config_label)
+                          run_dir=run_dir, mode=mode, price_table=price_table, strategy=strategy,
+                          config_label=config_label, departures=planned_departures(plan_of(strategy, settings, override, mode)))
+
+
+def plan_of(strategy: StrategyConfig, settings: BackendSettings, override: str | None, mode: RetrievalMode | None) -> PlannedRun:
+    """The run of ``strategy`` as it is known before it starts: the agents' backend (the override, else the
+    configuration's own, else the default), the retrieval mode and the config file's tools."""
+    agents = override or getattr(strategy, "backend", None) or resolve_backend_name(None, settings)
+    return PlannedRun(config=strategy, backend_name=agents, backend=settings.get(agents), mode=mode, file_tools=settings.tools)
+
+
+def finish_departures(run_dir: Path, planned: list[StatedDeparture], strategy: StrategyConfig) -> list[StatedDeparture]:
+    """The run's departures once its rows are in: the planned ones and what the rows show, written to ``run.json``."""
+    from debates.eval.score.report import load_run
+
+    manifest, rows = load_run(run_dir)
+    departures = combined(planned, row_departures(run_shares(rows), strategy.retrieval is not None))
+    updated = manifest.model_copy(update={"departures": departures})
+    path = run_dir / MANIFEST
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(updated.model_dump_json(indent=2), encoding="utf-8")
+    temporary.replace(path)
+    return departures
 
 
 def load_samples(request: EvaluateRequest) -> tuple[LoadedDataset, list[Sample]]:
@@ -169,7 +195,7 @@ async def run_evaluation(
     try:
         manifest = RunManifest(config=checked.config_label, dataset=request.dataset, dataset_options=request.dataset_options,
                                backend=checked.backend_name, seed=request.seed, taxonomy=samples[0].taxonomy,
-                               load_report=loaded.report, retrieval=sources.mode)
+                               load_report=loaded.report, retrieval=sources.mode, departures=checked.departures)
         if progress is not None:
             progress.start(checked.config_label, len(samples))
         recorder = None
@@ -182,6 +208,7 @@ async def run_evaluation(
     finally:
         await sources.close()
         await pool.close()
+    finish_departures(outcome.out_dir, checked.departures, checked.strategy)
     summary = write_report(outcome.out_dir)
     return EvaluateResult(outcome=outcome, summary=summary, samples=samples)
 

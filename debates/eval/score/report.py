@@ -150,6 +150,10 @@ def markdown(summary: RunSummary) -> str:
                   f"| mean model turns | {t.mean_turns:.2f} |",
                   f"| tokens per sample | {t.tokens_per_sample:.0f} |",
                   f"| latency per sample (s) | {t.latency_per_sample_s:.2f} |", ""]
+    if man.departures:
+        lines += ["## Departures from the paper", "",
+                  "Listed by the configuration, or detected from the run's settings and its rows (the same list as run.json):",
+                  "", *[f"- {d.line()}{' (detected)' if d.origin == 'detected' else ''}" for d in man.departures], ""]
     if m.error_types:
         lines += ["## Failed samples", "", *[f"- {name}: {count}" for name, count in m.error_types.items()], ""]
     if man.load_report is not None and man.load_report.skipped:

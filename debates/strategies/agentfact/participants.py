@@ -30,8 +30,7 @@ from __future__ import annotations
 from abc import abstractmethod
 
 import asyncio
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
 from autogen_agentchat.agents import BaseChatAgent
@@ -63,6 +62,7 @@ from debates.strategies.agentfact.schemas import (
 from debates.strategies.agentfact.settings import ROLES, AgentFactConfig, Role
 from debates.strategy import RunContext
 from m3d_agents.asking import Answer, ask
+from m3d_agents.backends.config import ToolBinding
 from m3d_agents.backends.factory import Backend
 from m3d_agents.bounds import fit_to_bounds
 from m3d_agents.errors import BackendError, InputError, ParseError
@@ -71,6 +71,7 @@ from m3d_agents.media.images import PreparedImage, PreparedSample, decode_image
 from m3d_agents.parsing import parse_json_object, parse_model
 from m3d_agents.sample import Sample
 from m3d_agents.tools.forensics.fusion import fuse, run_forensics
+from m3d_agents.tools.forensics.learned import NAME as DETECTOR
 from m3d_agents.tools.forensics.learned import analyse_learned
 from retrieval.interfaces import MatchedImages, QueryAnswerer
 from retrieval.leakage import Candidate, LeakageFilter
@@ -94,8 +95,9 @@ class Workflow:
     backends: dict[Role, Backend]
     notes: dict[str, tuple[str | None, str | None]]
     """Speaker -> (stance, parse error) of the turn it is about to post, for the transcript."""
-    detector: Path | None = None
-    """The learned detector's weights (a DIRE-style checkpoint); None: ``M3D_FORGERY_MODEL`` if set."""
+    detector: ToolBinding = field(default_factory=ToolBinding)
+    """The learned detector's settings for this run (``tools: {learned_detector: ...}``): its weights, a DIRE-style
+    checkpoint, and the label that means manipulated; no weights: ``M3D_FORGERY_MODEL`` if set."""
 
     def sees(self, role: Role) -> bool:
         """Whether ``role`` is shown the post's image: it has one, the configuration says so and the backend can see."""
@@ -513,13 +515,15 @@ class VisualAnalyst(Participant):
         for number, image in enumerate(flow.prepared.images, start=1):
             if config.deepfake:
                 try:
-                    result = analyse_learned(image, flow.detector)
+                    result = analyse_learned(image, flow.detector.model, flow.detector.positive_label)
+                    flow.ctx.ledger.record_tool(DETECTOR, not result.informative)
                     if result.informative:
                         board.post_findings.append(f"[post image {number}] deepfake score {result.score:.2f} ({result.finding})")
                     else:
                         board.post_findings.append(f"[post image {number}] deepfake score {result.finding}")
                         flow.board.unavailable.setdefault("deepfake", f"the deepfake score (DIRE in the paper) is {result.finding}")
                 except InputError as exc:
+                    flow.ctx.ledger.record_tool(DETECTOR, True)
                     board.post_findings.append(f"[post image {number}] deepfake score unavailable: {exc.problem}")
                     flow.board.unavailable.setdefault("deepfake", f"the learned detector could not run: {exc.problem}")
             if config.forensics:

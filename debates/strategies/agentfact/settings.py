@@ -16,7 +16,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from debates.strategy import StrategyConfig
+from debates.strategy import CallBudget, StrategyConfig
 
 Role = Literal["strategist", "retriever", "visual_analyst", "screener", "reasoner", "explainer"]
 ROLES: tuple[Role, ...] = get_args(Role)
@@ -134,6 +134,29 @@ class AgentFactConfig(StrategyConfig):
 
     def has(self, role: Role) -> bool:
         return any(seat.role == role for seat in self.seats)
+
+    def call_budget(self) -> CallBudget:
+        """Plans, the query writer (one call per plan or per round of queries for the claim), the reasoning
+        steps, Agent-IR's calls (image matching, tampering, one miscaption judgement per page) and the
+        explanation; retrieval's own calls (page summaries, domain ratings) are not bounded here."""
+        searching = self.setting == "open_web"
+        plans = self.max_plans if self.has("strategist") else 0
+        writer = self.max_plans if searching and self.has("retriever") else 0
+        steps = self.max_steps if searching or self.has("reasoner") or self.has("screener") else 0
+        analyst = 0
+        if searching and self.has("visual_analyst"):
+            analyst = (2 if self.image_matching else 0) + (self.reverse_pages if self.miscaption else 0)
+        return CallBudget(calls=plans + writer + steps + analyst + 1, answer_tokens=self.max_tokens,
+                          counts="plans, query writing, reasoning steps, image matching, tampering, miscaption checks, the "
+                          "explanation; not page summaries")
+
+    def tools_used(self) -> list[str]:
+        """The registered tools Agent-IR runs: the learned detector (the paper's DIRE slot) and, when asked, the fused score."""
+        used = list(self.tools)
+        if self.setting == "open_web" and self.has("visual_analyst"):
+            used += ["learned_detector"] if self.deepfake else []
+            used += ["forensic_fusion"] if self.forensics else []
+        return list(dict.fromkeys(used))
 
     def seat(self, role: Role) -> AgentFactSeat:
         for seat in self.seats:

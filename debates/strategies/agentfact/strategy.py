@@ -18,10 +18,12 @@ from debates.strategies.agentfact.settings import AgentFactConfig, Role
 from debates.strategies.agentfact.state import AgentFactState, speakers
 from debates.chat.run import run_team
 from debates.strategy import RunContext, StrategyConfig, strategy
+from m3d_agents.backends.config import ToolBinding
 from m3d_agents.errors import InputError
 from m3d_agents.labels import collapse_label, get_taxonomy
 from m3d_agents.media.images import prepare_sample
 from m3d_agents.sample import Sample
+from m3d_agents.tools.forensics.learned import NAME as DETECTOR
 from m3d_agents.verdict import Verdict
 
 ANSWER_TAXONOMY = "factcheck3"
@@ -57,7 +59,7 @@ class AgentFact:
         flow = Workflow(
             config=config, board=state.board, sample=sample, prepared=prepared, ctx=ctx,
             backends={role: ctx.pool.get(name, model=config.seat(role).model) for role, name in backends.items()},
-            notes=state.notes,
+            notes=state.notes, detector=ctx.tool_setup(config).bindings.get(DETECTOR) or ToolBinding(),
         )
         team = PolicyGroupChat(list(build_participants(flow)), state, speakers)
         await run_team(team, state, f"Check post {sample.id}.", ctx, f"the {config.name} workflow on sample {sample.id}")

@@ -51,6 +51,7 @@ def build_seats(
     for name in humans:
         config.seat(name)
     seats: list[ChatAgent | Team] = []
+    setup = ctx.tool_setup(config)
     for index, seat in enumerate(config.seats):
         if seat.name in humans:
             seats.append(HumanSeat(seat, config, state.protocol, state.taxonomy, prepared, evidence, humans[seat.name]))
@@ -75,7 +76,7 @@ def build_seats(
                 turn_state=state.turn_state,
                 structured=chosen.structured_args if config.structured_turns else None,
                 tools=ToolContext(prepared, ledger=ctx.ledger, backend=chosen, agent=seat.name, evidence=list(evidence),
-                                  searchers=dict(ctx.searchers)),
+                                  searchers=dict(ctx.searchers), setup=setup),
             )
         )
     return seats

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from debates.strategy import StrategyConfig
+from debates.strategy import CallBudget, StrategyConfig
 
 KNOWN_TOOLS = ("fact_probe", "clip_scout")
 
@@ -15,7 +15,10 @@ KNOWN_TOOLS = ("fact_probe", "clip_scout")
 class FactGuardConfig(StrategyConfig):
     strategy: Literal["factguard"] = "factguard"
     backend: str | None = Field(None, description="None: the configured default backend")
-    tools: list[str] = Field(default_factory=lambda: list(KNOWN_TOOLS), description="tools the verifier may call")
+    verifier_tools: list[str] = Field(
+        default_factory=lambda: list(KNOWN_TOOLS), description="tools the verifier may call (the tools: block sets "
+        "per-tool backends and weights, as in every configuration)"
+    )
     max_turns: int = Field(2, ge=1, le=8, description="model turns per sample; the last one must answer (ours: 2, App. C)")
     max_calls_per_turn: int = Field(3, ge=1, le=10, description="tool calls one turn may hold (ours)")
     budgets: dict[str, int | None] = Field(
@@ -33,10 +36,17 @@ class FactGuardConfig(StrategyConfig):
     max_tokens: int | None = Field(768, ge=16, description="tokens per turn; 768 is the paper's response length in training")
     artifacts_dir: Path | None = Field(None, description="where frame grids are saved; default: the cache folder")
 
-    @field_validator("tools")
+    @field_validator("verifier_tools")
     @classmethod
     def _known(cls, value: list[str]) -> list[str]:
         unknown = [t for t in value if t not in KNOWN_TOOLS]
         if unknown:
             raise ValueError(f"unknown tool {unknown[0]!r}; FactGuard tools: {', '.join(KNOWN_TOOLS)}")
         return value
+
+    def tools_used(self) -> list[str]:
+        return list(dict.fromkeys([*self.verifier_tools, *self.tools]))
+
+    def call_budget(self) -> CallBudget:
+        return CallBudget(calls=self.max_turns, answer_tokens=self.max_tokens,
+                          counts="one verifier call per turn")

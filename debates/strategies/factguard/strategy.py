@@ -79,14 +79,15 @@ class FactGuard:
         described = video_context(prepared, frames, backend.vision, config.describe_frames)
         context = ToolContext(
             prepared=prepared, ledger=ctx.ledger, backend=backend, agent=DESK, searchers=dict(ctx.searchers),
-            budgets={t: config.budgets.get(t) for t in config.tools},
+            budgets={t: config.budgets.get(t) for t in config.verifier_tools},
             artifacts_dir=config.artifacts_dir or default_cache_root() / "artifacts",
             settings={"grid_max_side": config.grid_max_side, "fact_probe_top_k": config.fact_probe_top_k},
+            setup=ctx.tool_setup(config),
         )
         words = list(ANSWER_STYLES[config.answer_style])
         system = prompts.render(
             "factguard/system", max_turns=config.max_turns, max_calls=config.max_calls_per_turn,
-            tool_cards="\n".join(f"- {REGISTRY.card(t).name}: {REGISTRY.card(t).description()}" for t in config.tools)
+            tool_cards="\n".join(f"- {REGISTRY.card(t).name}: {REGISTRY.card(t).description()}" for t in config.verifier_tools)
             or "- none: answer directly.",
             answer_words=" or ".join(words), answer_example=words[0],
         )
@@ -120,9 +121,9 @@ class FactGuard:
             create["max_tokens"] = config.max_tokens
         verifier = VerifierSeat(
             config, state, backend.view(ctx.ledger, agent=VERIFIER, role="verifier"), ctx.ledger, setup.system,
-            setup.first, setup.images, {t: ARGUMENTS[t] for t in config.tools}, create,
+            setup.first, setup.images, {t: ARGUMENTS[t] for t in config.verifier_tools}, create,
         )
-        desk = ToolDesk(state, context, REGISTRY, config.tools, backend.vision, config.describe_frames, config.max_turns)
+        desk = ToolDesk(state, context, REGISTRY, config.verifier_tools, backend.vision, config.describe_frames, config.max_turns)
         team = PolicyGroupChat([verifier, desk], state, FactGuardState.next_speakers)
         await run_team(team, state, f"Check video post {sample.id}.", ctx, f"the {config.name} check of sample {sample.id}")
 

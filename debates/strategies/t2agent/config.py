@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 import prompts
-from debates.strategy import StrategyConfig
+from debates.strategy import CallBudget, StrategyConfig
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.tools.catalogue import default_registry
 from m3d_agents.verdict import Modality
@@ -148,6 +148,21 @@ class T2AgentConfig(StrategyConfig):
 
     def subtask(self, name: str) -> SubtaskConfig:
         return next(s for s in self.subtasks if s.name == name)
+
+    def tools_used(self) -> list[str]:
+        return list(dict.fromkeys([*(t for s in self.subtasks for t in s.tools.values()), *self.tools]))
+
+    def call_budget(self) -> CallBudget:
+        """Alg. 1's bound (:meth:`SearchSettings.bound`), with the prior call only for model priors, plus one
+        call per step for steps whose tool asks a model."""
+        registry = default_registry()
+        search = self.search
+        calls = search.bound() - (0 if search.priors == "lvlm" else 1)
+        model_tools = any(registry.card(t).calls_model for s in self.subtasks for t in s.tools.values())
+        if model_tools:
+            calls += search.iterations * search.children * search.depth
+        return CallBudget(calls=calls, answer_tokens=self.max_tokens,
+                          counts="priors, steps, S_T and S_C of K iterations" + (", a model tool per step" if model_tools else ""))
 
     def tool_verbs(self) -> list[str]:
         """Every action verb of the configuration, in first-use order (the toolbox that tool selection trims)."""

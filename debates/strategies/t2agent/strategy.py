@@ -362,7 +362,7 @@ class T2Agent:
         if ctx.evidence_source is not None and self._needs_gathered_evidence():
             evidence += await ctx.evidence_source.gather(sample, ledger=ctx.ledger)
         tools = ToolContext(prepared, ledger=ctx.ledger, backend=backend, agent="tools",
-                            evidence=[e for e in evidence if e.kept], searchers=dict(ctx.searchers))
+                            evidence=[e for e in evidence if e.kept], searchers=dict(ctx.searchers), setup=ctx.tool_setup(config))
         runner = ActionRunner(registry, tools, cache_results=config.cache_tools)
         memory = Memory()
         transcript: list[TranscriptTurn] = []

@@ -72,7 +72,7 @@ async def _look(
     agent: str,
 ) -> VisionAnalysis:
     if not backend.vision:
-        return VisionAnalysis(tool=tool, available=False, error=f"unavailable: backend {backend.name!r} has no vision")
+        return VisionAnalysis(tool=tool, available=False, error=f"unavailable: {backend.name} is text-only")
     client = backend.view(ledger, agent=agent, role=tool)
     message = UserMessage(content=[prompt, AgentImage.from_pil(image.image)], source="user")
     answer = await ask(client, [message], parse, create_kwargs=backend.structured_args(schema) if schema else None)

@@ -51,7 +51,7 @@ async def test_vision_tools_refuse_on_a_text_only_backend() -> None:
     backend = scripted_backend(client)
     image = load_image(EXAMPLE_IMAGE)
     result = await grounded_description(image, backend, UsageLedger())
-    assert not result.available and "has no vision" in (result.error or "")
+    assert not result.available and "is text-only" in (result.error or "")
     assert "unavailable" in result.for_agents()
     assert client.calls == []
 
@@ -133,7 +133,7 @@ async def test_registry_tools_carry_their_cards_and_run_on_the_sample() -> None:
     output = await tools["forensic_fusion"].run_json({"image_index": 0}, CancellationToken())
     assert output.startswith("forensic_fusion: score") and "error_level_analysis" in output
     unavailable = await tools["physics_check"].run_json({}, CancellationToken())
-    assert "has no vision" in unavailable
+    assert "is text-only" in unavailable
     with pytest.raises(InputError, match="out of range"):
         await tools["ocr"].run_json({"image_index": 3}, CancellationToken())
     with pytest.raises(ValueError, match="not a tool name"):

@@ -81,6 +81,13 @@ class DebaterProtocol:
     ) -> PreparedSample:
         return prepared
 
+    def most_turns(self, config: DebateConfig) -> dict[str, int]:
+        """Every seat speaks once a round; a judge speaks once."""
+        return {s.name: 1 if s.role == JUDGE else config.max_rounds for s in config.seats}
+
+    def calls_before_turns(self, config: DebateConfig) -> int:
+        return 0
+
     # --- turn order ----------------------------------------------------------------------------
 
     def next_speakers(self, state: DebateState) -> list[str] | None:
@@ -221,6 +228,9 @@ class SoloProtocol(DebaterProtocol):
 
     def deciders(self, config: DebateConfig) -> list[str]:
         return [s.name for s in config.seats]
+
+    def most_turns(self, config: DebateConfig) -> dict[str, int]:
+        return {s.name: 1 for s in config.seats}
 
     def visible(self, view: SeatView) -> list[Seen]:
         return []

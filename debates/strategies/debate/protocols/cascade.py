@@ -152,6 +152,10 @@ class Cascade(SoloProtocol):
         descriptions = await image_descriptions(prepared, backend_for(lookers[0]), ledger)
         return replace(prepared, descriptions=descriptions)
 
+    def calls_before_turns(self, config: DebateConfig) -> int:
+        """T_image: one description call when an image or cross-modal seat takes part."""
+        return int(any(s.role in ("image", "cross_modal") for s in config.seats))
+
     def post_block(self, seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
         """Each agent sees only its inputs (eqs. 5-7): the text agent the caption and the retrieved
         (Wikipedia) evidence, never the image; the image agent the image and its description, never

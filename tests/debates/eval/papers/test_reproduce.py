@@ -52,7 +52,7 @@ def test_the_list_shows_each_papers_tables() -> None:
 def test_a_table_runs_end_to_end_and_prints_the_papers_numbers_beside_ours(tmp_path: Path, scripted: Path) -> None:
     out = tmp_path / "t2agent"
     dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
-    result = CliRunner().invoke(app, arguments("t2agent-table1", dataset, out, scripted), env={"COLUMNS": "240"})
+    result = CliRunner().invoke(app, arguments("t2agent-table1", dataset, out, scripted), env={"COLUMNS": "320"})
     assert result.exit_code == 0, result.output
     text = result.output
     assert "setting: NOT the paper's setting: a test fixture in the data set's format, not the data set; " \
@@ -61,6 +61,16 @@ def test_a_table_runs_end_to_end_and_prints_the_papers_numbers_beside_ours(tmp_p
     for number in ("0.759", "0.753", "0.568", "0.614", "0.716"):
         assert number in text, f"the paper's {number} is printed"
     assert "not run (no configuration)" in text, "LRQ-FACT has no configuration and says so"
+    assert "departures from the papers (" in text
+    assert "  t2agent: [stand-in-physics-check] physics_check stands in for the paper's tool: LLaVA-34B" in text
+    assert "mmd-agent-wikipedia, t2agent: [retrieval-off] retrieval is off" in text
+    assert "[samples-without-evidence] 3 of 3 samples (100%) ended with no evidence item (detected)" in text
+    run_json = json.loads((out / "t2agent" / "run.json").read_text())
+    ids = {d["id"]: d["origin"] for d in run_json["departures"]}
+    assert ids["no-revisits"] == "configuration" and ids["retrieval-off"] == "detected"
+    assert ids["samples-without-evidence"] == "detected"
+    assert "## Departures from the paper" in (out / "t2agent" / "report.md").read_text()
+    assert "[no-revisits]" in (out / "t2agent" / "report.md").read_text()
 
     table = json.loads((out / "table.json").read_text())
     assert table["complete"] and not table["setting"]["papers_setting"]
@@ -77,6 +87,7 @@ def test_a_table_runs_end_to_end_and_prints_the_papers_numbers_beside_ours(tmp_p
         assert ours["macro_f1"]["value"] == pytest.approx(report["classification"]["macro_f1"])
         assert ours["accuracy"]["low"] <= ours["accuracy"]["value"] <= ours["accuracy"]["high"]
         assert same[0]["calls_per_sample"] == pytest.approx(report["calls_per_sample"]) and report["calls_per_sample"] >= 1
+        assert same[0]["no_evidence_share"] == 1.0, "retrieval off: no sample has evidence"
     gpt4o = rows["t2agent-gpt4o"]
     assert gpt4o["paper"] == {"macro_f1": 0.759, "accuracy": 0.753} and gpt4o["same_backbone"] is False
     assert gpt4o["difference"]["accuracy"]["value"] == pytest.approx(gpt4o["ours"]["accuracy"]["value"] - 0.753)
@@ -92,7 +103,7 @@ def test_a_table_the_paper_gives_no_numbers_for_says_so_in_every_row(tmp_path: P
     out = tmp_path / "agentm3d"
     dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
     result = CliRunner().invoke(app, arguments("agentm3d-table1", dataset, out, scripted, "--limit", "2"),
-                                env={"COLUMNS": "240"})
+                                env={"COLUMNS": "320"})
     assert result.exit_code == 0, result.output
     assert "a subset: the first 2 of the data set's 3 samples (--limit 2)" in result.output
     table = json.loads((out / "table.json").read_text())
@@ -112,7 +123,7 @@ def test_bad_requests_get_one_line_before_any_work(tmp_path: Path, scripted: Pat
         (["reproduce", "t2agent-table1", "--dataset", dataset], "give --backend, --out (or --list to see the tables)"),
     ]
     for args, message in cases:
-        result = CliRunner().invoke(app, args, env={"COLUMNS": "240"})
+        result = CliRunner().invoke(app, args, env={"COLUMNS": "320"})
         assert result.exit_code == 2, result.output
         assert message in " ".join(result.output.split()) and "Traceback" not in result.output
     assert not any((tmp_path / name).exists() for name in "bc")
@@ -135,7 +146,7 @@ def test_workers_run_every_row_on_the_ray_runner(tmp_path: Path, scripted: Path,
     monkeypatch.setattr(ray_runner, "RayBatchRunner", InProcess)
     dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
     result = CliRunner().invoke(app, arguments("t2agent-table3", dataset, tmp_path / "t", scripted, "--limit", "1",
-                                               "--workers", "2", "--max-tries", "4"), env={"COLUMNS": "240"})
+                                               "--workers", "2", "--max-tries", "4"), env={"COLUMNS": "320"})
     assert result.exit_code == 0, result.output
     assert seen == [(c, 2, None, 4, True) for c in ("mmd-agent-wikipedia", "mmd-agent-tools", "t2agent-base-tools", "t2agent")]
     seen.clear()
@@ -187,7 +198,7 @@ def test_an_interrupted_table_resumes_with_no_row_lost_or_repeated(tmp_path: Pat
         assert lines(out / "standard" / "results.jsonl") == POSTS and 3 <= cut_at < POSTS
         assert not (out / "t2agent").exists() and not (out / "table.json").exists()
 
-        resumed = CliRunner().invoke(app, args, env={"COLUMNS": "240"})
+        resumed = CliRunner().invoke(app, args, env={"COLUMNS": "320"})
     assert resumed.exit_code == 0, resumed.output
     assert f"ran this time: standard 0, mmd-agent-wikipedia {POSTS - cut_at}, t2agent {POSTS} samples" in \
         " ".join(resumed.output.split())
@@ -198,7 +209,7 @@ def test_an_interrupted_table_resumes_with_no_row_lost_or_repeated(tmp_path: Pat
     assert table["complete"] and all(r["samples"] == POSTS for r in table["rows"] if r["config"])
     assert table["bootstrap"]["paired"]
 
-    again = CliRunner().invoke(app, args, env={"COLUMNS": "240"})
+    again = CliRunner().invoke(app, args, env={"COLUMNS": "320"})
     assert again.exit_code == 0 and "ran this time: standard 0, mmd-agent-wikipedia 0, t2agent 0" in " ".join(again.output.split())
     assert json.loads((out / "table.json").read_text())["rows"] == table["rows"]
     shutil.rmtree(out)

@@ -1,0 +1,221 @@
+"""Every departure of a run from the paper its configuration is named after, found in one place.
+
+Two kinds, one list (:class:`~debates.fidelity.StatedDeparture`):
+
+- **planned**, known before any sample runs, from the configuration, the backends, the retrieval
+  mode and the environment (:func:`planned_departures`): the configuration's own ``departures:``
+  list, its stand-in tools, a tool left on the agent's model where the paper runs a separate one, a
+  provider listed without its key (and, when nothing can be gathered, that the rows gather no
+  evidence and which evidence is missing), retrieval off or replayed, a text-only backend for a
+  multimodal paper, and the departures a configuration states only for such runs (``when:``);
+- **from the rows**, once samples ran (:func:`row_departures`): samples that ended with no
+  evidence item, and tool calls answered "unavailable", per tool.
+
+``m3d reproduce --plan`` prints the planned ones; ``m3d evaluate`` stores them in ``run.json`` and adds
+the rows' at the end; ``m3d reproduce`` prints every row's under the table's header.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from pydantic import BaseModel
+
+from debates.eval.records import EvalRow
+from debates.fidelity import StatedDeparture, slug
+from debates.strategy import StrategyConfig
+from debates.tool_settings import merged_tools
+from m3d_agents.backends.config import BackendConfig, ToolBinding
+from m3d_agents.verdict import RetrievalMode, ToolUsage
+from m3d_agents.tools.forensics.learned import MODEL_ENV
+from retrieval.readiness import USES, readiness
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """What a run of one configuration will be, as far as it is known before any sample: no model or provider is asked."""
+
+    config: StrategyConfig
+    backend_name: str
+    """The agents' backend (``--backend``, else the configured default)."""
+    backend: BackendConfig
+    mode: RetrievalMode | None = None
+    """``--retrieval``; None: the configuration's default (record with a retrieval block, else off)."""
+    file_tools: Mapping[str, ToolBinding] = field(default_factory=dict)
+    """The config file's ``tools:`` block."""
+    env: Mapping[str, str] | None = None
+    """The environment the keys are read from; None: ``os.environ``."""
+
+    @property
+    def retrieval_mode(self) -> RetrievalMode:
+        return self.mode or ("record" if self.config.retrieval is not None else "off")
+
+    @property
+    def tools(self) -> dict[str, ToolBinding]:
+        return dict(merged_tools(self.config.tools, self.file_tools))
+
+    def tool_backend(self, tool: str) -> str:
+        """The backend a model-backed tool's calls go to in this run."""
+        return self.tools.get(tool, ToolBinding()).backend or self.backend_name
+
+
+def _detected(id_: str, text: str, paper_line: str | None = None) -> StatedDeparture:
+    return StatedDeparture(id=id_, text=text, paper_line=paper_line, origin="detected")
+
+
+def stand_ins(config: StrategyConfig) -> list[StatedDeparture]:
+    """The configuration's tools that stand in for what the paper runs (its ``tools:`` entries with ``paper:``)."""
+    return [StatedDeparture(id=f"stand-in-{slug(name)}", text=f"{name} stands in for the paper's tool: {tool.paper.runs}",
+                            paper_line=tool.paper.paper_line)
+            for name, tool in config.tools.items() if tool.paper is not None]
+
+
+def _evidence_departures(plan: PlannedRun, conditions: set[str]) -> list[StatedDeparture]:
+    settings, mode = plan.config.retrieval, plan.retrieval_mode
+    if settings is None:
+        return []
+    if mode == "off":
+        return [_detected("retrieval-off", "retrieval is off (--retrieval off), so the evidence the configuration asks "
+                                           "for is never gathered and every sample is checked without it")]
+    found: list[StatedDeparture] = []
+    if mode == "replay":
+        found.append(_detected("retrieval-replay", "evidence is replayed from the evidence store: the samples see only what "
+                                                   "an earlier run recorded, and a question never recorded gets nothing"))
+    if settings.leakage.enabled:
+        conditions.add("leakage_filter")
+    providers = readiness(settings, mode, plan.env if plan.env is not None else os.environ)
+    first = [p for p in providers if p.gathers_first]
+    missing_first = [p for p in first if not p.ready]
+    searching = [p.provider for p in providers if p.use == "web_search" and p.ready]
+    if first and not any(p.ready for p in first):
+        conditions.add("no_evidence")
+        why = "; ".join(f"{p.provider}: {p.why}" for p in missing_first)
+        uses = " and ".join(dict.fromkeys(USES[p.use] for p in missing_first))
+        text = (f"the rows will gather no evidence before the agents start: no provider can find {uses} ({why}) and "
+                "nothing else is gathered")
+        if searching:
+            text += (f"; {' and '.join(searching)} can answer only the searches the agents make themselves, so {uses} "
+                     "are still missing")
+        found.append(_detected("no-evidence", text))
+    elif missing_first and any(p.use == "reverse_image" for p in missing_first) \
+            and not any(p.ready for p in first if p.use == "reverse_image"):
+        why = "; ".join(f"{p.provider}: {p.why}" for p in missing_first if p.use == "reverse_image")
+        found.append(_detected("no-image-pages", f"the evidence will lack {USES['reverse_image']}: no reverse image search "
+                                                 f"provider can run ({why})"))
+    for p in providers:
+        if p.ready or (p.gathers_first and "no_evidence" in conditions):
+            continue
+        if p.use == "reverse_image" and any(d.id == "no-image-pages" for d in found):
+            continue
+        fallback = [q for q in searching if q != p.provider] if p.use == "web_search" else []
+        found.append(_detected(f"provider-{slug(p.provider)}", f"{p.provider} is listed but cannot run ({p.why})"
+                               + (f"; web search falls back to {', '.join(fallback)}" if fallback else "")))
+    return found
+
+
+def _tool_departures(plan: PlannedRun) -> list[StatedDeparture]:
+    from m3d_agents.tools.catalogue import default_registry
+
+    registry = default_registry()
+    used = plan.config.tools_used()
+    found = []
+    if plan.retrieval_mode == "off":
+        found += [_detected(f"no-searcher-{slug(name)}", f"{name} searches the web, but retrieval is off for this run, so "
+                            "every call will answer 'unavailable' (--retrieval live, or a retrieval block, turns it on)")
+                  for name in used if registry.card(name).needs_network]
+    for name in used:
+        if name in registry.names() and registry.card(name).loads_checkpoint and plan.tools.get(name, ToolBinding()).model is None \
+                and not (plan.env if plan.env is not None else os.environ).get(MODEL_ENV, "").strip():
+            found.append(_detected(f"no-weights-{slug(name)}", f"{name} has no weights (tools: {{{name}: {{model: PATH}}}} or "
+                                   f"{MODEL_ENV}), so every call will answer 'unavailable'"))
+    for name, tool in plan.config.tools.items():
+        if tool.paper is None or not tool.paper.separate_model or name not in used:
+            continue
+        if plan.tools.get(name, ToolBinding()).backend is None:
+            found.append(_detected(
+                f"own-model-{slug(name)}", f"{name} runs on the agent's own model ({plan.backend_name}), where the paper runs "
+                f"a separate one; tools: {{{name}: {{backend: NAME}}}} gives it its own", tool.paper.paper_line))
+    return found
+
+
+def planned_departures(plan: PlannedRun) -> list[StatedDeparture]:
+    """Every departure a run of ``plan`` will have that is known before it starts, the configuration's own first."""
+    config = plan.config
+    conditions = {"always"}
+    detected = _evidence_departures(plan, conditions)
+    detected += _tool_departures(plan)
+    if not plan.backend.has_vision:
+        conditions.add("text_only")
+    if config.paper is not None and not plan.backend.has_vision:
+        detected.append(_detected(
+            "text-only-backend", f"backend {plan.backend_name} ({plan.backend.model_name}) is text-only, so no agent sees "
+            f"the images that {config.paper}'s models see"))
+    listed = [StatedDeparture(id=d.id, text=d.text, paper_line=d.paper_line) for d in config.departures if d.when in conditions]
+    return [*listed, *stand_ins(config), *detected]
+
+
+class RunShares(BaseModel):
+    """What a run's rows say about evidence and tools: the two columns ``m3d reproduce`` adds to every row."""
+
+    samples: int = 0
+    no_evidence: int = 0
+    tools: dict[str, ToolUsage] = {}
+
+    @property
+    def no_evidence_share(self) -> float | None:
+        return self.no_evidence / self.samples if self.samples else None
+
+    @property
+    def tool_calls(self) -> int:
+        return sum(t.calls for t in self.tools.values())
+
+    @property
+    def unavailable_share(self) -> float | None:
+        calls = self.tool_calls
+        return sum(t.unavailable for t in self.tools.values()) / calls if calls else None
+
+
+def evidence_items(verdict: Mapping[str, Any]) -> int:
+    """The evidence items a sample ended with: the ids it cites or was shown, and the kept items it carries."""
+    ids = set(verdict.get("evidence_ids") or [])
+    ids |= {e.get("id") for e in verdict.get("evidence") or [] if isinstance(e, Mapping) and e.get("kept", True)}
+    return len(ids - {None})
+
+
+def run_shares(rows: Iterable[EvalRow]) -> RunShares:
+    shares = RunShares()
+    for row in rows:
+        if row.status == "error" or row.verdict is None:
+            continue
+        shares.samples += 1
+        shares.no_evidence += int(evidence_items(row.verdict) == 0)
+        for name, usage in ((row.verdict.get("accounting") or {}).get("tools") or {}).items():
+            total = shares.tools.setdefault(name, ToolUsage())
+            total.calls += int(usage.get("calls", 0))
+            total.unavailable += int(usage.get("unavailable", 0))
+    return shares
+
+
+def row_departures(shares: RunShares, asks_for_evidence: bool) -> list[StatedDeparture]:
+    """What the finished samples show: samples with no evidence (where the configuration asks for evidence) and
+    tool calls answered "unavailable", per tool."""
+    found = []
+    if asks_for_evidence and shares.no_evidence:
+        found.append(_detected("samples-without-evidence", f"{shares.no_evidence} of {shares.samples} samples "
+                               f"({100 * (shares.no_evidence_share or 0):.0f}%) ended with no evidence item"))
+    for name, usage in sorted(shares.tools.items()):
+        if usage.unavailable:
+            found.append(_detected(f"unavailable-{slug(name)}", f"{name} answered 'unavailable' on {usage.unavailable} of "
+                                   f"{usage.calls} calls ({100 * usage.unavailable / usage.calls:.0f}%)"))
+    return found
+
+
+def combined(*lists: Sequence[StatedDeparture]) -> list[StatedDeparture]:
+    """The lists in order, one departure per id (a later list's replaces an earlier one's: the rows are newer than the plan)."""
+    merged: dict[str, StatedDeparture] = {}
+    for departures in lists:
+        for departure in departures:
+            merged[departure.id] = departure
+    return list(merged.values())
