@@ -116,7 +116,7 @@ def loose_miscaption() -> type[BaseModel]:
 @lru_cache(maxsize=None)
 def grouping_schema(count: int, cap: int | None = None) -> type[BaseModel]:
     """Image matching (IR-1, step 1): each of ``count`` matched images in one of the paper's three groups."""
-    numbers: Any = Literal[tuple(range(1, count + 1))]  # type: ignore[valid-type]
+    numbers: Any = Literal[tuple(range(1, count + 1))]
     item = create_model(
         "MatchedImage", __config__=_STRICT, image=(numbers, ...), relationship=(Relationship, ...), reason=text(300, cap),
     )
