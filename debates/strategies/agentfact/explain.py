@@ -1,7 +1,9 @@
 """From the board to the verdict: the label, the explanation with its citations, and the evidence itself.
 
-The explainer's three-class label is the verdict's label (taxonomy ``factcheck3``). Its two-class
-label is derived from it (true, or false for anything else); the model's own two-class answer is
+The explainer's three-class label is the verdict's label (taxonomy ``factcheck3``) on a data set with the
+three ratings; on a two-label data set (out of context, real or fake) the verdict takes the two-class
+label, as the paper scores those (see :func:`~debates.strategies.agentfact.strategy.answer_label`). The
+two-class label is derived from the three-class one (true, or false for anything else); the model's own two-class answer is
 kept in the diagnostics with a flag when it disagrees. ``confidence`` is the explainer's 1-5 level
 divided by 5: a scale, not a probability (the raw level stays in the explanation).
 

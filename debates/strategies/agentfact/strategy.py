@@ -20,7 +20,7 @@ from debates.chat.run import run_team
 from debates.strategy import RunContext, StrategyConfig, strategy
 from m3d_agents.backends.config import ToolBinding
 from m3d_agents.errors import InputError
-from m3d_agents.labels import collapse_label, get_taxonomy
+from m3d_agents.labels import collapse_label, get_taxonomy, is_subset
 from m3d_agents.media.images import prepare_sample
 from m3d_agents.sample import Sample
 from m3d_agents.tools.forensics.learned import NAME as DETECTOR
@@ -65,7 +65,7 @@ class AgentFact:
         await run_team(team, state, f"Check post {sample.id}.", ctx, f"the {config.name} workflow on sample {sample.id}")
         board = state.board
         explanation = explanation_of(board)
-        label = board.explanation["label_3class"] if board.explanation else None
+        label = answer_label(board.explanation, sample.taxonomy)
         evidence, shown = evidence_of(board)
         reason = f"the explainer's answer could not be read after {board.explanation_attempts} attempts: {board.explanation_error}"
         return ctx.verdict(
@@ -76,3 +76,16 @@ class AgentFact:
             transcript=state.transcript(), evidence_ids=shown, evidence=evidence, explanation=explanation,
             diagnostics=diagnostics_of(board),
         )
+
+
+def answer_label(explanation: dict[str, object] | None, taxonomy: str) -> str | None:
+    """The verdict's label in factcheck3: the three-class label where the sample's taxonomy has the three
+    ratings (RW-Post, CR+, Mocheg); on a two-label data set (out-of-context, real or fake), the paper's
+    coarse label (paper lines 302-306, App. D): true, or false for anything not shown true, so that
+    unproven counts against the claim there as it does in the explainer's two-class label."""
+    if explanation is None:
+        return None
+    three = str(explanation["label_3class"])
+    if is_subset(get_taxonomy(ANSWER_TAXONOMY), get_taxonomy(taxonomy)):
+        return three
+    return "true" if three == "true" else "false"

@@ -103,3 +103,13 @@ async def test_without_a_strategist_the_query_writer_writes_up_to_three_queries_
     assert all("Write at most 3 queries" in p for p in prompts)
     assert '"ferry sinking harbour 3 may 2024"' in prompts[1], "a later round is shown the queries already run"
     assert verdict.diagnostics["stop_reason"] == "plans exhausted"
+
+
+async def test_on_a_two_label_data_set_unproven_counts_against_the_claim_as_the_coarse_label_does() -> None:
+    plan = json.dumps({"reasoning_steps": [], "validation_list": [], "search_list": []})
+    for taxonomy, expected in (("ooc", "falsified"), ("binary", "fake"), ("factcheck", "unproven")):
+        config, pool, _ = pool_for(load_config("agentfact-closed"),  # type: ignore[arg-type]
+                                   {"strategist": [plan], "reasoner": [JUDGEMENT], "explainer": [EXPLANATION]})
+        post = POST.model_copy(update={"taxonomy": taxonomy})
+        verdict = await run_sample(config, post, pool)
+        assert verdict.label == expected, taxonomy
