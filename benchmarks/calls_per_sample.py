@@ -1,17 +1,20 @@
-"""Model calls per sample of ``mmd-agent-bon`` (uniform best-of-N), ``agentm3d`` (planner, critics,
-Alg. 1 over all N) and ``agentm3d-lazy`` (planner, critics, lazy early stop, unanimous skip).
+"""Model calls per sample of ``mmd-agent-bon`` (the paper's MMD-Agent + BoN: the chained cascade with
+uniform best-of-N), ``agentm3d`` (planner, critics, Alg. 1 over all N) and ``agentm3d-lazy``
+(planner, critics, lazy early stop, unanimous skip).
 
 Runs the configurations on 50 posts of ../shared/data/mediaeval2016-dev with a scripted backend (the test double of
 tests/support/scripted.py), so the figures count calls, not model quality. The backend is text only, so the image
 description comes from OCR and metadata and costs no call. The scripted answers follow a fixed seeded
 distribution, drawn per post and per candidate from a string seed:
-- the planner asks for best-of-N on a share of posts (``--level1-rate``, default 0.3); the last line
-  repeats agentm3d at the escalation rate the paper reports, 73%;
+- the planner asks for best-of-N on a share of posts (``--level1-rate``, default 0.3); the last lines
+  repeat agentm3d at the escalation the paper reports, 69.1% on MMFakeBench and 77.2% on its
+  Combined benchmark (paper line 228), each labelled, or, with ``--run DIR``, at the escalation a
+  real run measured (the ``escalation`` of its ``run.json``, else counted from its rows);
 - each modality check finds a distortion with probability 0.25, and a candidate answer agrees
   with that with probability 0.8;
 - the judge's reward and a critic's bare score are uniform on [0, 1].
 
-    python benchmarks/calls_per_sample.py [--samples 50] [--n 5] [--level1-rate 0.3]
+    python benchmarks/calls_per_sample.py [--samples 50] [--n 5] [--level1-rate 0.3] [--run runs/agentm3d-mmfakebench-vllm]
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import asyncio
 import csv
 import random
+import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -34,14 +38,15 @@ from autogen_core.models import LLMMessage  # noqa: E402
 
 from debates.chat.config import DebateConfig, TurnPolicyConfig  # noqa: E402
 from debates.config_loader import load_config  # noqa: E402
+from debates.eval.score.report import summarise  # noqa: E402
 from debates.session import run_sample  # noqa: E402
 from m3d_agents.backends.factory import BackendPool  # noqa: E402
 from m3d_agents.sample import Sample  # noqa: E402
 from tests.support.scripted import ScriptedClient, scripted_backend, text_of  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "mediaeval2016-dev"
-PAPER_ESCALATION = 0.73
-"""The share of posts AgentM3D's planner escalates, as the paper reports it (69.1% and 77.2% on its two data sets)."""
+PAPER_ESCALATION = {"MMFakeBench": 0.691, "Combined": 0.772}
+"""The share of posts AgentM3D's planner escalated to best-of-N on each of its data sets (paper line 228)."""
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
 
 
@@ -63,6 +68,21 @@ def load_posts(folder: Path, count: int) -> list[Sample]:
     return mixed[:count]
 
 
+def post_of(message: str) -> str:
+    """The post's text (the first quoted block), so that a chained step, whose request also holds the
+    earlier steps' answers, draws the same truth as the other steps of its post."""
+    found = re.search(r'"""\n(.*?)\n"""', message, re.DOTALL)
+    return found.group(1) if found else message
+
+
+def measured_escalation(run: Path) -> float:
+    """The escalation a run measured: its ``run.json`` figure (or its rows', counted afresh)."""
+    escalation = summarise(run).metrics.escalation
+    if escalation is None:
+        raise SystemExit(f"{run}: no sample of this run had a planner (run an AgentM3D configuration)")
+    return escalation.share
+
+
 ACTIONS = {"its TEXT is true": ("TEXT REFUTE", "TEXT SUPPORT"), "its IMAGE is genuine": ("IMAGE REFUTE", "IMAGE SUPPORT"),
            "image and its text belong together": ("MISMATCH", "MATCH")}
 
@@ -76,7 +96,7 @@ class SeededScript:
     def __call__(self, messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
         seed = int(kwargs.get("seed", 0) or 0)
         system, last = text_of(messages[:1]), text_of(messages[-1:])
-        post = text_of(messages[1:2])
+        post = post_of(text_of(messages[1:2]))
         if "strict grader" in last:
             candidate = text_of(messages[-2:-1])
             return f"SCORE: {random.Random(f'reward|{candidate}').random():.3f}"
@@ -88,7 +108,7 @@ class SeededScript:
         if "internal logic, not for its truth" in last:
             return '{"consistent": true, "issues": [], "rationale": "The claim is internally consistent."}'
         for marker, (distorted, clear) in ACTIONS.items():
-            if marker in system:
+            if marker in system or marker in last:
                 truth = random.Random(f"truth|{marker}|{post}").random() < 0.25
                 agrees = random.Random(f"agree|{marker}|{post}|{seed}").random() < 0.8
                 action = distorted if truth == agrees else clear
@@ -125,7 +145,7 @@ async def run_config(name: str, samples: list[Sample], n: int, level1_rate: floa
         calls.append(verdict.accounting.model_calls)
         by_role.update({role: usage.calls for role, usage in verdict.accounting.by_role.items()})
         selection = verdict.diagnostics["selection"]
-        escalated += int(selection["escalated"])
+        escalated += int(verdict.diagnostics.get("escalated", selection["escalated"]))
         m_star.update(selection["m_star"])
         saved += selection["saved_calls"]["total"]
     return Run(calls, by_role, escalated, m_star, saved)
@@ -145,7 +165,10 @@ async def main() -> None:
     parser.add_argument("--samples", type=int, default=50)
     parser.add_argument("--n", type=int, default=5)
     parser.add_argument("--level1-rate", type=float, default=0.3, help="share of posts the scripted planner escalates")
+    parser.add_argument("--run", type=Path, default=None,
+                        help="a run folder of an AgentM3D configuration: also model agentm3d at the escalation it measured")
     args = parser.parse_args()
+    measured = measured_escalation(args.run) if args.run is not None else None
     if not DATA.is_dir():
         raise SystemExit(f"needs the shared data set at {DATA}")
     samples = load_posts(DATA, args.samples)
@@ -163,9 +186,14 @@ async def main() -> None:
     for rate in (0.0, 0.2, 0.25, 0.5, 1.0):
         other = await run_config("agentm3d", samples, args.n, rate)
         print(f"  level-1 rate {rate:.2f}: {mean(other.calls):6.2f}  ratio {mean(other.calls) / mean(uniform.calls):.3f}")
-    paper = await run_config("agentm3d", samples, args.n, PAPER_ESCALATION)
-    print(f"ratio agentm3d / mmd-agent-bon at the paper's escalation rate of 73%: "
-          f"{mean(paper.calls) / mean(uniform.calls):.3f} ({mean(paper.calls):.2f} calls/sample, escalated {paper.escalated}/{len(samples)})")
+    rates = [(f"the paper's escalation on {name} ({100 * rate:.1f}%, paper line 228)", rate)
+             for name, rate in PAPER_ESCALATION.items()]
+    if measured is not None:
+        rates.append((f"the escalation measured by the run {args.run} ({100 * measured:.1f}%)", measured))
+    for label, rate in rates:
+        run = await run_config("agentm3d", samples, args.n, rate)
+        print(f"ratio agentm3d / mmd-agent-bon at {label}: {mean(run.calls) / mean(uniform.calls):.3f} "
+              f"({mean(run.calls):.2f} calls/sample, escalated {run.escalated}/{len(samples)})")
 
 if __name__ == "__main__":
     asyncio.run(main())

@@ -88,11 +88,12 @@ def runs(out: Path) -> list[tuple[str, str, list[str]]]:
     videos = video_posts(out / "fakesv")
     rwpost = f"rwpost:{FIXTURES / 'AgentFact/Dataset_RW-Post/demo/demo.jsonl'}"
     on_images = ["-o", f"image_root={FIXTURES / 'MMFakeBench_val'}"]
+    on_captions = ["-o", f"visualnews={out / 'newsclippings' / 'data.json'}",
+                   "-o", f"image_root={FIXTURES / 'newsclippings/visual_news/origin'}"]
     return [
         ("agentm3d-table1", images, on_images), ("t2agent-table1", images, on_images), ("t2agent-table3", images, on_images),
         ("t2agent-table6", images, on_images), ("t2agent-table7", images, on_images),
-        ("llm-consensus-table1", captions, ["-o", f"visualnews={out / 'newsclippings' / 'data.json'}",
-                                            "-o", f"image_root={FIXTURES / 'newsclippings/visual_news/origin'}"]),
+        ("llm-consensus-table1", captions, on_captions), ("llm-consensus-table2", captions, on_captions),
         ("agentfact-table3", rwpost, []), ("agentfact-table5", rwpost, []),
         ("factguard-table1", videos, ["-o", f"video_root={out / 'fakesv' / 'videos'}"]),
     ]

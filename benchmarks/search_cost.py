@@ -1,16 +1,21 @@
-"""What the tree search costs per post: ``t2agent`` (and ``t2agent-lean``) against MMD-Agent and ``agentm3d``,
-on the same 50 MediaEval 2016 dev posts, at GPT-4o prices.
+"""What the tree search costs per post: ``t2agent`` and ``t2agent-lean`` against MMD-Agent, on the same 50
+MediaEval 2016 dev posts, at GPT-4o prices, and how the search moves between subtasks.
 
-The T2Agent paper reports 4.75 times MMD-Agent's cost with GPT-4o (Table 4); our target is at most
-3 times, from pruning, the early stop, and tool results cached per post.
+What it prints. Per post (first seed): calls, tokens and dollars of each configuration, and the
+cost of ``t2agent`` and ``t2agent-lean`` by role. For ``t2agent``, over every seed: the share of
+posts where some subtask was selected in more than one iteration (``subtask revisit rate: X``)
+and the mean iterations per post (``mean iterations: X``, beside the 2.28 of the paper's Table 7).
+Then the cost ratios of ``t2agent`` and ``t2agent-lean`` against each baseline, each under its own
+name (``t2agent / mmd-agent cost ratio``, ``t2agent / mmd-agent-wikipedia cost ratio``), as the mean
+over the seeds with the lowest and highest seed. There is no target: the paper's method costs
+what it costs, and the paper's own ratio (Table 4: 4.75 with GPT-4o, 1637.1 / 344.4 USD) comes
+from another model, another data set and far longer prompts (its per-post figures are some 30 times
+ours), so it is printed for orientation only.
 
-Which MMD-Agent. The paper's MMD-Agent, the one its 4.75 is measured against, is the modality
-cascade whose text agent looks the claims up on Wikipedia before it answers: our
-``mmd-agent-wikipedia``. Our ``mmd-agent`` is the same cascade in single passes, without that step,
-so it is cheaper than the paper's baseline. A target set against the paper's 4.75 must be read
-against the paper's baseline, so the issue's line ``t2agent / mmd-agent cost ratio: X`` uses
-``mmd-agent-wikipedia``; the ratios against the single-pass cascade are printed beside it, labelled,
-so neither reading hides the other.
+The baselines. ``mmd-agent`` is whatever configuration carries that name in this build, and
+``mmd-agent-wikipedia`` the cascade whose text agent looks claims up on Wikipedia in a short ReAct
+trajectory; the first line of each one's description is printed, so a reader knows which
+MMD-Agent a ratio divides by.
 
 How ``t2agent`` is billed. Its n = 2 children of an expansion are two answers to one identical
 prompt; GPT-4o's API (and vLLM) return both as choices of one request (``n``) and bill the prompt,
@@ -32,21 +37,22 @@ was not changed after seeing any figure:
   and 0.2 later (a uniformly chosen verb of the menu, on three words of the post), otherwise it
   finishes; the trajectory score is uniform on 4..9 and the confidence score uniform on 3..10;
 - MMD-Agent's text agent with its Wikipedia step looks up three words of the post once, then
-  answers;
+  answers; a chained MMD-Agent's steps answer as the cascade's agents do;
 - the cascade's planner asks for best-of-N on 30% of posts; the reward judge's score is uniform
   on [0, 1] and a critic's uniform on 1..10 (as in benchmarks/calls_per_sample.py);
 - answers are as long as the prompts ask for (a sentence is about 16 words): a cascade agent
-  five sentences, a tree step one thought, a trajectory score three sentences, a confidence
-  score two, a critic three, the priors and the planner one; vision tools two sentences or a
-  small JSON object; web and Wikipedia searches return three snippets of about 50 words;
+  five sentences, a tree step one thought, a trajectory score three sentences where its prompt
+  asks for at most four and six where it asks for a detailed analysis (the second figure was set
+  when the detailed prompt was written, before this script ran with it), a confidence score two, a
+  critic three, the priors and the planner one; vision tools two sentences or a small JSON
+  object; web and Wikipedia searches return three snippets of about 50 words;
 - every image attached to a call costs 765 prompt tokens (GPT-4o's count for a 1024-pixel image
   at high detail); text costs one token per four characters.
 
-The scripted scores are seeded by the whole prompt, so any change to a prompt's wording draws
-other scores, and another path through the tree; ``--repeats R`` prints the ratios over R seeds
-(0, 1000, ...) to show how much of a difference is that draw.
+The scripted answers are seeded by the whole prompt and by the run's seed (0, 1000, ...), so each
+seed is another draw of the same distribution; ``--repeats`` sets how many (default 5).
 
-    python benchmarks/search_cost.py [--samples 50] [--repeats 1]
+    python benchmarks/search_cost.py [--samples 50] [--repeats 5]
 """
 
 from __future__ import annotations
@@ -82,9 +88,10 @@ from tests.support.scripted import ScriptedClient, scripted_backend, text_of  # 
 DATA = REPO.parent / "shared" / "data" / "mediaeval2016-dev"
 IMAGE_TOKENS = 765
 PRICE = HOSTED["gpt-4o"]
-PAPER_BASELINE = "mmd-agent-wikipedia"
-CASCADE_BASELINE = "mmd-agent"
-CONFIGS = ("t2agent", "t2agent-lean", CASCADE_BASELINE, "agentm3d", PAPER_BASELINE)
+TREES = ("t2agent", "t2agent-lean")
+BASELINES = ("mmd-agent", "mmd-agent-wikipedia")
+PAPER_ITERATIONS = 2.28
+PAPER_TABLE4 = (1637.1, 344.4)
 
 SENTENCES = [
     "The post names a place, a time and an event that can each be checked against public records.",
@@ -101,6 +108,8 @@ MODALITY_OF_FAKE = {"TEXT REFUTE": "text", "IMAGE REFUTE": "image", "MISMATCH": 
 CASCADE = {"its TEXT is true": ("text", "TEXT REFUTE", "TEXT SUPPORT"),
            "its IMAGE is genuine": ("image", "IMAGE REFUTE", "IMAGE SUPPORT"),
            "image and its text belong together": ("cross_modal", "MISMATCH", "MATCH")}
+CHAIN_STEP = re.compile(r"^Step ([123]) of 3: ", re.MULTILINE)
+CHAIN = {"1": CASCADE["its TEXT is true"], "2": CASCADE["its IMAGE is genuine"], "3": CASCADE["image and its text belong together"]}
 
 
 def filler(count: int, key: str) -> str:
@@ -146,7 +155,9 @@ class SeededScript:
                       for t in titles]
             return "prior", f"{filler(1, post)}\nThe likelihoods are [{', '.join(f'{v:.2f}' for v in values)}]"
         if "correctness score is" in prompt:
-            return "trajectory_score", f"{filler(3, prompt)}\nThe correctness score is {random.Random(f'st|{prompt}').randint(4, 9)}"
+            sentences = 6 if "in detail" in prompt else 3
+            return "trajectory_score", (f"{filler(sentences, prompt)}\nThe correctness score is"
+                                        f" {random.Random(f'st|{prompt}').randint(4, 9)}")
         if "reliability score is" in prompt:
             return "confidence_score", f"{filler(2, prompt)}\nThe reliability score is {random.Random(f'sc|{prompt}').randint(3, 10)}"
         if "Actions you may take" in prompt and "works one step at a time" in system:
@@ -163,12 +174,16 @@ class SeededScript:
         if "List the named entities the attached image shows" in prompt:
             return "entities", ('{"entities": [{"name": "city hall", "type": "landmark", "evidence": "the facade in the'
                                 ' background"}, {"name": "police", "type": "organisation", "evidence": "uniforms"}]}')
-        if "Examine the attached image for things" in prompt:
+        if "Look at the attached image alone" in prompt:
             plausible = not distorted("image", post)
-            return "physics", (f'{{"plausible": {str(plausible).lower()}, "problems": [], "consistent_with_claim": true,'
-                               f' "rationale": "{filler(1, prompt)}"}}')
+            return "physics", f'{{"plausible": {str(plausible).lower()}, "problems": [], "rationale": "{filler(1, prompt)}"}}'
         if "Answer the question about the attached image" in prompt or "Describe the attached image" in prompt:
             return "vision_tool", filler(2, prompt)
+        chained = CHAIN_STEP.search(last) if "one step per request" in system else None
+        if chained is not None:
+            modality, fake, real = CHAIN[chained.group(1)]
+            action = answer_for(modality, post, f"{modality}|{post}|{seed}", fake, real)
+            return "chain", f"{filler(5, f'{modality}|{post}|{seed}')}\nFinish[{action}]\nCONFIDENCE: 0.7"
         for marker, (modality, fake, real) in CASCADE.items():
             if marker in system:
                 action = answer_for(modality, post, f"{modality}|{post}|{seed}", fake, real)
@@ -251,6 +266,7 @@ class Run:
     prompt_tokens: list[int] = field(default_factory=list)
     completion_tokens: list[int] = field(default_factory=list)
     iterations: list[int] = field(default_factory=list)
+    revisited: list[bool] = field(default_factory=list)
     abstained: int = 0
     by_role: dict[str, RoleUsage] = field(default_factory=dict)
 
@@ -282,6 +298,7 @@ async def run_config(name: str, samples: list[Sample], *, one_request: bool = Tr
             total.completion_tokens += usage.completion_tokens
         if "iterations" in verdict.diagnostics:
             run.iterations.append(int(verdict.diagnostics["iterations"]))
+            run.revisited.append(bool(verdict.diagnostics["search"]["revisited"]))
     return run
 
 
@@ -302,55 +319,63 @@ def roles(name: str, run: Run, posts: int) -> str:
     return "\n".join(lines)
 
 
-async def spread(samples: list[Sample], repeats: int) -> None:
-    """The ratios again under other seeds: the scripted answers are seeded by the call, so each seed is another draw."""
-    ratios: dict[str, list[float]] = {"t2agent": [], "t2agent-lean": []}
-    for r in range(repeats):
-        costs = {name: (await run_config(name, samples, seed_offset=1000 * r)).cost()
-                 for name in ("t2agent", "t2agent-lean", PAPER_BASELINE)}
-        for name in ratios:
-            ratios[name].append(costs[name] / costs[PAPER_BASELINE])
-    for name, values in ratios.items():
-        print(f"{name} / {PAPER_BASELINE} cost ratio over {repeats} seeds: mean {mean(values):.2f}, "
-              f"min {min(values):.2f}, max {max(values):.2f}")
+def first_sentence(name: str) -> str:
+    text = " ".join(load_config(name).description.split())
+    return text.split(". ")[0].rstrip(".")
+
+
+def spread(values: Sequence[float]) -> str:
+    return f"mean {mean(values):.2f} over {len(values)} seeds (min {min(values):.2f}, max {max(values):.2f})"
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--samples", type=int, default=50)
-    parser.add_argument("--repeats", type=int, default=1, help="also print the ratios' spread over this many seeds (> 1)")
+    parser.add_argument("--repeats", type=int, default=5, help="seeds (0, 1000, ...) the ratios are averaged over")
     args = parser.parse_args()
     if not DATA.is_dir():
         raise SystemExit(f"needs the shared data set at {DATA}")
+    if args.repeats < 1:
+        raise SystemExit("--repeats: at least 1")
     samples = load_posts(args.samples)
     posts = len(samples)
     print(f"{posts} MediaEval 2016 dev posts; scripted vision model; GPT-4o prices "
-          f"(${PRICE.input_per_mtok}/M input, ${PRICE.output_per_mtok}/M output); per post:")
-    runs = {name: await run_config(name, samples) for name in CONFIGS}
+          f"(${PRICE.input_per_mtok}/M input, ${PRICE.output_per_mtok}/M output)")
+    for name in BASELINES:
+        print(f"baseline {name}: {first_sentence(name)}")
+    seeds: list[dict[str, Run]] = []
+    for r in range(args.repeats):
+        seeds.append({name: await run_config(name, samples, seed_offset=1000 * r) for name in (*TREES, *BASELINES)})
+    first = seeds[0]
     separate = await run_config("t2agent", samples, one_request=False)
-    for name, run in runs.items():
+    print("per post, seed 0:")
+    for name, run in first.items():
         print(describe(name, run))
     print(describe("t2agent, a call per child", separate))
-    tree, lean = runs["t2agent"], runs["t2agent-lean"]
-    print(roles("t2agent", tree, posts))
-    print(roles("t2agent-lean", lean, posts))
-    config = load_config("t2agent")
-    assert isinstance(config, T2AgentConfig)
-    print(f"t2agent mean iterations: {mean(tree.iterations):.2f} (paper, Table 7: 2.28); most calls on a post: {max(tree.calls)};"
-          f" bound 1 + K(2nd + 1) = {config.search.bound()} model calls, plus model-backed tools")
-    paper, cascade = runs[PAPER_BASELINE], runs[CASCADE_BASELINE]
-    print(f"baselines: the paper's MMD-Agent is {PAPER_BASELINE} (the cascade whose text agent looks claims up on"
-          f" Wikipedia; the paper's 4.75 is against it); {CASCADE_BASELINE} is our single-pass cascade, without that step")
-    for label, base in ((PAPER_BASELINE + " (the paper's MMD-Agent)", paper), (CASCADE_BASELINE + " (single-pass cascade)", cascade)):
-        print(f"against {label}: t2agent {ratio(tree, base)}; t2agent-lean {ratio(lean, base)};"
-              f" t2agent with a call per child {ratio(separate, base)}")
-    if args.repeats > 1:
-        await spread(samples, args.repeats)
-    headline = tree.cost() / paper.cost()
-    print(f"target: at most 3 against the paper's MMD-Agent (Table 4: 4.75 with GPT-4o): "
-          f"{'met' if headline <= 3 else 'not met'} by t2agent ({headline:.2f}),"
-          f" {'met' if lean.cost() / paper.cost() <= 3 else 'not met'} by t2agent-lean ({lean.cost() / paper.cost():.2f})")
-    print(f"t2agent / mmd-agent cost ratio: {headline:.2f}")
+    print(roles("t2agent", first["t2agent"], posts))
+    print(roles("t2agent-lean", first["t2agent-lean"], posts))
+
+    tree = load_config("t2agent")
+    assert isinstance(tree, T2AgentConfig)
+    runs = {name: [seed[name] for seed in seeds] for name in TREES}
+    print(f"t2agent search over {args.repeats} seeds x {posts} posts (K = {tree.k}, C = {tree.search.exploration:g},"
+          f" uct {tree.search.uct}; most calls on a post {max(max(r.calls) for r in runs['t2agent'])},"
+          f" bound 1 + K(2nd + 1) = {tree.bound()} plus model-backed tools):")
+    revisits = [v for run in runs["t2agent"] for v in run.revisited]
+    iterations = [v for run in runs["t2agent"] for v in run.iterations]
+    print(f"subtask revisit rate: {mean(revisits):.2f}")
+    print(f"mean iterations: {mean(iterations):.2f} (paper, Table 7: {PAPER_ITERATIONS})")
+    lean_revisits = [v for run in runs["t2agent-lean"] for v in run.revisited]
+    lean_iterations = [v for run in runs["t2agent-lean"] for v in run.iterations]
+    print(f"t2agent-lean: revisit rate {mean(lean_revisits):.2f}, mean iterations {mean(lean_iterations):.2f}")
+    print(f"paper, Table 4 with GPT-4o: T2Agent / MMD-Agent {PAPER_TABLE4[0] / PAPER_TABLE4[1]:.2f}"
+          f" ({PAPER_TABLE4[0]} / {PAPER_TABLE4[1]} USD; another model, data set and prompt volume, for orientation)")
+    for name in TREES:
+        for base in BASELINES:
+            ratios = [seed[name].cost() / seed[base].cost() for seed in seeds]
+            print(f"{name} / {base} cost ratio: {spread(ratios)}")
+    print(f"seed 0 against each baseline: t2agent {ratio(first['t2agent'], first['mmd-agent-wikipedia'])} against"
+          f" mmd-agent-wikipedia; a call per child {ratio(separate, first['mmd-agent-wikipedia'])}")
 
 
 def ratio(run: Run, base: Run) -> str:

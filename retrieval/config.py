@@ -81,6 +81,12 @@ class RetrievalConfig(BaseModel):
         False, description="ask the reverse image providers in order and stop at the first that finds pages "
         "(one provider's answer, as in LLM-Consensus); False asks every one"
     )
+    recognised: Literal["evidence", "summaries"] = Field(
+        "evidence", description="what a reverse image provider recognised in the image (its best guess, web entities, "
+        "the titles of the pages showing it): an evidence item of its own for the agents ('evidence'), or context for "
+        "the page summaries only, recorded but never shown to the agents ('summaries': LLM-Consensus passes the pages' "
+        "summaries alone, and nothing when no page shows the image)",
+    )
     web_first_available: bool = Field(
         False, description="every web search (an agent's query, the pages read for a query, the caption search) goes "
         "to the web providers in order and stops at the first that finds results: with web_search [serper, duckduckgo], "

@@ -134,9 +134,7 @@ class EvidencePipeline:
                 hits += [(hit, "reverse_image") for hit in found.pages]
                 context = describe_reverse_result(found)
                 if context:
-                    context_items.append(
-                        Evidence(kind="reverse_image", text=context, reason=f"what {found.provider} recognised in the image")
-                    )
+                    context_items.append(recognised_item(found.provider, context, self.config.recognised))
                 if self.config.first_available and found.pages:
                     break
         if self.config.caption_search:
@@ -429,6 +427,16 @@ def match_kind(evidence: Evidence) -> str | None:
     """How a page's image matched the post's (``full``, ``partial``, ...), as the pipeline recorded it."""
     found = _FOUND_BY.match(evidence.reason)
     return found.group(1) if found else None
+
+
+def recognised_item(provider: str, context: str, use: Literal["evidence", "summaries"]) -> Evidence:
+    """What a reverse image provider recognised, as an item: given to the agents, or (``summaries``)
+    kept out of their prompts and recorded with the reason, while the summaries still read it."""
+    reason = f"what {provider} recognised in the image"
+    if use == "summaries":
+        return Evidence(kind="reverse_image", text=context, kept=False,
+                        reason=f"{reason}; context for the page summaries only (retrieval.recognised: summaries)")
+    return Evidence(kind="reverse_image", text=context, reason=reason)
 
 
 def describe_reverse_result(found: ReverseImageResult) -> str:

@@ -181,6 +181,8 @@ def _reverse_providers(
         if name == "google_vision" and _has_key(google_vision.KEY_VARIABLE, mode, not_run, name):
             url = endpoint(settings.endpoints.google_vision, name, google_vision.ENDPOINT)
             providers.append(google_vision.GoogleVisionWebDetection(fetcher, endpoint=url))
+        elif name == "serpapi_lens" and not settings.public_image_url:
+            not_run[name] = serpapi_lens.NEEDS_PUBLIC_URL
         elif name == "serpapi_lens" and _has_key(serpapi_lens.KEY_VARIABLE, mode, not_run, name):
             url = endpoint(settings.endpoints.serpapi, "serpapi", serpapi_lens.ENDPOINT)
             providers.append(serpapi_lens.SerpApiGoogleLens(fetcher, endpoint=url))

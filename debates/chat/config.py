@@ -93,7 +93,7 @@ class DebateConfig(StrategyConfig):
     """A group-chat debate: ``strategy: debate`` (the default when a configuration names a protocol)."""
 
     strategy: Literal["debate"] = "debate"
-    protocol: str = Field(description="a registered debate protocol: async, sync, judged, actor_skeptic, disambiguation, disambiguation_sync, cascade, standard")
+    protocol: str = Field(description="a registered debate protocol: async, sync, judged, actor_skeptic, disambiguation, disambiguation_sync, cascade, chained_cascade, standard")
     framing: Literal["human", "ai"] = "human"
     backend: str | None = Field(None, description="default backend of every seat; None: the configured default")
     temperature: float = Field(0.7, ge=0.0, le=2.0)

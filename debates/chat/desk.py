@@ -1,4 +1,8 @@
-"""The retrieval desk: a non-model participant that answers the debaters' disambiguation queries."""
+"""The retrieval desk: a non-model participant that answers the debaters' disambiguation queries.
+
+Its answers reach every debater, so they name no asker: a seat name ("agent_a") in a debater's
+prompt would tell it that the other side is a configured model, which the human framing hides.
+"""
 
 from __future__ import annotations
 
@@ -38,19 +42,19 @@ class RetrievalDesk(BaseChatAgent):
     async def on_messages(self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken) -> Response:
         blocks: list[str] = []
         seen: set[str] = set()
-        for asker, query in self._state.pending_queries():
+        for _asker, query in self._state.pending_queries():
             if query.lower() in seen:
                 continue
             seen.add(query.lower())
             if self._answerer is None:
-                blocks.append(f"QUERY from {asker}: {query}\nNo retrieval source is configured for this debate.")
+                blocks.append(f"QUERY: {query}\nNo retrieval source is configured for this debate.")
                 continue
             answering = asyncio.ensure_future(self._answerer.answer(query, self._sample, ledger=self._ledger))
             cancellation_token.link_future(answering)
             hits = (await answering)[: self._max_hits]
             self.evidence.extend(hits)
             found = "\n".join(h.quoted(600) for h in hits) if hits else "Nothing relevant was found."
-            blocks.append(f"QUERY from {asker}: {query}\n{found}")
+            blocks.append(f"QUERY: {query}\n{found}")
         self._state.answered_queries += len(seen)
         return Response(chat_message=TextMessage(content="\n\n".join(blocks) or "No queries.", source=self.name))
 

@@ -16,11 +16,11 @@ from autogen_core import CancellationToken
 
 import prompts
 from debates.chat.human_input import InputFunc
+from debates.chat.preparation import SamplePreparation
 from debates.chat.visibility import SeatView
 from debates.chat.config import DebateConfig, SeatConfig
 from debates.chat.protocol import DebateProtocol
 from m3d_agents.evidence import Evidence
-from m3d_agents.media.images import PreparedSample
 from m3d_agents.labels import Taxonomy
 
 class HumanSeat(UserProxyAgent):
@@ -30,7 +30,7 @@ class HumanSeat(UserProxyAgent):
         config: DebateConfig,
         protocol: DebateProtocol,
         taxonomy: Taxonomy,
-        prepared: PreparedSample,
+        preparation: SamplePreparation,
         evidence: list[Evidence],
         input_func: InputFunc,
         max_asks: int = 3,
@@ -43,9 +43,9 @@ class HumanSeat(UserProxyAgent):
         self._config = config
         self._protocol = protocol
         self._taxonomy = taxonomy
-        self._brief = (
-            protocol.system_prompt(seat, config, taxonomy) + "\n\n" + protocol.post_block(seat, prepared, evidence, vision=False)
-        )
+        self._preparation = preparation
+        self._evidence = evidence
+        self._brief = ""
         self._max_asks = max_asks
 
     def prompt(self) -> str:
@@ -60,6 +60,10 @@ class HumanSeat(UserProxyAgent):
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         self.view.add(messages)
+        if not self._brief:
+            prepared = await self._preparation.for_seat(self.seat)
+            self._brief = (self._protocol.system_prompt(self.seat, self._config, self._taxonomy) + "\n\n"
+                           + self._protocol.post_block(self.seat, prepared, self._evidence, vision=False))
         prompt = self.prompt()
         text = ""
         for _ in range(self._max_asks):

@@ -15,7 +15,7 @@ any model.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, TypeVar
 
 from m3d_agents.registry import Registry
 
@@ -50,6 +50,9 @@ class DebateProtocol(Protocol):
     """A debate setting. See :class:`debates.strategies.debate.protocols.base.DebaterProtocol` for the shared defaults."""
 
     name: str
+    previous_round_only: ClassVar[bool]
+    """Whether rounds are concurrent: a seat sees the others' answers of the previous round only,
+    and agreement counts only where a round is complete."""
 
     def validate(self, config: DebateConfig) -> None:
         """Raise ``ValueError`` naming the problem when the seats do not fit this protocol."""
@@ -93,10 +96,13 @@ class DebateProtocol(Protocol):
         """Participants that are not seats of the configuration, such as a retrieval desk."""
 
     async def prepare(
-        self, config: DebateConfig, prepared: PreparedSample, backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger
+        self, config: DebateConfig, seat: SeatConfig, prepared: PreparedSample,
+        backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger,
     ) -> PreparedSample:
-        """Work done once per sample before anyone speaks, shared by the seats (the cascade's image
-        description); returns the prepared sample the seats are given."""
+        """Work ``seat`` needs on the post before its first turn (the cascade's image description),
+        done when the seat is first asked, so a debate that stops before it never pays for it;
+        returns the prepared sample the seat is given, which later seats receive in turn (see
+        :class:`debates.chat.preparation.SamplePreparation`)."""
 
     def decide(self, state: DebateState) -> DebateOutcome: ...
 

@@ -18,6 +18,7 @@ from autogen_core import CancellationToken
 from autogen_core.models import SystemMessage, UserMessage
 from pydantic import BaseModel
 
+from debates.chat.preparation import SamplePreparation
 from debates.chat.reading import StanceReading
 from debates.chat.structured_turns import instruction, read_structured, turn_schema
 from debates.chat.visibility import SeatView
@@ -29,7 +30,6 @@ from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.errors import ParseError
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import Taxonomy
-from m3d_agents.media.images import PreparedSample
 from m3d_agents.media.post_content import AgentImage
 from m3d_agents.tools.cards import ToolContext
 
@@ -41,7 +41,7 @@ class ModelSeat(BaseChatAgent):
         protocol: DebateProtocol,
         taxonomy: Taxonomy,
         client: MeteredClient,
-        prepared: PreparedSample,
+        preparation: SamplePreparation,
         evidence: list[Evidence],
         turn_policy: TurnPolicy,
         create_kwargs: dict[str, object],
@@ -57,11 +57,13 @@ class ModelSeat(BaseChatAgent):
         self._protocol = protocol
         self._taxonomy = taxonomy
         self._client = client
-        self._prepared = prepared
+        self._preparation = preparation
+        self._prepared = preparation.prepared
+        self._evidence = evidence
         self._system = protocol.system_prompt(seat, config, taxonomy)
-        self._prefix = protocol.post_block(seat, prepared, evidence, vision)
+        self._prefix: str | None = None
         sees_images = vision and protocol.sees_images(seat)
-        self._images = [AgentImage.from_pil(i.image) for i in prepared.images] if sees_images else []
+        self._images = [AgentImage.from_pil(i.image) for i in preparation.prepared.images] if sees_images else []
         self._turn = turn_policy
         self._create_kwargs = dict(create_kwargs)
         self._schema: type[BaseModel] | None = None
@@ -90,11 +92,22 @@ class ModelSeat(BaseChatAgent):
             raise ParseError(f"{self._taxonomy.name} label", reading.error, text)
         return reading
 
+    async def _post_prefix(self, cancellation_token: CancellationToken) -> str:
+        """The post as this seat sees it, made before its first turn (with whatever the protocol
+        prepares for the seat then, such as the cascade's image description) and kept."""
+        if self._prefix is None:
+            preparing = asyncio.ensure_future(self._preparation.for_seat(self.seat))
+            cancellation_token.link_future(preparing)
+            self._prepared = await preparing
+            self._prefix = self._protocol.post_block(self.seat, self._prepared, self._evidence, self._vision)
+        return self._prefix
+
     async def on_messages(self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken) -> Response:
         self.view.add(messages)
+        prefix = await self._post_prefix(cancellation_token)
         # What is the same for every turn of this seat (post, images, evidence, answer format) comes
         # before what changes (the debate so far), so a server's prefix cache reuses all of it.
-        content: list[str | AgentImage] = [self._prefix]
+        content: list[str | AgentImage] = [prefix]
         content.extend(self._images)
         if self._schema is not None:
             content.append(self._structured_hint)

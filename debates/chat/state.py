@@ -154,21 +154,32 @@ class DebateState:
         return max((self.rounds_of(name) for name in self.deciders), default=0)
 
     def consensus_turn(self) -> TurnRecord | None:
-        """The turn after which every decider's latest answer first agreed, if any did.
+        """The turn from which every decider's latest answer has agreed up to now; None when they do not agree now.
 
         Walking the turns, not the rounds, finds a consensus that an async debate reaches in the
-        middle of a round (a debater changes its answer before the others speak again).
+        middle of a round (a debater changes its answer before the others speak again). In
+        concurrent rounds (``sync``) the answers of one round are recorded one after another, but
+        nobody has read anybody else's answer of that round: agreement is checked only where a
+        round is complete, so two answers that swap sides within a round are no consensus.
         """
         deciders = set(self.deciders)
+        at_round_ends = self.protocol.previous_round_only
         latest: dict[str, str | None] = {}
+        spoken: Counter[str] = Counter()
+        since: TurnRecord | None = None
         for turn in self.turns:
             if turn.speaker not in deciders:
                 continue
             latest[turn.speaker] = turn.reading.label
+            spoken[turn.speaker] += 1
+            if at_round_ends and (len(spoken) < len(deciders) or len(set(spoken.values())) > 1):
+                continue
             labels = set(latest.values())
-            if len(latest) == len(deciders) and None not in labels and len(labels) == 1:
-                return turn
-        return None
+            if len(latest) < len(deciders) or None in labels or len(labels) != 1:
+                since = None
+            elif since is None:
+                since = turn
+        return since
 
     def transcript(self) -> list[TranscriptTurn]:
         return [t.transcript_turn() for t in self.turns]

@@ -75,6 +75,11 @@ class TurnPolicyState:
         self.cache.clear()
         self.locks.clear()
 
+    def planner_escalated(self) -> int | None:
+        """1 when the planner sent this sample to best-of-N (an unreadable plan does too), 0 when it
+        chose a single pass, None when no planner was asked (a configuration without one)."""
+        return None if self.plan is None else int(self.plan.level == 1)
+
     def diagnostics(self) -> dict[str, Any]:
         saved_reward = sum(t.saved_reward_calls for t in self.turns)
         saved_critique = sum(t.saved_critique_calls for t in self.turns)

@@ -98,6 +98,8 @@ def evaluate(
         f"{outcome.out_dir / 'report.md'}"
     )
     console.print(run_costs_line(outcome.rows))
+    if m.escalation is not None:
+        console.print(m.escalation.line())
     departures = result.summary.manifest.departures
     if departures:
         console.print(f"departures from the paper ({len(departures)}; also in report.md and run.json):", highlight=False)

@@ -19,7 +19,9 @@ def list_tables() -> None:
 
     for t in all_tables():
         missing = missing_configs(t, available_configs())
-        console.print(f"[bold]{t.id}[/]  {t.paper} {t.citation.table} on {', '.join(t.datasets)}: {t.title}",
+        unread = t.without_loader()
+        datasets = ", ".join(f"{kind} (no loader here)" if kind in unread else kind for kind in t.datasets)
+        console.print(f"[bold]{t.id}[/]  {t.paper} {t.citation.table} on {datasets}: {t.title}",
                       highlight=False, soft_wrap=True)
         line = f"    {len(t.rows)} rows; runs {', '.join(t.configs()) or 'nothing'}"
         if missing:
@@ -29,11 +31,11 @@ def list_tables() -> None:
 
 
 def print_table(result: Any) -> None:
-    from debates.eval.papers.table_report import COLUMNS, cells
+    from debates.eval.papers.table_report import cells, columns
 
     for line in result.header:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
-    table = Table(*COLUMNS, show_lines=False)
+    table = Table(*columns(result), show_lines=False)
     for line in cells(result):
         table.add_row(*line)
     console.print(table)

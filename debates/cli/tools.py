@@ -62,9 +62,13 @@ def parse_dataset(spec: str) -> Path:
 
 def select_tools(
     config: str = typer.Option("forensic-fusion", "--config", help="What is evaluated; see below."),
-    dataset: str = typer.Option(..., "--dataset", help="mediaeval:PATH, a folder with posts.txt and images/."),
-    limit: int = typer.Option(100, "--limit", min=2, help="Posts (or images) in the development subset, balanced fake/real."),
-    base: list[str] = typer.Option([], "--base", help="Starting tool set; repeat for several (forensic-fusion: ela)."),
+    dataset: str = typer.Option(..., "--dataset", help="KIND:PATH. forensic-fusion: mediaeval:PATH (a folder with posts.txt"
+                                " and images/); a configuration: any data set kind, e.g. mmfakebench:PATH/MMFakeBench_val.json."),
+    dataset_option: list[str] = typer.Option([], "--dataset-option", help="key=value for the data set's loader; repeatable."),
+    limit: int = typer.Option(100, "--limit", min=2, help="Posts (or images) in the development subset, as even across the"
+                              " gold labels as the data allow (the paper used 100)."),
+    base: list[str] = typer.Option([], "--base", help="Starting tool set; repeat for several (forensic-fusion: ela; a"
+                                   " configuration: its own base_tools when not given)."),
     candidate: list[str] = typer.Option([], "--candidate", help="Tools to try, in order (default: all others)."),
     threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="forensic-fusion: the fused score called fake."),
     seed: int = typer.Option(0, "--seed", help="Seed of the balanced subset draw and of every run."),
@@ -80,12 +84,14 @@ def select_tools(
     tools (ela, jpeg, exif, noise), called fake when it reaches --threshold; no model is called.
     With a configuration that has a toolbox (t2agent and its variants), the whole configuration runs
     on the balanced subset of posts with --backend, each subtask keeping only the chosen action verbs
-    (Wikipedia, Google, Detect, VQA, Entity ...); an abstention counts as wrong.
+    (Wikipedia, Google, Detect, VQA, Entity ...), and accuracy is over the data set's own labels (the
+    four classes of MMFakeBench, as the paper selected its tools); an abstention counts as wrong.
     """
     if compare_to not in ("running", "baseline") or mode not in ("greedy", "independent"):
         fail("--compare-to is running or baseline; --mode is greedy or independent")
     if config not in EVALUABLE_CONFIGS:
-        select_for_config(config, dataset, limit, base, candidate, seed, compare_to, mode, backend, config_file, concurrency)
+        select_for_config(config, dataset, dataset_option, limit, base, candidate, seed, compare_to, mode, backend, config_file,
+                          concurrency)
         return
     base = base or ["ela"]
     candidates = candidate or [name for name in FORENSIC_TOOLS if name not in base]
@@ -128,20 +134,22 @@ def show_step(step: SelectionStep) -> None:
 
 
 def select_for_config(
-    name: str, dataset: str, limit: int, base: list[str], candidate: list[str], seed: int, compare_to: str, mode: str,
-    backend: str | None, config_file: Path | None, concurrency: int,
+    name: str, dataset: str, dataset_option: list[str], limit: int, base: list[str], candidate: list[str], seed: int,
+    compare_to: str, mode: str, backend: str | None, config_file: Path | None, concurrency: int,
 ) -> None:
     """Alg. 2 over a whole configuration: each tool set runs the configuration on the same dev posts."""
     import asyncio
 
-    from debates.eval.run.tool_selection import ToolSelectable, balanced_samples, config_accuracy
+    from debates.eval.run.tool_selection import ToolSelectable, balanced_samples, config_accuracy, label_counts
     from debates.config_loader import available_configs, load_config
     from m3d_agents.backends.config import load_backend_settings
     from m3d_agents.backends.factory import BackendPool
-    from m3d_agents.datasets import load_dataset
+    from m3d_agents.datasets import load_dataset, parse_option_pairs, parse_spec
 
     try:
         loaded = load_config(name)
+        kind, _ = parse_spec(dataset)
+        options = parse_option_pairs(dataset_option)
     except InputError as exc:
         fail(str(exc))
     if not isinstance(loaded, ToolSelectable):
@@ -149,19 +157,22 @@ def select_for_config(
         fail(f"--config {name!r} cannot be evaluated by select-tools: it has no toolbox; available: "
              f"{', '.join([*EVALUABLE_CONFIGS, *selectable])}")
     toolbox = loaded.tool_verbs()
+    base = base or loaded.selection_base()
     candidates = candidate or [v for v in toolbox if v not in base]
     unknown = [v for v in [*base, *candidates] if v not in toolbox]
     if unknown or not base:
         fail(f"give --base and --candidate from the actions of {name}: {', '.join(toolbox)}"
              + (f" (unknown: {', '.join(unknown)})" if unknown else ""))
-    kind, _, path = dataset.partition(":")
-    if kind != "mediaeval" or not path:
-        fail(f"{dataset!r} is not supported; use mediaeval:PATH (a MediaEval 2016 folder)")
+    if kind == "mediaeval":
+        options.setdefault("one_post_per_image", "true")
 
     async def main() -> None:
-        samples = balanced_samples(load_dataset(dataset, {"one_post_per_image": "true"}).samples, limit, seed)
-        fakes = sum(1 for s in samples if s.gold_label == "fake")
-        console.print(f"development subset: {len(samples)} posts ({fakes} fake, {len(samples) - fakes} real)")
+        samples = balanced_samples(load_dataset(dataset, options).samples, limit, seed)
+        if not samples:
+            fail(f"dataset: {dataset} has no labelled sample")
+        counts = ", ".join(f"{count} {label}" for label, count in label_counts(samples).items())
+        console.print(f"development subset: {len(samples)} posts ({counts}); accuracy over these {len(label_counts(samples))}"
+                      f" gold labels, the verdict in the data set's taxonomy ({samples[0].taxonomy})")
         pool = BackendPool(load_backend_settings(config_file))
         loop = asyncio.get_running_loop()
 

@@ -27,6 +27,18 @@ RESULTS = "results.jsonl"
 MANIFEST = "run.json"
 
 
+class Escalation(BaseModel):
+    """How often a planner (AgentM3D's) sent a sample to best-of-N: AgentM3D reports 69.1% on
+    MMFakeBench and 77.2% on its Combined benchmark (paper line 228)."""
+
+    planned: int = Field(description="finished samples whose planner was asked")
+    escalated: int = Field(description="of those, the samples sent to best-of-N (an unreadable plan included)")
+    share: float = Field(description="escalated / planned")
+
+    def line(self) -> str:
+        return f"escalated to best-of-N: {100 * self.share:.1f}% ({self.escalated} of {self.planned} samples the planner saw)"
+
+
 class RunManifest(BaseModel):
     """What a run is; a resumed run must match it, so rows of two different runs never mix."""
 
@@ -39,6 +51,8 @@ class RunManifest(BaseModel):
     created: str = ""
     load_report: LoadReport | None = None
     retrieval: str | None = Field(None, description="where the evidence came from: live, record, replay or off")
+    escalation: Escalation | None = Field(
+        None, description="a run with a planner: how often it escalated to best-of-N, written with the run's report")
     departures: list[StatedDeparture] = Field(
         default_factory=list, description="how this run departs from the paper its configuration is named after: "
         "the configuration's list and those detected before the run, then those its rows show (debates.eval.score.departures)"

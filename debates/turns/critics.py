@@ -4,13 +4,17 @@
 - image: a critic given the forgery tool's report on each image;
 - cross-modal: none by default; ``critique_cross_modal`` switches one on (the paper's ablation).
 
-The forgery report is a replaceable callable: by default the fused CPU forensics of
-:mod:`m3d_agents.tools` (ELA, JPEG, EXIF, noise); a learned detector or another tool can be set
-with :func:`use_forgery_report`, and with none the critic is told plainly that no analysis exists.
+The image critic's forgery tool: a learned detector where the run names its weights
+(``tools: {learned_detector: {model: PATH}}`` or ``M3D_FORGERY_MODEL``; AgentM3D runs PatchCraft,
+paper line 373), else a replaceable callable, by default the fused CPU forensics of
+:mod:`m3d_agents.tools` (ELA, JPEG, EXIF, noise), set with :func:`use_forgery_report`; with none the
+critic is told plainly that no analysis exists. A run's departures say which one the critic read.
 """
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Callable, Protocol
 
 from autogen_core.models import SystemMessage, UserMessage
@@ -28,6 +32,8 @@ from m3d_agents.media.images import PreparedImage
 from m3d_agents.parsing import parse_ten_point_score, parse_unit_score
 from m3d_agents.registry import Registry
 from m3d_agents.tools.describers import forensic_describer
+from m3d_agents.tools.forensics.learned import NAME as LEARNED
+from m3d_agents.tools.forensics.learned import analyse_learned, configured_path
 
 ForgeryReport = Callable[[PreparedImage], str]
 
@@ -110,20 +116,48 @@ class TextCritic:
         return await _ask_critic(client, self.name, "turns/critic_text", context, retries, False, report=report, candidate=candidate)
 
 
+def learned_detector_report(model: str | Path, positive_label: str | None = None) -> ForgeryReport:
+    """The learned detector's report on an image, as the critic reads it."""
+    def report(image: PreparedImage) -> str:
+        return analyse_learned(image, model, positive_label).for_agents()
+
+    return report
+
+
+def run_forgery_report(context: TurnContext) -> ForgeryReport:
+    """The forgery tool of this run: the learned detector when the run names its weights, else the set one."""
+    binding = context.tools.binding(LEARNED) if context.tools is not None else None
+    model = configured_path(binding.model if binding is not None else None)
+    if model is None:
+        return current_forgery_report()
+    return learned_detector_report(model, binding.positive_label if binding is not None else None)
+
+
+_FORGERY_KEY = "forgery_report"
+
+
 class ImageCritic:
     name = "image_critic"
 
     def __init__(self, forgery_report: ForgeryReport | None = None) -> None:
         self._forgery_report = forgery_report
 
+    async def report(self, context: TurnContext) -> str:
+        """The forgery report on the post's images, made once per sample (a learned detector is a
+        network forward pass, not to be repeated for every candidate) and shared by its critiques."""
+        turn_state = context.turn_state
+        async with turn_state.lock(_FORGERY_KEY):
+            if _FORGERY_KEY not in turn_state.cache:
+                tool = self._forgery_report or run_forgery_report(context)
+                images = context.prepared.images
+                turn_state.cache[_FORGERY_KEY] = (
+                    "\n".join([f"Image {i}: {await asyncio.to_thread(tool, image)}" for i, image in enumerate(images, start=1)])
+                    if images else "The post has no image to analyse."
+                )
+            return str(turn_state.cache[_FORGERY_KEY])
+
     async def critique(self, client: MeteredClient, candidate: str, context: TurnContext, retries: int) -> Score:
-        tool = self._forgery_report or current_forgery_report()
-        images = context.prepared.images
-        report = (
-            "\n".join(f"Image {i}: {tool(image)}" for i, image in enumerate(images, start=1))
-            if images
-            else "The post has no image to analyse."
-        )
+        report = await self.report(context)
         return await _ask_critic(client, self.name, "turns/critic_image", context, retries, True, report=report, candidate=candidate)
 
 

@@ -138,15 +138,15 @@ def _entities(context: ToolContext) -> Callable[..., Any]:
 
 
 @REGISTRY.register(ToolCard(
-    name="physics_check", purpose="Asks the vision model whether the scene is physically possible and consistent with the claim.",
+    name="physics_check", purpose="Asks a vision model whether the scene in the image could exist: a counterfactual"
+    " check for content that breaks physical laws or real-world facts, judged from the image alone.",
     category="image_analysis", needs_vision=True, calls_model=True,
-    when_to_use="for composites, impossible weather, shadows or scale, and generated images.",
-    inputs="claim (defaults to the post's text), image_index.", outputs="plausible yes/no, the problems seen, and whether the image fits the claim.",
-    cost="expensive"))
+    when_to_use="for impossible light, shadows, scale or motion, and scenes that contradict themselves.",
+    inputs=_IMAGE_INPUT, outputs="plausible yes/no, the problems seen, and a short rationale.", cost="expensive"))
 def _physics(context: ToolContext) -> Callable[..., Any]:
-    async def check(claim: str = "", image_index: int = 0) -> str:
-        result = await physics_check(context.image(image_index), claim or context.prepared.sample.text,
-                                     context.backend_for("physics_check"), context.ledger, context.agent)
+    async def check(image_index: int = 0) -> str:
+        result = await physics_check(context.image(image_index), context.backend_for("physics_check"), context.ledger,
+                                     context.agent)
         return result.for_agents()
 
     return check
@@ -215,7 +215,8 @@ def _wikipedia(context: ToolContext) -> Callable[..., Any]:
 @REGISTRY.register(ToolCard(
     name="web_search", purpose="Searches the web and returns result snippets.",
     category="web", needs_network=True, argument="query",
-    when_to_use="when Wikipedia has nothing on the claim, or for recent news; fact-checking pages are filtered out.",
+    when_to_use="when Wikipedia has nothing on the claim, or for recent news; fact-checking pages are dropped when the"
+    " run's leakage filter is on.",
     inputs="query (a few keywords).",
     outputs="up to three snippets, each quoted with its evidence id, source and reliability; or that nothing was found.",
     cost="cheap"))

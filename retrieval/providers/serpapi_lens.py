@@ -1,8 +1,13 @@
 """Reverse image search with Google Lens through SerpAPI.
 
-SerpAPI's Lens engine takes an image URL, not image bytes, so it only works for images that are
-reachable on the public web; :class:`~retrieval.config.RetrievalConfig` has ``public_image_url``
-for users who host their images. Without a URL the provider says so instead of answering.
+SerpAPI's image engines take an image by URL only: Google Lens (``engine=google_lens``) requires
+``url`` and Google Reverse Image (``engine=google_reverse_image``) requires ``image_url``; neither
+documents an upload of image bytes. So this provider works only for images reachable on the
+public web, through :class:`~retrieval.config.RetrievalConfig`'s ``public_image_url`` template
+for users who host their posts' images themselves. The product never puts a post's image on a
+public host on its own (that would hand a user's image to a third party without the
+configuration saying so), so without the template the provider is not built and every
+sample's evidence report says why (:data:`NEEDS_PUBLIC_URL`).
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ from retrieval.providers.base import ImageQuery, ReverseImageResult, SearchHit, 
 
 ENDPOINT = "https://serpapi.com/search.json"
 KEY_VARIABLE = "SERPAPI_API_KEY"
+NEEDS_PUBLIC_URL = ("SerpAPI's Google Lens takes a public image URL only (no upload), and images are never put on a "
+                    "public host unasked: set retrieval.public_image_url to where you host the posts' images, "
+                    "or set GOOGLE_VISION_API_KEY")
 
 
 class SerpApiGoogleLens:

@@ -29,7 +29,7 @@ def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
     if "Describe the attached image for a fact-checker" in everything:
         return "DESCRIPTION-T-IMAGE a statue under dark clouds, harbour in the foreground"
     if "checking effort" in system:
-        return "They agree; no visual proof needed; the image settles it. [BON level-0]"
+        return "[BON level-0]"
     for marker, action in ACTIONS.items():
         if marker in system:
             return f"Checked.\nFinish[{action}]\nCONFIDENCE: 0.8"
@@ -48,7 +48,7 @@ def cascade(name: str) -> DebateConfig:
 
 @pytest.mark.parametrize("vision", [True, False])
 async def test_each_cascade_agent_sees_only_its_own_inputs(vision: bool) -> None:
-    config, pool, clients = seat_pool(cascade("mmd-agent"), {n: respond for n in ("text_agent", "image_agent", "cross_modal_agent")},
+    config, pool, clients = seat_pool(cascade("mmd-agent-decoupled"), {n: respond for n in ("text_agent", "image_agent", "cross_modal_agent")},
                                       vision=vision)
     verdict = await run_sample(config, SAMPLE, pool, evidence=[WIKI])
     assert verdict.label == "original"
@@ -69,6 +69,25 @@ async def test_each_cascade_agent_sees_only_its_own_inputs(vision: bool) -> None
     descriptions = [c for client in clients.values() for c in client.calls if "Describe the attached image" in c.prompt]
     assert len(descriptions) == int(vision), "one description per sample, shared by the image and cross-modal agents"
     assert len(verdict.diagnostics["image_descriptions"]) == 1
+
+
+@pytest.mark.parametrize("name", ["mmd-agent-decoupled", "agentm3d"])
+async def test_the_image_description_is_made_only_when_an_agent_that_reads_it_is_asked(name: str) -> None:
+    """T_image is the image and cross-modal agents' input: a cascade that its text agent ends (eq. 9)
+    never makes it, and one that reaches them makes it once."""
+    def text_refutes(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+        if "its TEXT is true" in text_of(messages[:1]):
+            return "The date is wrong.\nFinish[TEXT REFUTE]\nCONFIDENCE: 0.9"
+        return respond(messages, kwargs)
+
+    seats = ("text_agent", "image_agent", "cross_modal_agent")
+    for script, label, described in ((text_refutes, "textual_veracity_distortion", 0), (respond, "original", 1)):
+        config, pool, clients = seat_pool(cascade(name), {n: script for n in seats}, vision=True)
+        verdict = await run_sample(config, SAMPLE, pool, evidence=[WIKI])
+        assert verdict.diagnostics["answer"]["label"] == label
+        descriptions = [c for client in clients.values() for c in client.calls if "Describe the attached image" in c.prompt]
+        assert len(descriptions) == described
+        assert ("image_descriptions" in verdict.diagnostics) is bool(described)
 
 
 def by_candidate(scores: dict[int, float]) -> Any:
@@ -141,7 +160,7 @@ async def test_the_prose_critic_stays_an_option() -> None:
 
     script = SelectorScript(answers={"text": lambda i: f"CAND-{i} \nFinish[TEXT SUPPORT]"},
                             critique=lambda prompt: "Mostly supported. The score is 7")
-    config = cascade("mmd-agent-bon").model_copy(deep=True)
+    config = cascade("mmd-agent-decoupled-bon").model_copy(deep=True)
     config.seats = config.seats[:1]
     config.seats[0].turn_policy = config.seats[0].turn_policy.model_copy(update={"critique": True, "critic_format": "prose", "n": 2})
     config, pool, _ = seat_pool(config, {"text_agent": script})
@@ -157,3 +176,66 @@ async def test_the_planner_weighs_the_papers_three_questions_without_tools() -> 
     for question in ("agree, contradict each other", "concrete visual evidence", "image alone settle"):
         assert question in planner.prompt
     assert "Forensics" not in planner.prompt and "fused forgery score" not in planner.prompt
+    system = " ".join(text_of(planner.messages[:1]).split())
+    assert "Reply with one of these two tags and nothing else" in system, "the paper asks for the action alone (paper line 323)"
+    assert "sentence" not in system
+
+
+async def test_the_image_critic_reads_the_learned_detector_the_run_names(tmp_path: Any) -> None:
+    """AgentM3D's image critic reads a learned detector (PatchCraft, paper line 373): with weights named
+    under tools.learned_detector the critic reads that detector, made once per post; without, the fused
+    CPU forensics."""
+    torch = pytest.importorskip("torch")
+    from debates.tool_settings import ToolSettings
+
+    class RedIsFake(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return (x[:, :1] - x[:, 1:2]) * 20.0
+
+    weights = tmp_path / "detector.pt"
+    torch.jit.script(RedIsFake()).save(str(weights))
+    for tools, expected, absent in (({}, "fused forgery score", "learned detector"),
+                                    ({"learned_detector": ToolSettings(model=weights)}, "learned detector detector.pt",
+                                     "fused forgery score")):
+        seen: list[str] = []
+
+        def critic_aware(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any], seen: list[str] = seen) -> str:
+            system, everything = text_of(messages[:1]), text_of(messages)
+            if "You are a critic" in system:
+                seen.append(everything)
+                return "0.5"
+            if "strict grader" in text_of(messages[-1:]):
+                return "SCORE: 0.5"
+            if "internal logic, not for its truth" in everything:
+                return '{"consistent": true, "issues": [], "rationale": "consistent"}'
+            if "checking effort" in system:
+                return "[BON level-1]"
+            for marker, action in (("its TEXT is true", "TEXT SUPPORT"), ("its IMAGE is genuine", "IMAGE REFUTE")):
+                if marker in system:
+                    return f"Candidate {int(kwargs.get('seed', 0) or 0)}.\nFinish[{action}]\nCONFIDENCE: 0.7"
+            raise AssertionError(everything[:100])
+
+        config = cascade("agentm3d").model_copy(update={"tools": {**cascade("agentm3d").tools, **tools}})
+        config, pool, _ = seat_pool(config, {n: critic_aware for n in ("text_agent", "image_agent", "cross_modal_agent")})
+        await run_sample(config, SAMPLE, pool)
+        image_critiques = [p for p in seen if "What the forgery tool reports" in p]
+        assert len(image_critiques) == 5
+        assert all(expected in p and absent not in p for p in image_critiques)
+
+
+@pytest.mark.parametrize("settings", ["", "tools:\n  logic_check: {backend: qwen4b}\n  learned_detector: {model: /weights/patchcraft.pt}\n"])
+def test_agentm3d_lists_its_critics_tools_as_departures_until_the_run_gives_them(settings: str, tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from debates.cli.main import app
+
+    config_file = tmp_path / "m3d.yaml"
+    backends = "backend: local\nbackends:\n  qwen4b: {kind: vllm, model: Qwen/Qwen3-4B-Instruct-2507, base_url: 'http://127.0.0.1:9/v1'}\n"
+    config_file.write_text(backends + settings)
+    result = CliRunner().invoke(app, ["reproduce", "agentm3d-table1", "--plan", "--config-file", str(config_file)],
+                                env={"COLUMNS": "400", "TERM": "dumb", "M3D_FORGERY_MODEL": ""})
+    assert result.exit_code == 0, result.output
+    given = bool(settings)
+    assert ("[own-model-logic-check]" in result.output) is not given, "the paper runs the check on Qwen3-4B (line 371)"
+    assert ("[forgery-critic-fused]" in result.output) is not given, "the paper's critic reads PatchCraft (line 373)"
+    assert ("[forgery-critic-learned]" in result.output) is given

@@ -57,7 +57,9 @@ async def test_rounds_get_an_independent_prompt_then_a_first_debate_prompt_then_
     assert verdict.abstained, "two debaters who end split tie: no majority"
     first, second, third = prompts_of(clients["agent_b"])
     assert "independent assessment" in first and "watermarks, flags" in first and "A1" not in first
+    assert "known people and other recognisable entities" in " ".join(first.split())
     assert "the discussion starts" in second and "the discussion starts" not in third
+    assert "Leave out any description of the image" in " ".join(second.split()), "paper line 198"
     assert "then this is what I think:" in second and "Do you agree with me?" in second
     assert "B1" in second and "Me, round 2:\nA2" in second, "its own first answer, then the other side's as the user's"
     assert "B2" in third and "A3" in third and "this is what I think now" in third
@@ -117,6 +119,9 @@ async def test_disambiguation_takes_turns_and_the_desk_answers_before_the_next_s
     assert "ANSWER-TO" not in prompts_of(clients["agent_b"])[0], "a first answer stays independent"
     assert "ANSWER-TO[who took the photo]" in prompts_of(clients["agent_a"])[1]
     assert verdict.diagnostics["consensus_round"] == 2 and verdict.label == "fake"
+    for prompt in prompts_of(clients["agent_a"]) + prompts_of(clients["agent_b"]):
+        assert "agent_a" not in prompt and "agent_b" not in prompt, "the desk's answers name no seat"
+    assert verdict.transcript[1].text.startswith("QUERY: who took the photo\n")
 
 
 async def test_json_turns_leave_room_for_detailed_arguments() -> None:
@@ -133,6 +138,7 @@ async def test_json_turns_leave_room_for_detailed_arguments() -> None:
 
 def test_configuration_files_are_listed_in_the_readme() -> None:
     readme = (REPO / "README.md").read_text()
-    for name in PAPER + ["async-three", "async-ai-three", "sync-three", "disambiguation-three", "agentm3d-lazy"]:
+    for name in PAPER + ["async-three", "async-ai-three", "sync-three", "disambiguation-three", "agentm3d-lazy", "async-closed",
+                         "mmd-agent-decoupled"]:
         assert f"`{name}`" in readme, name
     assert Path(REPO / "debates" / "configs" / "async.yaml").is_file()

@@ -29,7 +29,7 @@ from tests.support.paths import EXAMPLE_IMAGE
 from tests.support.scripted import ScriptedClient, scripted_backend
 
 POST = Sample(text="The mayor opened the new bridge in Alphaville on Monday.", images=[EXAMPLE_IMAGE], taxonomy="m3d")
-PHYSICS = "Examine the attached image for things that could not happen"
+PHYSICS = "Look at the attached image alone and ask whether the scene"
 
 
 def prompt_of(body: dict[str, Any]) -> str:
@@ -61,7 +61,7 @@ def agent_answer(body: dict[str, Any], _n: int) -> tuple[int, dict[str, Any], fl
 
 
 def detector_answer(body: dict[str, Any], _n: int) -> tuple[int, dict[str, Any], float]:
-    verdict = {"plausible": True, "problems": [], "consistent_with_claim": True, "rationale": "light and shadows agree"}
+    verdict = {"plausible": True, "problems": [], "rationale": "light and shadows agree"}
     return 200, completion_body(json.dumps(verdict), prompt_tokens=40, completion_tokens=9), 0.0
 
 

@@ -38,6 +38,26 @@ def test_committed_notebooks_carry_no_outputs_and_have_a_parameters_cell() -> No
         assert 'BACKEND = "local"' in tagged[0].source
 
 
+def test_every_import_of_the_notebooks_resolves_and_the_configurations_table_matches_the_configs() -> None:
+    """A moved module must not leave a notebook that fails at its first cell (the integration tests
+    that run them end to end are not in every test run)."""
+    import ast
+    import importlib
+    import importlib.util
+
+    for name in NAMES:
+        nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+        for cell in (c for c in nb.cells if c.cell_type == "code"):
+            for node in ast.walk(ast.parse("\n".join(line for line in cell.source.splitlines() if not line.startswith(("%", "!"))))):
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    module = importlib.import_module(node.module)
+                    missing = [a.name for a in node.names if not hasattr(module, a.name)
+                               and importlib.util.find_spec(f"{node.module}.{a.name}") is None]
+                    assert not missing, f"{name}: {node.module} has no {missing}"
+    text = nbformat.read(NOTEBOOKS / "01_run_debates.ipynb", as_version=4).cells[2].source
+    assert "| `async` | Two agents" in text and "Three agents" not in text and "All agents" not in text
+
+
 @pytest.fixture(scope="module")
 def kernel_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The kernels' environment: this checkout first on the path, and one response cache for the run.

@@ -239,6 +239,36 @@ async def test_first_available_asks_the_next_reverse_provider_only_when_one_foun
     assert (first.asked, second.asked) == (1, second_asked)
 
 
+@pytest.mark.parametrize("recognised", ["evidence", "summaries"])
+async def test_what_the_reverse_search_recognised_is_an_item_only_where_the_configuration_says(recognised: str) -> None:
+    """LLM-Consensus gives its agents the pages' summaries alone; a best guess with no page showing
+    the image must not reach them as an item of its own (paper line 43)."""
+    class Guessing:
+        name = "guessing"
+
+        async def search_image(self, query: ImageQuery) -> ReverseImageResult:
+            return ReverseImageResult(provider=self.name, pages=[], best_guess=["storm over a city"], entities=["Sandy"])
+
+    pipeline = EvidencePipeline(reverse=[Guessing()], config=RetrievalConfig(caption_search=False, recognised=recognised))
+    pipeline.rater.judge = None
+    result = await pipeline.collect(Sample(text="a post", images=[EXAMPLE_IMAGE]))
+    [item] = [e for e in result.evidence if e.kind == "reverse_image"]
+    assert "storm over a city" in item.text and "storm over a city" in result.image_context
+    assert item.kept is (recognised == "evidence")
+    assert result.kept == ([item] if recognised == "evidence" else [])
+    if recognised == "summaries":
+        assert "context for the page summaries only" in item.reason
+
+
+def test_llm_consensus_configurations_keep_the_recognised_context_out_of_the_prompts() -> None:
+    from debates.config_loader import load_config
+    from retrieval.runpath import settings_of
+
+    for name in ("async", "async-ai", "sync", "judged", "actor-skeptic", "disambiguation", "disambiguation-sync"):
+        settings = settings_of(load_config(name))
+        assert settings is not None and settings.recognised == "summaries", name
+
+
 class FixedArticles:
     name = "wikipedia"
 

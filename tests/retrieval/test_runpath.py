@@ -27,6 +27,14 @@ from tests.support.scripted import ScriptedClient, scripted_backend
 POSTS = 3
 
 
+class SimpleConfig:
+    """Any configuration with a retrieval block (open_retrieval reads nothing else from it here)."""
+
+    def __init__(self, retrieval: RetrievalConfig) -> None:
+        self.retrieval = retrieval
+        self.backend = None
+
+
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
     shared_data("article-extraction-benchmark")
@@ -51,7 +59,8 @@ def test_m3d_evaluate_gathers_live_evidence_then_replays_it_with_no_network_and_
         assert report["network_fetches"] >= 4, "one reverse image search and three pages at least"
         providers = {p["provider"]: p for p in report["providers"]}
         assert providers["google_vision"]["items"] == 5 and providers["pages"]["items"] == 3
-        assert "serpapi_lens" not in providers, "LLM-Consensus asks the first provider that finds pages"
+        assert providers["serpapi_lens"]["calls"] == 0, "LLM-Consensus asks the first provider that finds pages"
+        assert "public image URL only" in providers["serpapi_lens"]["not_run"], "and SerpAPI could not have run"
         assert len(row.verdict["evidence_ids"]) == report["kept"]
     prompts = [str(r["messages"]) for r in world.model.requests]
     assert any("quoted-evidence" in p and "/bench/" in p for p in prompts), "the debaters read the pages"
@@ -86,7 +95,43 @@ def test_a_failing_provider_and_a_missing_key_are_reported_and_the_run_goes_on(
     output = " ".join(result.output.split())
     assert "evidence (record): 0 items given to the agents" in output
     assert "google_vision failed 1x" in output and "billing" in output
-    assert "serpapi_lens not run: no key: set SERPAPI_API_KEY" in output
+    assert "serpapi_lens not run: SerpAPI's Google Lens takes a public image URL only (no upload)" in output
+
+
+def test_without_a_google_vision_key_a_run_says_how_many_samples_debated_without_evidence(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SerpAPI's Lens engine needs a public image URL, which no shipped configuration has: without
+    Google Vision every post debates with no evidence, and the run says so instead of passing for
+    the paper's default setting."""
+    monkeypatch.delenv("GOOGLE_VISION_API_KEY")
+    result = CliRunner().invoke(app, evaluate(world, "record", "keyless"), env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    printed = " ".join(result.output.split())
+    assert f"[samples-without-evidence] {POSTS} of {POSTS} samples (100%) ended with no evidence item" in printed
+    assert "serpapi_lens: no public_image_url" in printed
+    rows = read_rows(world.folder / "keyless" / "results.jsonl")[0]
+    for row in rows:
+        providers = {p["provider"]: p for p in row.verdict["evidence_report"]["providers"]}
+        assert providers["google_vision"]["not_run"] == "no key: set GOOGLE_VISION_API_KEY"
+        assert "public image URL only" in providers["serpapi_lens"]["not_run"]
+    assert "[samples-without-evidence]" in (world.folder / "keyless" / "report.md").read_text()
+
+
+async def test_serpapi_runs_where_the_configuration_names_the_public_image_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SERPAPI_API_KEY", raising=False)
+    from m3d_agents.backends.factory import BackendPool as Pool
+
+    pool = Pool()
+    pool.add(scripted_backend(ScriptedClient([]), name="s"))
+    hosted = RetrievalConfig(reverse_image=["serpapi_lens"], public_image_url="https://img.example.org/{sha256}.jpg")
+    for settings, why in ((hosted, "no key: set SERPAPI_API_KEY"), (hosted.model_copy(update={"public_image_url": None}),
+                                                                  "public image URL only")):
+        run = open_retrieval(SimpleConfig(settings), pool, mode="record", store_path=None, backend="s")
+        try:
+            assert why in run.log.not_run["serpapi_lens"]
+        finally:
+            await run.close()
 
 
 def test_replay_without_a_store_is_one_clear_line(world: World) -> None:

@@ -33,7 +33,9 @@ def call_kind(messages: Sequence[LLMMessage]) -> str:
 
 
 def seat_role(messages: Sequence[LLMMessage]) -> str:
-    system = text_of(messages[:1])
+    """The asking seat's role, from its system prompt, or (a chained cascade, whose steps share one
+    system prompt) from the step named at the end of its request."""
+    system = text_of(messages[:1]) + "\n" + text_of(messages[-1:])
     for marker, role in (("its TEXT is true", "text"), ("its IMAGE is genuine", "image"),
                          ("image and its text belong together", "cross_modal"), ("classifying one social-media post", "single")):
         if marker in system:
@@ -81,6 +83,8 @@ def stub_answer(body: Mapping[str, Any]) -> str:
     last = _json_text(messages[-1]) if messages else ""
     if "strict grader" in last:
         return "SCORE: 0.7"
+    if any(f"Step {k} of 3" in last for k in (1, 2, 3)):
+        system += "\n" + last
     if "checking effort" in system:
         return "A specific claim about a breaking event. [BON level-1]"
     if "You are a critic" in system:

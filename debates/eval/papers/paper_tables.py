@@ -22,6 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from debates.eval.papers.table_figures import METRICS
+from m3d_agents.datasets import DATASETS
 from m3d_agents.errors import InputError
 from m3d_agents.safe_yaml import load_yaml
 
@@ -79,6 +80,9 @@ class PaperRow(BaseModel):
     numbers: dict[str, dict[str, float | None]] = Field(
         default_factory=dict, description="per data set kind, per metric: the paper's figure, on the table's scale")
     missing: Missing | None = None
+    escalation: dict[str, float] = Field(
+        default_factory=dict, description="per data set kind: the share of samples the row's planner escalated to "
+        "best-of-N, as the paper reports it, on the table's scale (AgentM3D, paper line 228)")
     note: str = ""
 
 
@@ -108,6 +112,9 @@ class PaperTable(BaseModel):
         if len(set(ids)) != len(ids):
             raise ValueError(f"row ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
         for row in self.rows:
+            for kind in row.escalation:
+                if kind not in self.datasets:
+                    raise ValueError(f"row {row.id!r} has an escalation for {kind!r}, which is not one of the table's data sets")
             for kind, figures in row.numbers.items():
                 if kind not in self.datasets:
                     raise ValueError(f"row {row.id!r} has numbers for {kind!r}, which is not one of the table's data sets")
@@ -133,6 +140,11 @@ class PaperTable(BaseModel):
 
     def backbones(self) -> list[str]:
         return list(dict.fromkeys(b for b in [self.backbone, *(row.backbone for row in self.rows)] if b))
+
+    def without_loader(self) -> list[str]:
+        """The table's data sets that no loader of this build reads: their numbers are stored for
+        comparison, but no row can run on them (AgentM3D's Combined mix, for one)."""
+        return [kind for kind in self.datasets if kind not in DATASETS]
 
 
 def _folder() -> Traversable:
@@ -168,7 +180,11 @@ def missing_configs(table: PaperTable, available: list[str]) -> list[str]:
     return [config for config in table.configs() if config not in available]
 
 
-def check_runnable(table: PaperTable, available: list[str]) -> None:
+def check_runnable(table: PaperTable, available: list[str], kind: str | None = None) -> None:
+    """Refuse a table whose configurations this build lacks, or (``kind`` given) a data set it has no loader for."""
+    if kind is not None and kind in table.without_loader():
+        raise InputError("dataset", f"{table.id}'s {kind} data set has no loader in this build, so no row can run on it: "
+                                    f"{' '.join(table.datasets[kind].note.split())}")
     missing = missing_configs(table, available)
     if missing:
         rows = [row.id for row in table.rows if row.config in missing]

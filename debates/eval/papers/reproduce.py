@@ -107,6 +107,10 @@ class RowResult(BaseModel):
     completion_tokens_per_sample: float | None = None
     cost_per_sample_usd: float | None = None
     retrieval: str | None = None
+    escalated: float | None = None
+    """The share of this run's samples its planner escalated to best-of-N, on the table's scale; None without a planner."""
+    paper_escalated: float | None = None
+    """The paper's figure for that share on this data set, when it gives one."""
     no_evidence_share: float | None = Field(None, description="share of the run's finished samples that ended with no evidence item")
     unavailable_share: float | None = Field(None, description="share of the run's tool calls answered 'unavailable'")
 
@@ -263,8 +267,7 @@ def header_lines(table: PaperTable, setting: Setting, resamples: int, seed: int,
 def scaled(table: PaperTable, metric: str, value: float | None) -> float | None:
     if value is None:
         return None
-    rate = METRICS[metric].view != "diagnostic"
-    return value * 100.0 if table.scale == "percent" and rate else value
+    return value * 100.0 if table.scale == "percent" and METRICS[metric].rate else value
 
 
 def _difference(ours: Figure, paper: float | None) -> Difference | None:
@@ -290,7 +293,7 @@ def table_result(table: PaperTable, setting: Setting, runs: dict[str, tuple[Path
         missing = table.missing_of(row) if any(v is None for v in paper.values()) else None
         base = RowResult(id=row.id, label=row.label, config=row.config, backbone=backbone,
                          same_backbone=same_model(setting.model, backbone), status="no configuration", paper=paper,
-                         missing=missing)
+                         missing=missing, paper_escalated=row.escalation.get(kind))
         if row.config is None or row.config not in runs:
             results.append(base)
             continue
@@ -308,6 +311,8 @@ def table_result(table: PaperTable, setting: Setting, runs: dict[str, tuple[Path
             "completion_tokens_per_sample": metrics.completion_tokens_per_sample,
             "cost_per_sample_usd": metrics.cost_per_sample_usd, "retrieval": retrieval,
             "no_evidence_share": shares.no_evidence_share, "unavailable_share": shares.unavailable_share,
+            "escalated": None if metrics.escalation is None else
+            metrics.escalation.share * (100.0 if table.scale == "percent" else 1.0),
         }))
     paired = all(r.paired for r in results if r.status != "no configuration")
     by_mode: dict[str, list[str]] = {}
@@ -340,7 +345,8 @@ class Reproduction:
 def check_reproduction(request: ReproduceRequest) -> Reproduction:
     """Every option checked before any sample is read: the table, its configurations, the data set's kind, each run folder."""
     table = load_table(request.table)
-    check_runnable(table, available_configs())
+    kind = request.dataset.partition(":")[0].strip().lower()
+    check_runnable(table, available_configs(), kind)
     kind, _ = parse_spec(request.dataset)
     if kind not in table.datasets:
         raise InputError("dataset", f"{table.id} reports on {', '.join(table.datasets)}, not on {kind}")

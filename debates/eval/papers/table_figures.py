@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from debates.eval.score.metrics import NO_ANSWER, binary_name, predicted
 from debates.eval.records import EvalRow
 
-View = Literal["labels", "binary", "diagnostic"]
+View = Literal["labels", "binary", "diagnostic", "cost"]
 Average = Literal["accuracy", "macro", "weighted", "positive", "mean"]
 Score = Literal["f1", "precision", "recall"]
 
@@ -37,6 +37,15 @@ class MetricSpec:
     score: Score = "f1"
     diagnostic: str = ""
     """For ``view == "diagnostic"``: the key of a number in each verdict's diagnostics, averaged over samples."""
+    factor: float = 1.0
+    """For ``view == "cost"``: the mean dollars of a sample times this (1000: dollars per 1000 posts)."""
+    places: int | None = None
+    """Decimals shown; None: the table's scale decides (rates)."""
+
+    @property
+    def rate(self) -> bool:
+        """A share of samples (accuracy, F1 ...), shown in percent on a percent table; the others are shown as they are."""
+        return self.view in ("labels", "binary")
 
 
 POSITIVE = "misinformation"
@@ -54,7 +63,8 @@ METRICS: dict[str, MetricSpec] = {m.name: m for m in [
     MetricSpec("fake_precision", "fake P", "binary", "positive", "precision"),
     MetricSpec("fake_recall", "fake R", "binary", "positive", "recall"),
     MetricSpec("fake_f1", "fake F1", "binary", "positive", "f1"),
-    MetricSpec("mean_iterations", "iterations", "diagnostic", "mean", diagnostic="iterations"),
+    MetricSpec("mean_iterations", "iterations", "diagnostic", "mean", diagnostic="iterations", places=2),
+    MetricSpec("usd_per_1000_posts", "USD / 1000 posts", "cost", "mean", factor=1000.0, places=1),
 ]}
 
 
@@ -148,13 +158,20 @@ def diagnostic_values(rows: Sequence[EvalRow], key: str) -> tuple[np.ndarray, np
     return np.array(values), np.array(present)
 
 
+def cost_values(rows: Sequence[EvalRow]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's dollars, and whether it has them (a failed row, or a backend without a price, has none)."""
+    values = [float(r.cost_usd) if r.cost_usd is not None and r.status != "error" else 0.0 for r in rows]
+    present = [1.0 if r.cost_usd is not None and r.status != "error" else 0.0 for r in rows]
+    return np.array(values), np.array(present)
+
+
 def metric_values(spec: MetricSpec, weights: np.ndarray, rows: Sequence[EvalRow]) -> np.ndarray | None:
     """The metric under each resample; None when no sample has what it needs."""
-    if spec.view == "diagnostic":
-        values, present = diagnostic_values(rows, spec.diagnostic)
+    if spec.view in ("diagnostic", "cost"):
+        values, present = diagnostic_values(rows, spec.diagnostic) if spec.view == "diagnostic" else cost_values(rows)
         if not present.any():
             return None
-        return _ratio(weights @ (values * present), weights @ present)
+        return _ratio(weights @ (values * present), weights @ present) * spec.factor
     scored = [r for r in rows if r.scored]
     if not scored:
         return None

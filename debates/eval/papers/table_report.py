@@ -16,11 +16,32 @@ from debates.eval.papers.table_figures import METRICS
 COLUMNS = ["paper row", "paper's backbone (= ours?)", "config", "metric", "ours [95% CI]", "paper", "ours - paper",
            "calls/sample", "tokens/sample (in + out)", "$/sample", "no evidence (% samples)", "tools unavailable (% calls)"]
 NOT_RUN = "not run (no configuration)"
+ESCALATION = "escalated to best-of-N (paper)"
+
+
+def columns(result: TableResult) -> list[str]:
+    """The table's columns: :data:`COLUMNS`, and the planner's escalation where a row has a planner or the paper gives one."""
+    return COLUMNS + ([ESCALATION] if _escalates(result) else [])
+
+
+def _escalates(result: TableResult) -> bool:
+    return any(r.escalated is not None or r.paper_escalated is not None for r in result.rows)
+
+
+def _escalation(result: TableResult, row: RowResult) -> str:
+    if row.escalated is None and row.paper_escalated is None:
+        return ""
+    places = 1 if result.scale == "percent" else 3
+    unit = "%" if result.scale == "percent" else ""
+    ours = "n/a" if row.escalated is None else f"{row.escalated:.{places}f}{unit}"
+    paper = "not given" if row.paper_escalated is None else f"{row.paper_escalated:.{places}f}{unit}"
+    return f"{ours} ({paper})"
 
 
 def digits(result: TableResult, metric: str) -> int:
-    if METRICS[metric].view == "diagnostic":
-        return 2
+    places = METRICS[metric].places
+    if places is not None:
+        return places
     return 1 if result.scale == "percent" else 3
 
 
@@ -63,8 +84,9 @@ def _costs(row: RowResult) -> list[str]:
 
 
 def cells(result: TableResult) -> list[list[str]]:
-    """Every line of the table as strings, in :data:`COLUMNS` order."""
+    """Every line of the table as strings, in :func:`columns` order."""
     lines = []
+    extra = _escalates(result)
     for row in result.rows:
         label = row.label + (f" ({row.status}: {row.samples} samples)" if row.status == "incomplete" else "")
         for position, metric in enumerate(result.metrics):
@@ -80,6 +102,8 @@ def cells(result: TableResult) -> list[list[str]]:
                 difference = _number(diff.value, places, signed=True) if diff is not None else "n/a"
             head = [label, _backbone(row), row.config or "-"] if first else ["", "", ""]
             tail = _costs(row) if first else ["", "", "", "", ""]
+            if extra:
+                tail.append(_escalation(result, row) if first else "")
             lines.append([*head, title, ours, paper, difference, *tail])
     return lines
 
@@ -87,7 +111,8 @@ def cells(result: TableResult) -> list[list[str]]:
 def markdown(result: TableResult) -> str:
     out = [f"# {result.header[0]}", ""]
     out += [f"- {line}" for line in result.header[1:]]
-    out += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    heads = columns(result)
+    out += ["", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     out += ["| " + " | ".join(cell.replace("|", "/") for cell in line) + " |" for line in cells(result)]
     out.append("")
     errors = [f"{r.id}: {r.errors} failed, {r.abstained} abstained of {r.samples}" for r in result.rows
@@ -130,7 +155,7 @@ def plot(result: TableResult, path: Path) -> None:
         for position, value in enumerate(paper):
             if np.isnan(value):
                 ax.text(0, position + 0.2, " paper: n/a", va="center", fontsize=7, color="#dd8452")
-        if METRICS[metric].view != "diagnostic":
+        if METRICS[metric].rate:
             ax.set_xlim(0, 100 if result.scale == "percent" else 1)
         ax.set_title(METRICS[metric].title)
         ax.grid(axis="x", alpha=0.3)

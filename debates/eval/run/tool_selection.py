@@ -24,7 +24,18 @@ from m3d_agents.sample import Sample
 class ToolSelectable(Protocol):
     def tool_verbs(self) -> list[str]: ...
 
+    def selection_base(self) -> list[str]: ...
+
     def with_tools(self, verbs: list[str] | tuple[str, ...]) -> Any: ...
+
+
+def label_counts(samples: Sequence[Sample]) -> dict[str, int]:
+    """How many samples carry each gold label, labels in sorted order."""
+    counts: dict[str, int] = {}
+    for sample in samples:
+        if sample.gold_label is not None:
+            counts[sample.gold_label] = counts.get(sample.gold_label, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def balanced_samples(samples: Sequence[Sample], limit: int, seed: int) -> list[Sample]:
@@ -54,7 +65,8 @@ async def config_accuracy(
     seed: int = 0,
     **options: Any,
 ) -> float:
-    """The share of ``samples`` whose verdict label equals the gold label."""
+    """The share of ``samples`` whose verdict label equals the gold label, in the sample's own taxonomy (the run carries
+    the configuration's answer over to it): four-class accuracy on MMFakeBench, binary on MediaEval."""
     gate = asyncio.Semaphore(concurrency)
 
     async def correct(sample: Sample) -> bool:

@@ -30,6 +30,7 @@ from debates.tool_settings import merged_tools
 from m3d_agents.backends.config import BackendConfig, ToolBinding
 from m3d_agents.verdict import RetrievalMode, ToolUsage
 from m3d_agents.tools.forensics.learned import MODEL_ENV
+from m3d_agents.tools.forensics.learned import NAME as DETECTOR
 from retrieval.readiness import USES, readiness
 
 
@@ -125,11 +126,9 @@ def _tool_departures(plan: PlannedRun) -> list[StatedDeparture]:
         found += [_detected(f"no-searcher-{slug(name)}", f"{name} searches the web, but retrieval is off for this run, so "
                             "every call will answer 'unavailable' (--retrieval live, or a retrieval block, turns it on)")
                   for name in used if registry.card(name).needs_network]
-    for name in used:
-        if name in registry.names() and registry.card(name).loads_checkpoint and plan.tools.get(name, ToolBinding()).model is None \
-                and not (plan.env if plan.env is not None else os.environ).get(MODEL_ENV, "").strip():
-            found.append(_detected(f"no-weights-{slug(name)}", f"{name} has no weights (tools: {{{name}: {{model: PATH}}}} or "
-                                   f"{MODEL_ENV}), so every call will answer 'unavailable'"))
+    if DETECTOR in used and not learned_detector_named(plan):
+        found.append(_detected(f"no-weights-{slug(DETECTOR)}", f"{DETECTOR} has no weights (tools: {{{DETECTOR}: {{model: "
+                               f"PATH}}}} or {MODEL_ENV}), so every call will answer 'unavailable'"))
     for name, tool in plan.config.tools.items():
         if tool.paper is None or not tool.paper.separate_model or name not in used:
             continue
@@ -138,6 +137,15 @@ def _tool_departures(plan: PlannedRun) -> list[StatedDeparture]:
                 f"own-model-{slug(name)}", f"{name} runs on the agent's own model ({plan.backend_name}), where the paper runs "
                 f"a separate one; tools: {{{name}: {{backend: NAME}}}} gives it its own", tool.paper.paper_line))
     return found
+
+
+def learned_detector_named(plan: PlannedRun) -> bool:
+    """Whether the run names a learned detector's weights (its ``tools:`` block, the config file's, or the
+    environment), which the image critic then reads instead of the fused CPU forensics."""
+    from m3d_agents.tools.forensics.learned import MODEL_ENV, NAME
+
+    env = plan.env if plan.env is not None else os.environ
+    return bool(plan.tools.get(NAME, ToolBinding()).model or env.get(MODEL_ENV, "").strip())
 
 
 def planned_departures(plan: PlannedRun) -> list[StatedDeparture]:
@@ -152,6 +160,7 @@ def planned_departures(plan: PlannedRun) -> list[StatedDeparture]:
         detected.append(_detected(
             "text-only-backend", f"backend {plan.backend_name} ({plan.backend.model_name}) is text-only, so no agent sees "
             f"the images that {config.paper}'s models see"))
+    conditions.add("learned_forgery" if learned_detector_named(plan) else "fused_forgery")
     listed = [StatedDeparture(id=d.id, text=d.text, paper_line=d.paper_line) for d in config.departures if d.when in conditions]
     return [*listed, *stand_ins(config), *detected]
 

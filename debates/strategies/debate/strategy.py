@@ -13,6 +13,7 @@ from typing import ClassVar
 from autogen_agentchat.base import ChatAgent, Team
 
 from debates.chat.human import HumanSeat
+from debates.chat.preparation import SamplePreparation
 from debates.chat.seats import ModelSeat
 from debates.chat.state import DebateState
 from debates.chat.team import PolicyGroupChat
@@ -24,7 +25,7 @@ from debates.chat.run import run_team
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import collapse_label, get_taxonomy
-from m3d_agents.media.images import PreparedSample, prepare_sample
+from m3d_agents.media.images import prepare_sample
 from m3d_agents.sample import Sample
 from m3d_agents.tools.cards import ToolContext
 from m3d_agents.tools.describers import enable_image_describers
@@ -38,7 +39,7 @@ def seat_backend_name(seat: SeatConfig, config: DebateConfig, ctx: RunContext) -
 def build_seats(
     config: DebateConfig,
     state: DebateState,
-    prepared: PreparedSample,
+    preparation: SamplePreparation,
     evidence: list[Evidence],
     ctx: RunContext,
 ) -> list[ChatAgent | Team]:
@@ -47,6 +48,7 @@ def build_seats(
     Text-only seats see the image through the forensic and OCR tools' findings.
     """
     enable_image_describers()
+    prepared = preparation.prepared
     humans = dict(ctx.human_seats)
     for name in humans:
         config.seat(name)
@@ -54,7 +56,7 @@ def build_seats(
     setup = ctx.tool_setup(config)
     for index, seat in enumerate(config.seats):
         if seat.name in humans:
-            seats.append(HumanSeat(seat, config, state.protocol, state.taxonomy, prepared, evidence, humans[seat.name]))
+            seats.append(HumanSeat(seat, config, state.protocol, state.taxonomy, preparation, evidence, humans[seat.name]))
             continue
         chosen = ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model)
         create: dict[str, object] = {
@@ -68,7 +70,7 @@ def build_seats(
                 state.protocol,
                 state.taxonomy,
                 chosen.view(ctx.ledger, agent=seat.name, role=seat.role),
-                prepared,
+                preparation,
                 evidence,
                 build_turn_policy(seat.turn_policy),
                 create,
@@ -101,15 +103,16 @@ class DebateStrategy:
             collapse_label(answering.labels[0], answering, taxonomy)
         except ValueError as exc:
             raise InputError("taxonomy", f"the {config.name} configuration answers in {answering.name}: {exc}") from None
-        prepared = await protocol.prepare(
-            config, prepared, lambda seat: ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model), ctx.ledger
+        preparation = SamplePreparation(
+            protocol, config, prepared, lambda seat: ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model),
+            ctx.ledger,
         )
         gathered = list(ctx.evidence)
         if config.use_evidence and ctx.evidence_source is not None:
             gathered += await ctx.evidence_source.gather(sample, ledger=ctx.ledger)
         kept = [e for e in gathered if e.kept] if config.use_evidence else []
         state = DebateState(config=config, taxonomy=answering)
-        participants = build_seats(config, state, prepared, kept, ctx)
+        participants = build_seats(config, state, preparation, kept, ctx)
         extra = protocol.extra_participants(state, sample, ctx.ledger, ctx.query_answerer)
         team = PolicyGroupChat([*participants, *extra], state, protocol.next_speakers)
         await run_team(team, state, f"Debate on post {sample.id} begins.", ctx, f"the {config.name} debate on sample {sample.id}")
@@ -117,6 +120,7 @@ class DebateStrategy:
         answered = [e for agent in extra for e in getattr(agent, "evidence", [])]
         cited = [e.id for e in kept] + [e.id for e in answered]
         backends = ",".join(sorted({seat_backend_name(s, config, ctx) for s in config.seats}))
+        escalated = state.turn_state.planner_escalated()
         return ctx.verdict(
             sample,
             config,
@@ -135,6 +139,7 @@ class DebateStrategy:
                 "decided_by": decision.decided_by if decision.label is not None else None,
                 "answer": {"taxonomy": answering.name, "label": decision.label},
                 "selection": state.turn_state.diagnostics(),
-                **({"image_descriptions": prepared.descriptions} if prepared.descriptions else {}),
+                **({"escalated": escalated} if escalated is not None else {}),
+                **({"image_descriptions": preparation.prepared.descriptions} if preparation.prepared.descriptions else {}),
             },
         )

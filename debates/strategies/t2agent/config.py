@@ -50,7 +50,14 @@ class SearchSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    iterations: int = Field(3, ge=1, le=50, description="K, the most iterations per post (paper: not reported)")
+    iterations: int | None = Field(
+        None, ge=1, le=50, description="K, the most iterations per post; None: one more than the number of subtasks."
+        " The paper does not report K. Under eq. 3 with C = 2 a visited subtask outscores an unvisited one only when the"
+        " unvisited one's prior is about 0, so the search revisits a subtask (as the paper's cases do, paper lines 127,"
+        " 287) only once every open subtask has had its first visit: K must exceed the number of subtasks. One more is"
+        " the smallest K that allows a revisit, and keeps the search as short as the paper's (Table 7: 2.28 iterations"
+        " a post; its cases end after 3)",
+    )
     children: int = Field(2, ge=1, le=8, description="n, children per expansion (paper: 2)")
     depth: int = Field(4, ge=1, le=12, description="d, the most steps in a trajectory (paper: not reported)")
     exploration: float = Field(2.0, ge=0.0, description="C, the exploration weight of UCT (paper: 2)")
@@ -76,9 +83,13 @@ class SearchSettings(BaseModel):
     score_temperature: float = Field(0.0, ge=0.0, le=2.0)
     prior_temperature: float = Field(0.0, ge=0.0, le=2.0)
 
-    def bound(self, subtasks: int = 1) -> int:
+    def k(self, subtasks: int) -> int:
+        """K for a search over ``subtasks`` subtasks: ``iterations``, or one more than the number of subtasks when it is None."""
+        return self.iterations if self.iterations is not None else subtasks + 1
+
+    def bound(self, subtasks: int) -> int:
         """The most model calls of one post without retries or model-backed tools: 1 + K(2nd + 1)."""
-        return 1 + self.iterations * (2 * self.children * self.depth + 1)
+        return 1 + self.k(subtasks) * (2 * self.children * self.depth + 1)
 
 
 class T2AgentConfig(StrategyConfig):
@@ -93,7 +104,12 @@ class T2AgentConfig(StrategyConfig):
     prior_prompt: str = Field("t2agent/priors", description="the prior template under prompts/")
     describe_images: bool = Field(True, description="text-only backends see forensic and OCR findings in place of the image")
     scores_see_image: bool = Field(
-        False, description="show the image to S_T and S_C calls; otherwise they judge the post's text and the trajectory's observations"
+        True, description="show the image to S_T and S_C calls, as the paper's scores read the news c, image included"
+        " (paper lines 54, 68); False (t2agent-lean) judges the post's text and the trajectory's observations only"
+    )
+    trajectory_analysis: Literal["detailed", "brief"] = Field(
+        "detailed", description="what S_T asks for before its score: a detailed analysis, as the paper's prompt does"
+        " (paper line 304), or a brief one of at most four sentences (t2agent-lean)",
     )
     menu: MenuDetail = Field(
         "brief", description="the action menu of step prompts: brief (each action's syntax and what it does) or full"
@@ -113,6 +129,10 @@ class T2AgentConfig(StrategyConfig):
     )
     search: SearchSettings = Field(default_factory=SearchSettings)
     subtasks: list[SubtaskConfig] = Field(min_length=1)
+    base_tools: list[str] = Field(
+        default_factory=list, description="D_base of greedy tool selection (Alg. 2): the action verbs it starts from"
+        " (m3d select-tools without --base); empty: every verb is a candidate but the first"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> "T2AgentConfig":
@@ -144,10 +164,22 @@ class T2AgentConfig(StrategyConfig):
                     raise ValueError(f"subtask {subtask.name}: unknown tool {tool!r} for {verb}; known: {', '.join(registry.names())}")
             _require_prompt(subtask.prompt, f"subtask {subtask.name}")
         _require_prompt(self.prior_prompt, "prior_prompt")
+        strange = [v for v in self.base_tools if v not in self.tool_verbs()]
+        if strange:
+            raise ValueError(f"base_tools: {', '.join(strange)} not among the action verbs {', '.join(self.tool_verbs())}")
         return self
 
     def subtask(self, name: str) -> SubtaskConfig:
         return next(s for s in self.subtasks if s.name == name)
+
+    @property
+    def k(self) -> int:
+        """K, the most iterations per post, for this configuration's subtasks."""
+        return self.search.k(len(self.subtasks))
+
+    def bound(self) -> int:
+        """The most model calls of one post without retries or model-backed tools (:meth:`SearchSettings.bound`)."""
+        return self.search.bound(len(self.subtasks))
 
     def tools_used(self) -> list[str]:
         return list(dict.fromkeys([*(t for s in self.subtasks for t in s.tools.values()), *self.tools]))
@@ -157,10 +189,10 @@ class T2AgentConfig(StrategyConfig):
         call per step for steps whose tool asks a model."""
         registry = default_registry()
         search = self.search
-        calls = search.bound() - (0 if search.priors == "lvlm" else 1)
+        calls = self.bound() - (0 if search.priors == "lvlm" else 1)
         model_tools = any(registry.card(t).calls_model for s in self.subtasks for t in s.tools.values())
         if model_tools:
-            calls += search.iterations * search.children * search.depth
+            calls += self.k * search.children * search.depth
         return CallBudget(calls=calls, answer_tokens=self.max_tokens,
                           counts="priors, steps, S_T and S_C of K iterations" + (", a model tool per step" if model_tools else ""))
 
@@ -170,6 +202,10 @@ class T2AgentConfig(StrategyConfig):
         for subtask in self.subtasks:
             verbs.extend(v for v in subtask.tools if v not in verbs)
         return verbs
+
+    def selection_base(self) -> list[str]:
+        """Where greedy tool selection starts: ``base_tools``, else the first verb of the toolbox."""
+        return list(self.base_tools) or self.tool_verbs()[:1]
 
     def with_tools(self, verbs: list[str] | tuple[str, ...]) -> "T2AgentConfig":
         """A copy where each subtask keeps only the verbs in ``verbs`` (Alg. 2 adds a tool to every subtask that has it)."""

@@ -113,8 +113,8 @@ def trajectory_score_messages(
     """S_T (eq. 1): the whole path from the subtask down to ``node``."""
     see = vision and config.scores_see_image
     text = prompts.render("t2agent/trajectory_score", post=post_block(prepared, see, config.scores_see_image),
-                          task=score_task_text(config, subtask),
-                          trajectory=render_trajectory(node.steps()))
+                          task=score_task_text(config, subtask), trajectory=render_trajectory(node.steps()),
+                          analysis=prompts.load(f"t2agent/analysis_{config.trajectory_analysis}"))
     return [UserMessage(content=user_content(text, prepared, see), source="user")]
 
 

@@ -75,8 +75,12 @@ class ToolReport(BaseModel):
 class SearchReport(BaseModel):
     uct: str
     settings: dict[str, Any]
+    k: int = Field(description="K, the most iterations this search could run (settings.iterations, or one more than the subtasks)")
     priors: PriorReport
     iterations: int
+    revisited: list[str] = Field(
+        default_factory=list, description="subtasks selected in more than one iteration, in config order"
+    )
     stop_reason: str
     pruned: list[str]
     early_stop: str | None

@@ -68,8 +68,9 @@ def stop_reason(tree: SearchTree, settings: SearchSettings) -> str | None:
         return f"early stop: the {decided.subtask} subtask answered fake with high confidence"
     if not tree.open_subtasks():
         return "every subtask confirmed real"
-    if tree.iterations >= settings.iterations:
-        return f"K iterations spent (K = {settings.iterations})"
+    k = settings.k(len(tree.subtasks))
+    if tree.iterations >= k:
+        return f"K iterations spent (K = {k})"
     return None
 
 

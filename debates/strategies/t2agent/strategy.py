@@ -304,9 +304,11 @@ def _report(
     return SearchReport(
         uct=config.search.uct,
         settings=config.search.model_dump(),
+        k=config.k,
         priors=PriorReport(source=priors.source, values={s.name: v for s, v in zip(config.subtasks, priors.values)},
                            error=priors.error),
         iterations=tree.iterations,
+        revisited=[s.name for s in subtasks if s.visits > 1],
         stop_reason=outcome.stop_reason,
         pruned=[n.subtask or "" for n in tree.subtasks if n.status == "pruned"],
         early_stop=outcome.deciding.subtask if outcome.deciding is not None else None,
@@ -376,6 +378,7 @@ class T2Agent:
         diagnostics = {
             "stop_reason": outcome.stop_reason,
             "iterations": tree.iterations,
+            "revisited": int(bool(report.revisited)),
             "decided_by": decision.decided_by,
             "search": report.model_dump(mode="json"),
         }

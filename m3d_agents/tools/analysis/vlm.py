@@ -1,5 +1,5 @@
 """Image analysis by the vision-language backend: a grounded description, visual questions,
-entities, and a physics or counterfactual check.
+entities, and a counterfactual check of the scene.
 
 These tools only make sense when the model can see the pixels. On a text-only backend they return
 an explicit "unavailable" result instead of asking a blind model, which would invent an answer.
@@ -33,9 +33,11 @@ class EntityList(BaseModel):
 
 
 class PhysicsCheck(BaseModel):
+    """The counterfactual question about the image alone: could the scene exist? No caption is asked about, so
+    the answer cannot carry whether image and text fit, which is another check's question."""
+
     plausible: bool
     problems: list[str] = Field(default_factory=list)
-    consistent_with_claim: bool
     rationale: str = ""
 
 
@@ -101,9 +103,6 @@ async def recognise_entities(image: PreparedImage, backend: Backend, ledger: Usa
                        lambda text: parse_model(text, EntityList), EntityList, agent)
 
 
-async def physics_check(
-    image: PreparedImage, claim: str, backend: Backend, ledger: UsageLedger, agent: str = "tools"
-) -> VisionAnalysis:
-    prompt = prompts.render("tools/physics_check", claim=claim.strip() or "(no claim given)")
-    return await _look("physics_check", image, backend, ledger, prompt,
+async def physics_check(image: PreparedImage, backend: Backend, ledger: UsageLedger, agent: str = "tools") -> VisionAnalysis:
+    return await _look("physics_check", image, backend, ledger, prompts.load("tools/physics_check"),
                        lambda text: parse_model(text, PhysicsCheck), PhysicsCheck, agent)

@@ -18,7 +18,7 @@ async def test_lazy_scoring_stops_at_m_star_and_reports_saved_calls() -> None:
         reward=by_candidate({0: 0.9, 1: 0.1, 2: 1.0, 3: 1.0, 4: 1.0}),
         critique=lambda prompt: "Sound. The score is 10" if "CAND-0" in prompt else "Weak. The score is 1",
     )
-    config = bon_config("mmd-agent-bon", critique=True, critic_format="prose", early_stop=True, scoring="lazy", tau=0.5)
+    config = bon_config("mmd-agent-decoupled-bon", critique=True, critic_format="prose", early_stop=True, scoring="lazy", tau=0.5)
     config, pool, clients = seat_pool(config, {"text_agent": script})
     verdict = await run_sample(config, M3D_SAMPLE, pool)
     assert verdict.label == "textual_veracity_distortion" and "CAND-0" in verdict.transcript[0].text
@@ -51,7 +51,7 @@ async def test_uniform_best_of_n_scores_every_candidate_and_cross_modal_uses_the
     image_critique = next(c.prompt for c in clients["image_agent"].calls if "What the forgery tool reports" in c.prompt)
     assert "fused forgery score" in image_critique, "the image critic is given the real forensic report"
 
-    uniform, pool, _ = seat_pool(load_config("mmd-agent-bon"), {"text_agent": script, "image_agent": script, "cross_modal_agent": script})
+    uniform, pool, _ = seat_pool(load_config("mmd-agent-decoupled-bon"), {"text_agent": script, "image_agent": script, "cross_modal_agent": script})
     verdict = await run_sample(uniform, M3D_SAMPLE, pool)
     assert [t["m_star"] for t in verdict.diagnostics["selection"]["best_of_n_turns"]] == [5, 5, 5]
     assert verdict.accounting.by_role["reward"].calls == 15 and "critique" not in verdict.accounting.by_role
@@ -63,7 +63,7 @@ async def test_image_critic_receives_an_injected_forgery_report() -> None:
 
     script = SelectorScript(answers={"text": lambda i: finish("TEXT SUPPORT"), "image": lambda i: finish("IMAGE REFUTE", f"CAND-{i}"),
                                      "cross_modal": lambda i: finish("MATCH")})
-    config = bon_config("mmd-agent-bon", critique=True, n=2)
+    config = bon_config("mmd-agent-decoupled-bon", critique=True, n=2)
     config, pool, clients = seat_pool(config, {"text_agent": script, "image_agent": script, "cross_modal_agent": script})
     injected = lambda c: BestOfN(c, forgery_report=lambda image: f"ELA-SPLICE-MAP for {image.sha256[:8]}")  # noqa: E731
     with TURN_POLICIES.overridden("best_of_n", injected):
@@ -75,7 +75,7 @@ async def test_image_critic_receives_an_injected_forgery_report() -> None:
 async def test_candidates_are_sampled_concurrently_with_distinct_seeds() -> None:
     delay = 0.3
     script = SelectorScript(answers={"text": lambda i: finish("TEXT REFUTE", f"CAND-{i}")})
-    config = bon_config("mmd-agent-bon", n=5)
+    config = bon_config("mmd-agent-decoupled-bon", n=5)
     config, pool, clients = seat_pool(config, {"text_agent": script}, delay_s=delay)
     await run_sample(config, M3D_SAMPLE, pool)
     candidates = [c for c in clients["text_agent"].calls if "CAND" not in c.prompt and "strict grader" not in c.prompt]

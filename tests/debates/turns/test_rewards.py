@@ -55,7 +55,7 @@ def test_reward_model_loads_from_a_local_directory_and_scores_on_the_unit_scale(
 async def test_best_of_n_with_a_sequence_classifier_reward_makes_no_reward_calls(tmp_path: Path) -> None:
     folder = tiny_reward_model(tmp_path / "grm")
     script = SelectorScript(answers={"text": lambda i: finish("TEXT REFUTE", f"the photo is fake {'. ' * i}")})
-    config = bon_config("mmd-agent-bon", n=3, reward={"kind": "sequence_classifier", "model": str(folder)})
+    config = bon_config("mmd-agent-decoupled-bon", n=3, reward={"kind": "sequence_classifier", "model": str(folder)})
     config, pool, _ = seat_pool(config, {"text_agent": script})
     verdict = await run_sample(config, M3D_SAMPLE, pool)
     turn = verdict.diagnostics["selection"]["best_of_n_turns"][0]

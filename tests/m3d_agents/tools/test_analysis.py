@@ -70,7 +70,7 @@ async def test_vision_tools_send_the_image_and_parse_the_answer() -> None:
         "entities": [{"name": "Statue of Liberty", "type": "landmark", "evidence": "green statue, centre"}]}
     sent = client.calls[0].messages[0].content
     assert isinstance(sent, list) and len(sent) == 2
-    physics = await physics_check(image, "Storm over New York", backend, ledger)
+    physics = await physics_check(image, backend, ledger)
     assert physics.data is None and physics.error and "no usable answer" in physics.for_agents()
     assert ledger.calls(role="image_entities") == 1 and ledger.calls(role="physics_check") == 3
 

@@ -51,7 +51,8 @@ class DebaterProtocol:
     name: str = ""
     roles: ClassVar[frozenset[str]] = frozenset({DEBATER, JUDGE})
     previous_round_only: ClassVar[bool] = False
-    """Whether a debater sees the others' answers of the previous round only (concurrent rounds)."""
+    """Whether rounds are concurrent: a debater sees the others' answers of the previous round only,
+    and agreement counts only where a round is complete (see :meth:`DebateState.consensus_turn`)."""
     asks_queries: ClassVar[bool] = False
 
     # --- seats ---------------------------------------------------------------------------------
@@ -77,7 +78,8 @@ class DebaterProtocol:
         return []
 
     async def prepare(
-        self, config: DebateConfig, prepared: PreparedSample, backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger
+        self, config: DebateConfig, seat: SeatConfig, prepared: PreparedSample,
+        backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger,
     ) -> PreparedSample:
         return prepared
 

@@ -142,12 +142,15 @@ class Cascade(SoloProtocol):
         return prompts.load(f"cascade/{seat.role}_system")
 
     async def prepare(
-        self, config: DebateConfig, prepared: PreparedSample, backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger
+        self, config: DebateConfig, seat: SeatConfig, prepared: PreparedSample,
+        backend_for: Callable[[SeatConfig], Backend], ledger: UsageLedger,
     ) -> PreparedSample:
-        """T_image, once per sample: the grounded description that the image and cross-modal agents
-        share, made on the first of their backends (see :mod:`m3d_agents.tools.image_descriptions`)."""
+        """T_image, once per sample and only when an agent that reads it is asked: the grounded
+        description that the image and cross-modal agents share, made on the first of their
+        backends (see :mod:`m3d_agents.tools.image_descriptions`). A cascade that its text agent
+        ends never makes it (eq. 9 gates the image agent off)."""
         lookers = [s for s in config.seats if s.role in ("image", "cross_modal")]
-        if not lookers or not prepared.images or prepared.descriptions:
+        if seat.role not in ("image", "cross_modal") or not prepared.images or prepared.descriptions:
             return prepared
         descriptions = await image_descriptions(prepared, backend_for(lookers[0]), ledger)
         return replace(prepared, descriptions=descriptions)

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 
 import prompts
 from debates.chat.protocol import protocol
-from debates.strategies.debate.protocols.base import DEBATER, JUDGE, DebaterProtocol
+from debates.strategies.debate.protocols.base import DEBATER, JUDGE, DebaterProtocol, other_side
 
 if TYPE_CHECKING:
     from debates.chat.state import DebateState
+    from debates.chat.visibility import SeatView
     from debates.chat.config import DebateConfig, SeatConfig
     from m3d_agents.labels import Taxonomy
 
@@ -43,6 +44,15 @@ class JudgedDebate(DebaterProtocol):
 
     def answers_required(self, seat: SeatConfig, config: DebateConfig) -> bool:
         return seat.role == JUDGE
+
+    def instruction(self, view: SeatView) -> str:
+        """A debater's turns ask for its case, never for an independent view or an answer: its stance
+        is fixed and the judge decides (the base prompts ask "do you agree?" and for an answer line)."""
+        if view.seat.role == JUDGE:
+            return super().instruction(view)
+        if view.own_round == 1:
+            return prompts.load("debate/judged_turn_first")
+        return prompts.render("debate/judged_turn_later", round=view.own_round, history=view.history(), **other_side(view))
 
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
         if seat.role == JUDGE:

@@ -14,7 +14,7 @@ from debates.eval.papers.paper_tables import PaperTable, all_tables, check_runna
 from debates.eval.records import EvalRow
 from debates.eval.papers.reproduce import describe_setting, header_lines, model_key, same_model
 from debates.eval.papers.table_figures import METRICS, row_figures
-from debates.config_loader import available_configs
+from debates.config_loader import available_configs, load_config
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 from tests.support.paths import REPO
@@ -36,15 +36,46 @@ def test_every_table_loads_and_the_five_papers_are_there() -> None:
                     assert table.missing_of(row) is not None, f"{table.id}/{row.id} lacks a number and says not why"
 
 
-def test_numbers_that_could_not_be_read_are_null_never_guessed() -> None:
-    for name in ("agentm3d-table1", "llm-consensus-table1"):
-        table = load_table(name)
-        assert table.missing is not None and table.missing.reason == "not_transcribed"
-        assert "Table 1" in table.missing.note and "arxiv.org/html/" in table.missing.note
-        assert all(value is None for row in table.rows for kind in table.datasets for value in table.figures(row, kind).values())
-    assert [r.config for r in load_table("agentm3d-table1").rows] == ["standard", "bon", "mmd-agent", "mmd-agent-bon", "agentm3d"]
-    assert [r.config for r in load_table("llm-consensus-table1").rows] == [
-        "async", "async-ai", "sync", "judged", "actor-skeptic", "disambiguation"]
+def test_agentm3d_table1_holds_all_96_numbers_of_both_backbones_and_both_data_sets() -> None:
+    table = load_table("agentm3d-table1")
+    assert table.missing is None and set(table.datasets) == {"mmfakebench", "combined"}
+    numbers = [v for row in table.rows for kind in table.datasets for v in table.figures(row, kind).values()]
+    assert len(numbers) == 96 and None not in numbers
+    assert [(r.config, r.backbone) for r in table.rows[:6]] == [
+        ("standard", "Qwen3-VL-4B"), ("bon", "Qwen3-VL-4B"), ("t2agent", "Qwen3-VL-4B"), ("mmd-agent", "Qwen3-VL-4B"),
+        ("mmd-agent-bon", "Qwen3-VL-4B"), ("agentm3d", "Qwen3-VL-4B")]
+    ours = next(r for r in table.rows if r.id == "agentm3d-8b")
+    assert table.figures(ours, "combined") == {"accuracy": 48.1, "macro_f1": 48.3, "macro_recall": 50.5, "macro_precision": 52.4}
+    assert table.datasets["mmfakebench"].samples == 1000 and table.datasets["combined"].samples == 900
+
+
+def test_a_data_set_without_a_loader_is_listed_and_refused_with_the_reason() -> None:
+    table = load_table("agentm3d-table1")
+    assert table.without_loader() == ["combined"]
+    with pytest.raises(InputError, match="combined data set has no loader in this build.*Fakeddit"):
+        check_runnable(table, available_configs(), "combined")
+    check_runnable(table, available_configs(), "mmfakebench")
+
+
+def test_llm_consensus_tables_hold_the_papers_rows_and_no_sync_row() -> None:
+    table = load_table("llm-consensus-table1")
+    assert [r.config for r in table.rows] == ["async-ai", "async-closed", "async", "actor-skeptic", "judged", "disambiguation"]
+    assert table.metrics == ["accuracy", "fake_precision", "fake_recall"] and table.backbone == "LLaVA"
+    numbers = [v for row in table.rows for v in table.figures(row, "newsclippings").values()]
+    assert len(numbers) == 18 and None not in numbers
+    closed = next(r for r in table.rows if r.id == "async-closed")
+    assert table.figures(closed, "newsclippings") == {"accuracy": 77.1, "fake_precision": 68.4, "fake_recall": 89.3}
+    assert load_config("async-closed").use_evidence is False  # type: ignore[attr-defined]
+    second = load_table("llm-consensus-table2")
+    assert len([r for r in second.rows if table.figures(r, "newsclippings")["accuracy"] is not None]) == 16
+    assert next(r for r in second.rows if r.config == "async").numbers == {"newsclippings": {"accuracy": 90.8}}
+    ablation = load_table("llm-consensus-table3")
+    given = {r.id: ablation.figures(r, "newsclippings") for r in ablation.rows if r.numbers}
+    assert given == {"gpt-4o-debate": {"accuracy": 90.2, "fake_precision": 90.3, "fake_recall": 90.1},
+                     "gpt-4o-retrieval-debate": {"accuracy": 90.8, "fake_precision": 85.5, "fake_recall": 99.0}}
+    study = load_table("llm-consensus-table4")
+    assert study.datasets["newsclippings"].samples == 10
+    assert [ablation.figures(r, "newsclippings")["accuracy"] for r in study.rows] == [None, None, 80.0]
 
 
 def test_the_transcribed_rows_hold_the_papers_numbers() -> None:
@@ -65,6 +96,26 @@ def test_the_transcribed_rows_hold_the_papers_numbers() -> None:
     mine = next(r for r in factguard.rows if r.config == "factguard")
     assert factguard.figures(mine, "fakevv") == {"accuracy": 83.0, "fake_precision": 85.8, "fake_recall": 82.1, "fake_f1": 83.9}
     assert set(factguard.datasets) == {"fakesv", "fakett", "fakevv"}
+
+
+def test_the_t2agent_tables_hold_tables_2_4_and_5_apart_and_cite_the_papers_text() -> None:
+    amg = load_table("t2agent-table2")
+    assert [r.label for r in amg.rows] == ["MMD-Agent"] * 3 + ["T2Agent"] * 3, "the trained detectors are Table 5's"
+    assert any("no configuration" in note and "does not say how it was run on AMG" in note for note in amg.notes)
+    table5 = load_table("t2agent-table5")
+    assert table5.citation.table == "Table 5"
+    assert [(r.id, table5.figures(r, "amg")["macro_f1"], table5.figures(r, "amg")["accuracy"]) for r in table5.rows] == [
+        ("cafe", 0.467, 0.638), ("mcan", 0.461, 0.612), ("mgca", 0.567, 0.739),
+        ("t2agent-nano", 0.402, 0.503), ("t2agent-mini", 0.499, 0.538), ("t2agent-gpt4o", 0.510, 0.579)]
+    cost = load_table("t2agent-table4")
+    assert cost.metrics == ["usd_per_1000_posts"]
+    figures = {r.id: cost.figures(r, "mmfakebench")["usd_per_1000_posts"] for r in cost.rows}
+    assert figures == {"mmd-agent-gpt4o": 344.4, "t2agent-gpt4o": 1637.1, "mmd-agent-mini": 14.3, "t2agent-mini": 129.4,
+                       "mmd-agent-nano": 9.5, "t2agent-nano": 76.2}
+    assert round(figures["t2agent-gpt4o"] / figures["mmd-agent-gpt4o"], 2) == 4.75
+    for table in (load_table(name) for name in table_names() if name.startswith("t2agent-")):
+        assert table.paper_title.startswith("T2Agent: A Tool-augmented Multimodal Misinformation Detection Agent")
+        assert "AAAI" not in table.paper_title and "shared/papers/t2agent.txt lines" in table.citation.source
 
 
 def test_a_table_names_every_configuration_it_needs_and_says_which_are_missing() -> None:
@@ -210,8 +261,10 @@ def test_a_table_with_several_backbones_marks_the_rows_run_on_ours(tmp_path: Pat
     setting = describe_setting(table, "mmfakebench", spec, fake_loaded(1000), 1000, None, "openai", "gpt-4o")
     assert setting.differences == ["backend openai runs gpt-4o, the paper's backbone for the rows marked yes only; "
                                    "the others ran on BLIP-2, GPT-4.1-nano, GPT-4o-mini, LLaVA-1.6"]
-    agentm3d = describe_setting(load_table("agentm3d-table1"), "mmfakebench", spec, fake_loaded(1000), 1000, None, "openai", "gpt-4o")
-    assert "the paper's backbone is not transcribed, so the model cannot be checked against it" in agentm3d.differences
+    agentm3d = describe_setting(load_table("agentm3d-table1"), "mmfakebench", spec, fake_loaded(1000), 1000, None, "vllm",
+                                "Qwen/Qwen3-VL-8B-Instruct")
+    assert agentm3d.differences == ["backend vllm runs Qwen/Qwen3-VL-8B-Instruct, the paper's backbone for the rows marked "
+                                    "yes only; the others ran on Qwen3-VL-4B"]
 
 
 def test_agentfacts_table_three_gives_the_papers_sample_counts_and_its_other_fact_check_blocks() -> None:

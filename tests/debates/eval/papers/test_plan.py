@@ -33,11 +33,12 @@ def departure_line(output: str, id_: str, rows: str = "") -> str:
 def test_without_search_keys_the_llm_consensus_plan_says_the_rows_gather_no_evidence_and_why(tmp_path: Path) -> None:
     output = plan_output(tmp_path, "llm-consensus-table1")
     line = departure_line(output, "no-evidence")
-    assert line.startswith("  every row: [no-evidence] the rows will gather no evidence")
+    assert line.startswith("  async-ai, async, actor-skeptic, judged, disambiguation: [no-evidence] the rows will gather no "
+                           "evidence"), "every row but async-closed, which asks for none"
     assert "google_vision: no GOOGLE_VISION_API_KEY" in line and "serpapi_lens: no SERPAPI_API_KEY and no public_image_url" in line
-    ablation = departure_line(output, "without-external-information", "async, async-ai:")
+    ablation = departure_line(output, "without-external-information", "async-ai, async:")
     assert "the paper's own ablation without external information" in ablation and "paper line 66-67, 71" in ablation
-    others = departure_line(output, "without-external-information", "sync, judged, actor-skeptic, disambiguation:")
+    others = departure_line(output, "without-external-information", "actor-skeptic, judged, disambiguation:")
     assert "from their own knowledge only" in others
     assert "serper is listed but cannot run (no SERPER_API_KEY); web search falls back to duckduckgo" in output
     assert "plan only: nothing runs" in output and "budget per sample: at most 6 model calls" in output

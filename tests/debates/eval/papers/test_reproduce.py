@@ -45,8 +45,9 @@ def test_the_list_shows_each_papers_tables() -> None:
     assert result.exit_code == 0, result.output
     for line in ("agentm3d-table1  AgentM3D Table 1 on mmfakebench", "t2agent-table1  T2Agent Table 1 on mmfakebench",
                  "t2agent-table3  T2Agent Table 3", "llm-consensus-table1  LLM-Consensus Table 1 on newsclippings",
-                 "agentfact-table3  AgentFact Table III on rwpost", "factguard-table1  FactGuard Table 1 on fakesv, fakett, fakevv"):
-        assert line in result.output
+                 "agentfact-table3  AgentFact Table III on rwpost", "factguard-table1  FactGuard Table 1 on fakesv, fakett, fakevv",
+                 "t2agent-table4  T2Agent Table 4 on mmfakebench", "t2agent-table5  T2Agent Table 5 on amg"):
+        assert line in result.output, line
 
 
 def test_a_table_runs_end_to_end_and_prints_the_papers_numbers_beside_ours(tmp_path: Path, scripted: Path) -> None:
@@ -67,10 +68,10 @@ def test_a_table_runs_end_to_end_and_prints_the_papers_numbers_beside_ours(tmp_p
     assert "[samples-without-evidence] 3 of 3 samples (100%) ended with no evidence item (detected)" in text
     run_json = json.loads((out / "t2agent" / "run.json").read_text())
     ids = {d["id"]: d["origin"] for d in run_json["departures"]}
-    assert ids["no-revisits"] == "configuration" and ids["retrieval-off"] == "detected"
+    assert ids["revisit-after-sweep"] == "configuration" and ids["retrieval-off"] == "detected"
     assert ids["samples-without-evidence"] == "detected"
     assert "## Departures from the paper" in (out / "t2agent" / "report.md").read_text()
-    assert "[no-revisits]" in (out / "t2agent" / "report.md").read_text()
+    assert "[revisit-after-sweep]" in (out / "t2agent" / "report.md").read_text()
 
     table = json.loads((out / "table.json").read_text())
     assert table["complete"] and not table["setting"]["papers_setting"]
@@ -99,19 +100,58 @@ def test_a_table_runs_end_to_end_and_prints_the_papers_numbers_beside_ours(tmp_p
     assert (out / "table.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_a_table_the_paper_gives_no_numbers_for_says_so_in_every_row(tmp_path: Path, scripted: Path) -> None:
+def test_the_cost_table_sets_our_dollars_per_1000_posts_beside_the_papers(tmp_path: Path, scripted: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("scripted-model: {input_per_mtok: 2.5, output_per_mtok: 10.0}\n")
+    out = tmp_path / "cost"
+    dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
+    result = CliRunner().invoke(app, arguments("t2agent-table4", dataset, out, scripted, "--prices", str(prices)),
+                                env={"COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    table = json.loads((out / "table.json").read_text())
+    rows = {r["id"]: r for r in table["rows"]}
+    assert rows["t2agent-gpt4o"]["paper"] == {"usd_per_1000_posts": 1637.1}
+    assert rows["mmd-agent-gpt4o"]["paper"] == {"usd_per_1000_posts": 344.4}
+    for config in ("t2agent", "mmd-agent-wikipedia"):
+        run_rows, _ = read_rows(out / config / "results.jsonl")
+        dollars = [r.cost_usd for r in run_rows]
+        assert all(d is not None and d > 0 for d in dollars), "a priced backend bills every sample"
+        ours = next(r for r in rows.values() if r["config"] == config)["ours"]["usd_per_1000_posts"]
+        assert ours["value"] == pytest.approx(1000 * sum(dollars) / len(dollars))  # type: ignore[arg-type]
+        assert ours["low"] <= ours["value"] <= ours["high"]
+    assert "1637.1" in result.output and "USD / 1000 posts" in result.output
+
+
+def test_agentm3d_table1_prints_the_papers_numbers_and_each_runs_escalation(tmp_path: Path, scripted: Path) -> None:
     out = tmp_path / "agentm3d"
     dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
     result = CliRunner().invoke(app, arguments("agentm3d-table1", dataset, out, scripted, "--limit", "2"),
-                                env={"COLUMNS": "320"})
+                                env={"COLUMNS": "360"})
     assert result.exit_code == 0, result.output
     assert "a subset: the first 2 of the data set's 3 samples (--limit 2)" in result.output
+    assert "the paper ran Qwen3-VL-4B, Qwen3-VL-8B" in result.output
     table = json.loads((out / "table.json").read_text())
-    assert [r["config"] for r in table["rows"]] == ["standard", "bon", "mmd-agent", "mmd-agent-bon", "agentm3d"]
-    assert all(r["paper"][m] is None and r["missing"]["reason"] == "not_transcribed" for r in table["rows"] for m in r["paper"])
-    assert result.output.count("n/a (not transcribed)") == 5 * 4
+    assert [r["config"] for r in table["rows"][:6]] == ["standard", "bon", "t2agent", "mmd-agent", "mmd-agent-bon", "agentm3d"]
+    assert all(None not in r["paper"].values() and r["missing"] is None for r in table["rows"])
+    rows = {r["id"]: r for r in table["rows"]}
+    assert rows["agentm3d-8b"]["paper"] == {"accuracy": 62.0, "macro_f1": 62.6, "macro_recall": 64.2, "macro_precision": 62.1}
+    assert rows["agentm3d-8b"]["escalated"] == 100.0 and rows["agentm3d-8b"]["paper_escalated"] == 69.1, \
+        "the loopback planner always escalates"
+    assert rows["agentm3d-4b"]["escalated"] == 100.0 and rows["agentm3d-4b"]["paper_escalated"] is None
+    assert rows["mmd-agent-bon-4b"]["escalated"] is None, "no planner, no escalation figure"
+    assert "100.0% (69.1%)" in result.output and "100.0% (not given)" in result.output
+    assert "| escalated to best-of-N (paper) |" in (out / "table.md").read_text()
     calls = {r["config"]: r["calls_per_sample"] for r in table["rows"]}
     assert calls["standard"] == 1 and calls["bon"] > calls["standard"] and calls["agentm3d"] > calls["mmd-agent"]
+    run = json.loads((out / "agentm3d" / "run.json").read_text())
+    assert run["escalation"] == {"planned": 2, "escalated": 2, "share": 1.0}
+
+
+def test_a_data_set_the_table_has_no_loader_for_is_refused_in_one_line(tmp_path: Path, scripted: Path) -> None:
+    result = CliRunner().invoke(app, arguments("agentm3d-table1", f"combined:{tmp_path}", tmp_path / "c", scripted))
+    assert result.exit_code != 0
+    assert "agentm3d-table1's combined data set has no loader in this build" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "c").exists()
 
 
 def test_bad_requests_get_one_line_before_any_work(tmp_path: Path, scripted: Path) -> None:

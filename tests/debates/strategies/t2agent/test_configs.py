@@ -25,7 +25,8 @@ from tests.support.scripted import ScriptedClient, scripted_backend, text_of
 from tests.support.selector_script import stub_answer
 from tests.support.t2agent_script import stub_tree_answer
 
-TREE_CONFIGS = ["t2agent", "t2agent-amg", "t2agent-base-tools", "t2agent-random-init", "t2agent-lean"]
+TREE_CONFIGS = ["t2agent", "t2agent-amg", "t2agent-base-tools", "t2agent-random-init", "t2agent-lean", "t2agent-filtered"]
+PAPER_CONFIGS = ["t2agent", "t2agent-amg", "t2agent-base-tools", "t2agent-random-init"]
 BASELINES = ["mmd-agent-wikipedia", "mmd-agent-tools", "mmd-agent-match-text-image", "mmd-agent-image-match-text"]
 POST = Sample(text="The mayor opened the new bridge in Alphaville on Monday.", images=[EXAMPLE_IMAGE], taxonomy="m3d")
 
@@ -40,7 +41,30 @@ def test_the_tree_configurations_hold_the_papers_numbers_and_their_ablations() -
         "text": ["Wikipedia", "Google"], "image": ["Detect"], "cross_modal": ["VQA", "Entity"]}
     assert configs["t2agent-random-init"].search.priors == "random"  # type: ignore[attr-defined]
     assert configs["t2agent-amg"].taxonomy == "amg" and len(configs["t2agent-amg"].subtasks) == 5  # type: ignore[attr-defined]
-    assert main.search.bound() == 52
+    assert main.bound() == 1 + 4 * (2 * 2 * 4 + 1)
+    assert {s.name: list(s.tools) for s in configs["t2agent-base-tools"].subtasks} == {  # type: ignore[attr-defined]
+        "text": ["Wikipedia"], "image": ["Detect"], "cross_modal": ["VQA"]}, "Detect is a base tool by the paper's elimination"
+
+
+@pytest.mark.parametrize("name", PAPER_CONFIGS)
+def test_the_paper_configurations_follow_the_paper_where_it_speaks(name: str) -> None:
+    config = load_config(name)
+    assert isinstance(config, T2AgentConfig) and config.retrieval is not None
+    assert config.k == len(config.subtasks) + 1, "K leaves room to revisit a subtask"
+    assert config.scores_see_image and config.trajectory_analysis == "detailed"
+    assert all(s.sees_image for s in config.subtasks)
+    assert not config.retrieval.leakage.enabled, "the paper filters no search result"
+    assert "K" in config.description and "127, 287" in config.description
+    listed = {d.id for d in config.departures}
+    assert not listed & {"detect-asks-caption", "no-revisits", "scores-blind-and-brief", "base-lacks-detect"}, "fixed, not listed"
+    assert "revisit-after-sweep" in listed and len(config.departures) <= 3
+
+
+def test_the_filtered_variant_is_the_papers_search_with_the_leakage_filter_on() -> None:
+    paper, filtered = load_config("t2agent"), load_config("t2agent-filtered")
+    assert isinstance(paper, T2AgentConfig) and isinstance(filtered, T2AgentConfig)
+    assert filtered.retrieval is not None and filtered.retrieval.leakage.enabled
+    assert filtered.model_dump(exclude={"name", "description", "retrieval"}) == paper.model_dump(exclude={"name", "description", "retrieval"})
 
 
 def test_validation_rejects_what_cannot_run() -> None:
@@ -51,6 +75,7 @@ def test_validation_rejects_what_cannot_run() -> None:
         ({"subtasks": [base["subtasks"][0], {**base["subtasks"][1], "real_answer": "TEXT SUPPORT"}]}, "also an answer"),
         ({"real_label": "textual_veracity_distortion"}, "real_label"),
         ({"subtasks": [{**base["subtasks"][0], "prompt": "t2agent/nothing"}]}, "no prompt template"),
+        ({"base_tools": ["Wikipedia", "Look"]}, "base_tools: Look not among the action verbs"),
     ]:
         with pytest.raises(ValueError, match=message):
             T2AgentConfig.model_validate({**base, **change})

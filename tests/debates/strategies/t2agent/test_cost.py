@@ -96,21 +96,46 @@ async def test_step_menus_are_brief_unless_asked_for_in_full() -> None:
     assert "- Wikipedia[entity]: Looks a name up on Wikipedia and returns the opening passages of the best matches. Use it " in text_step
 
 
-async def test_on_a_text_only_backend_image_steps_read_the_findings_and_scores_only_the_observations() -> None:
+async def test_on_a_text_only_backend_steps_and_scores_read_the_findings_unless_lean_keeps_scores_to_the_observations() -> None:
     _, client = await run(config_of())
     image_steps = [c.prompt for c in client.calls if "Actions you may take" in c.prompt and "Finish[MISMATCH]" in c.prompt]
     scores = [c.prompt for c in client.calls if "score is <" in c.prompt]
     assert image_steps and all("What analysis tools report about it" in p for p in image_steps)
+    assert scores and all("What analysis tools report about it" in p and "not shown here" not in p for p in scores)
+    _, client = await run(config_of("t2agent-lean"))
+    scores = [c.prompt for c in client.calls if "score is <" in c.prompt]
     assert scores and all("What analysis tools report" not in p and "not shown here" in p for p in scores)
+
+
+async def test_the_trajectory_score_asks_for_detail_in_the_papers_search_and_for_four_sentences_in_the_lean_one() -> None:
+    _, client = await run(config_of())
+    detailed = [c.prompt for c in client.calls if "correctness score is <" in c.prompt]
+    assert detailed and all("in detail" in p and "four sentences" not in p for p in detailed)
+    _, client = await run(config_of("t2agent-lean"))
+    brief = [c.prompt for c in client.calls if "correctness score is <" in c.prompt]
+    assert brief and all("at most four sentences" in p and "in detail" not in p for p in brief)
+
+
+CUTS = {"scores_see_image", "trajectory_analysis", "retrieval"}
+"""The top-level settings in which t2agent-lean departs from t2agent (the others are in search: and subtasks:)."""
 
 
 async def test_t2agent_stays_the_papers_search_and_the_lean_configuration_departs_by_name() -> None:
     paper, lean = config_of(), config_of("t2agent-lean")
-    assert (paper.search.children, paper.search.trajectory_scores) == (2, "every_child")
-    assert (lean.search.children, lean.search.trajectory_scores) == (1, "ranked_only")
-    assert [s.model_dump() for s in lean.subtasks] == [s.model_dump() for s in paper.subtasks]
-    leaned = lean.search.model_dump(exclude={"children", "trajectory_scores"})
-    assert leaned == paper.search.model_dump(exclude={"children", "trajectory_scores"})
+    assert (paper.search.children, paper.search.trajectory_scores, paper.k) == (2, "every_child", 4)
+    assert (lean.search.children, lean.search.trajectory_scores, lean.k) == (1, "ranked_only", 3)
+    assert (paper.scores_see_image, paper.trajectory_analysis) == (True, "detailed")
+    assert (lean.scores_see_image, lean.trajectory_analysis) == (False, "brief")
+    assert paper.retrieval is not None and lean.retrieval is not None
+    assert (paper.retrieval.leakage.enabled, lean.retrieval.leakage.enabled) == (False, True)
+    assert all(s.sees_image for s in paper.subtasks), "every step of the paper's search sees the image"
+    assert [s.name for s in lean.subtasks if not s.sees_image] == ["text"]
+    assert [s.model_dump(exclude={"sees_image"}) for s in lean.subtasks] == [s.model_dump(exclude={"sees_image"}) for s in paper.subtasks]
+    leaned = lean.search.model_dump(exclude={"children", "trajectory_scores", "iterations"})
+    assert leaned == paper.search.model_dump(exclude={"children", "trajectory_scores", "iterations"})
+    same = {"name", "description", *CUTS, "search", "subtasks", "departures"}
+    assert lean.model_dump(exclude=same) == paper.model_dump(exclude=same)
+    assert lean.retrieval.model_dump(exclude={"leakage"}) == paper.retrieval.model_dump(exclude={"leakage"})
 
 
 async def test_ranked_only_leaves_a_lone_step_unscored_and_still_scores_every_answer() -> None:

@@ -69,7 +69,7 @@ def test_one_post_through_t2agent_on_the_embedded_model(tmp_path: Path) -> None:
         assert verdict.abstain_reason
     else:
         assert verdict.label in get_taxonomy("m3d").labels
-    assert 1 <= verdict.accounting.model_calls <= config.search.bound() * (config.retries + 1)
+    assert 1 <= verdict.accounting.model_calls <= config.bound() * (config.retries + 1)
     chosen = verdict.diagnostics["search"]["path_per_iteration"][0][1]
     subtask = next(s["subtask"] for s in verdict.diagnostics["search"]["tree"]["children"] if s["id"] == chosen)
     assert any(t.speaker == subtask and t.role == "iteration" for t in verdict.transcript), "the transcript names the chosen subtask"

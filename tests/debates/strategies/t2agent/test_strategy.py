@@ -103,7 +103,7 @@ async def test_the_worked_scenario_prunes_text_then_stops_early_on_cross_modal()
     assert len(verdict.evidence_ids) == 2, "both Wikipedia answers are cited by id"
     text_finding = next(f for f in verdict.findings if f.subtask == "text")
     assert len(text_finding.evidence_ids) == 1 and text_finding.evidence_ids[0] in verdict.evidence_ids
-    assert verdict.accounting.model_calls <= tree_config().search.bound()
+    assert verdict.accounting.model_calls <= tree_config().bound()
 
 
 async def test_iteration_one_makes_nine_calls_by_role_and_fuses_the_pruned_text() -> None:
@@ -262,11 +262,8 @@ def test_the_context_builds_a_fresh_strategy_per_run() -> None:
     assert ctx.searchers == {} and ctx.ledger.records == []
 
 
-async def test_on_a_vision_backend_only_the_image_checks_and_the_priors_see_the_image() -> None:
-    client = ScriptedClient(scenario_script(confidence=lambda prompt: 6), vision=True)
-    pool = BackendPool()
-    pool.add(scripted_backend(client, name="scripted"))
-    await run_sample(tree_config(iterations=3), POST, pool, backend="scripted", searchers={"wikipedia": DictSearcher()})
+def images_by_kind(client: ScriptedClient) -> dict[str, list[int]]:
+    """How many images each kind of call attached: priors, text steps, other steps, S_T and S_C."""
 
     def images(call: Any) -> int:
         content = call.messages[-1].content
@@ -275,11 +272,33 @@ async def test_on_a_vision_backend_only_the_image_checks_and_the_priors_see_the_
     by_kind: dict[str, list[int]] = {}
     for call in client.calls:
         prompt = call.prompt
-        kind = ("prior" if "The likelihoods are" in prompt else "score" if "score is <" in prompt
+        kind = ("prior" if "The likelihoods are" in prompt else "trajectory score" if "correctness score is <" in prompt
+                else "confidence score" if "reliability score is <" in prompt
                 else "text step" if "Finish[TEXT REFUTE]" in prompt else "other step")
         by_kind.setdefault(kind, []).append(images(call))
+    return by_kind
+
+
+async def test_on_a_vision_backend_every_call_of_the_papers_search_sees_the_image() -> None:
+    client = ScriptedClient(scenario_script(confidence=lambda prompt: 6), vision=True)
+    pool = BackendPool()
+    pool.add(scripted_backend(client, name="scripted"))
+    await run_sample(tree_config(iterations=3), POST, pool, backend="scripted", searchers={"wikipedia": DictSearcher()})
+    by_kind = images_by_kind(client)
+    assert set(by_kind) == {"prior", "text step", "other step", "trajectory score", "confidence score"}
+    assert all(set(counts) == {1} for counts in by_kind.values()), by_kind
+    assert not any("not shown here" in c.prompt for c in client.calls)
+
+
+async def test_the_lean_search_keeps_the_image_from_the_text_step_and_the_scores() -> None:
+    client = ScriptedClient(scenario_script(confidence=lambda prompt: 6), vision=True)
+    pool = BackendPool()
+    pool.add(scripted_backend(client, name="scripted"))
+    lean = load_config("t2agent-lean")
+    await run_sample(lean, POST, pool, backend="scripted", searchers={"wikipedia": DictSearcher()})
+    by_kind = images_by_kind(client)
     assert by_kind["prior"] == [1] and set(by_kind["other step"]) == {1}
-    assert set(by_kind["text step"]) == {0} and set(by_kind["score"]) == {0}
+    assert set(by_kind["text step"]) == {0} and set(by_kind["confidence score"]) == {0}
     text_step = next(c.prompt for c in client.calls if "Finish[TEXT REFUTE]" in c.prompt)
     assert "not shown here" in text_step
 
@@ -301,5 +320,5 @@ async def test_every_scripted_run_stays_within_the_call_bound() -> None:
                                  confidence=lambda p: random.Random(p + "c").randint(1, 10))
         sample = POST.model_copy(update={"id": f"post-{post}", "text": f"{POST.text} ({post})"})
         verdict, _, _ = await run_tree(script, config, sample=sample)
-        assert verdict.accounting.model_calls <= config.search.bound(), "a text-only backend makes no tool calls"
-        assert verdict.diagnostics["iterations"] <= config.search.iterations
+        assert verdict.accounting.model_calls <= config.bound(), "a text-only backend makes no tool calls"
+        assert verdict.diagnostics["iterations"] <= config.k

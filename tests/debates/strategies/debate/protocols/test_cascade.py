@@ -10,7 +10,7 @@ def finish(action: str, confidence: float = 0.8) -> str:
 
 
 def test_agents_speak_in_cascade_order_until_the_first_distortion() -> None:
-    state = debate("mmd-agent", taxonomy="m3d")
+    state = debate("mmd-agent-decoupled", taxonomy="m3d")
     assert state.protocol.next_speakers(state) == ["text_agent"]
     state.record("text_agent", finish("TEXT SUPPORT"))
     assert state.protocol.next_speakers(state) == ["image_agent"]
@@ -24,7 +24,7 @@ def test_agents_speak_in_cascade_order_until_the_first_distortion() -> None:
 
 
 def test_all_clear_is_original_with_the_lowest_confidence() -> None:
-    state = debate("mmd-agent", ("text_agent", finish("TEXT SUPPORT", 0.9)), ("image_agent", finish("IMAGE SUPPORT", 0.7)),
+    state = debate("mmd-agent-decoupled", ("text_agent", finish("TEXT SUPPORT", 0.9)), ("image_agent", finish("IMAGE SUPPORT", 0.7)),
                    ("cross_modal_agent", finish("MATCH", 0.8)), taxonomy="m3d")
     assert state.protocol.next_speakers(state) is None and state.stop_reason == "no modality found a distortion"
     decision = state.protocol.decide(state)
@@ -32,12 +32,12 @@ def test_all_clear_is_original_with_the_lowest_confidence() -> None:
 
 
 def test_an_unreadable_answer_ends_the_chat_without_a_label() -> None:
-    state = debate("mmd-agent", ("text_agent", "Finish[MATCH]"), taxonomy="m3d")
+    state = debate("mmd-agent-decoupled", ("text_agent", "Finish[MATCH]"), taxonomy="m3d")
     assert state.protocol.next_speakers(state) is None and "could not be read" in state.stop_reason
     assert state.protocol.decide(state).label is None
 
 
 def test_agents_see_nobody_else_and_always_answer_in_m3d() -> None:
-    state = debate("mmd-agent", ("text_agent", finish("TEXT SUPPORT")), taxonomy="m3d")
+    state = debate("mmd-agent-decoupled", ("text_agent", finish("TEXT SUPPORT")), taxonomy="m3d")
     assert seen(view_of(state, "image_agent")) == []
     assert state.protocol.answer_taxonomy(state.config, "binary") == "m3d"

@@ -37,7 +37,7 @@ def expected_cascade(text: str, image: str, cross: str) -> tuple[str, list[str]]
 @pytest.mark.parametrize("text,image,cross", TRUTH_TABLE)
 async def test_cascade_follows_eq9_for_every_combination(text: str, image: str, cross: str) -> None:
     scripts = {"text_agent": [finish(text)], "image_agent": [finish(image)], "cross_modal_agent": [finish(cross)]}
-    config, pool, clients = seat_pool(load_config("mmd-agent"), scripts)
+    config, pool, clients = seat_pool(load_config("mmd-agent-decoupled"), scripts)
     verdict = await run_sample(config, M3D_SAMPLE, pool)
     label, speakers = expected_cascade(text, image, cross)
     assert [t.speaker for t in verdict.transcript] == speakers
@@ -59,7 +59,7 @@ def test_cascade_label_is_eq9_and_unknown_when_an_answer_is_unreadable() -> None
 
 async def test_unreadable_modality_answer_is_retried_then_ends_the_cascade_as_an_abstention() -> None:
     scripts = {"text_agent": [finish("TEXT SUPPORT")], "image_agent": ["Finish[MATCH]", "no idea", "still none"]}
-    config, pool, clients = seat_pool(load_config("mmd-agent"), scripts)
+    config, pool, clients = seat_pool(load_config("mmd-agent-decoupled"), scripts)
     verdict = await run_sample(config, M3D_SAMPLE, pool)
     assert len(clients["image_agent"].calls) == 3 and not clients["cross_modal_agent"].calls
     assert verdict.abstained and "image veracity answer could not be read" in (verdict.abstain_reason or "")
@@ -92,7 +92,7 @@ def test_m3d_labels_collapse_onto_two_label_taxonomies_only() -> None:
 
 async def test_a_binary_sample_gets_the_collapsed_label_and_keeps_the_m3d_answer() -> None:
     scripts = {"text_agent": [finish("TEXT SUPPORT")], "image_agent": [finish("IMAGE REFUTE", confidence=0.7)]}
-    config, pool, _ = seat_pool(load_config("mmd-agent"), scripts)
+    config, pool, _ = seat_pool(load_config("mmd-agent-decoupled"), scripts)
     verdict = await run_sample(config, M3D_SAMPLE.model_copy(update={"taxonomy": "binary"}), pool)
     assert verdict.label == "fake" and verdict.taxonomy == "binary" and verdict.confidence == 0.7
     assert verdict.diagnostics["answer"] == {"taxonomy": "m3d", "label": "visual_veracity_distortion"}
@@ -101,7 +101,7 @@ async def test_a_binary_sample_gets_the_collapsed_label_and_keeps_the_m3d_answer
 
 
 def test_config_validation_of_cascade_seats() -> None:
-    base = load_config("mmd-agent").model_dump()
+    base = load_config("mmd-agent-decoupled").model_dump()
     base["seats"] = list(reversed(base["seats"]))
     assert [s.role for s in DebateConfig.model_validate(base).seats] == ["cross_modal", "image", "text"]
     base["seats"][0]["role"] = "text"

@@ -14,7 +14,7 @@ def test_the_desk_answers_after_a_round_in_which_someone_asked() -> None:
                    ("agent_b", says("real")), ("agent_c", says("real")))
     assert state.pending_queries() == [("agent_a", "where was it taken?")]
     assert state.protocol.next_speakers(state) == [DESK_NAME]
-    state.record(DESK_NAME, "QUERY from agent_a: where was it taken?\nNothing relevant was found.")
+    state.record(DESK_NAME, "QUERY: where was it taken?\nNothing relevant was found.")
     assert state.protocol.next_speakers(state) == ["agent_a", "agent_b", "agent_c"]
 
 

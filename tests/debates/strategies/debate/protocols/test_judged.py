@@ -52,3 +52,17 @@ def test_a_judged_debate_needs_one_judge_and_stances() -> None:
     base["on_no_consensus"] = "majority"
     with pytest.raises(ValueError, match="exactly one judge"):
         DebateConfig.model_validate(base)
+
+
+def test_judged_debaters_are_asked_for_their_case_never_for_agreement_or_an_answer() -> None:
+    """The base turn prompts ask for an independent view, "do you agree with me?" and an answer line,
+    which a debater who must keep its assigned stance and leave the decision to the judge cannot give."""
+    state = debate("judged", ("prosecutor", "P1"), ("defender", "D1"))
+    first = " ".join(view_of(debate("judged"), "prosecutor").instruction().split())
+    later = " ".join(view_of(state, "defender").instruction().split())
+    for prompt in (first, later):
+        assert "assigned position" in prompt and "do not write a final answer line" in prompt.lower()
+        assert "independent" not in prompt and "Do you agree" not in prompt and "give your answer" not in prompt
+    assert "P1" in later and "D1" in later and "Do not change sides" in later
+    judge = view_of(debate("judged", ("prosecutor", "P1"), ("defender", "D1"), ("prosecutor", "P2"), ("defender", "D2")), "judge")
+    assert judge.instruction().endswith("Decide now.")

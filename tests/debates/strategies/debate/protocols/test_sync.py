@@ -22,3 +22,23 @@ def test_consensus_stops_after_the_round_and_max_rounds_bounds_it() -> None:
     split = debate("sync-three", *[(f"agent_{c}", says(lab)) for c, lab in zip("abc", ["fake", "real", "real"])], max_rounds=1)
     assert split.protocol.next_speakers(split) is None and split.stop_reason == "maximum of 1 rounds reached"
     assert split.protocol.decide(split).label == "real"
+
+
+def test_answers_that_swap_sides_within_a_round_are_no_consensus() -> None:
+    """Round 2 swaps (real, fake) to (fake, real): after agent_a's round-2 answer both latest answers
+    say fake, but agent_b had not read it; the debate agrees only at the end of round 3."""
+    rounds = [("real", "fake"), ("fake", "real"), ("fake", "fake")]
+    turns = [(seat, says(label)) for pair in rounds for seat, label in zip(("agent_a", "agent_b"), pair)]
+    for name in ("sync", "disambiguation-sync"):
+        state = debate(name, *turns)
+        assert state.protocol.next_speakers(state) is None
+        assert state.stop_reason == "consensus after round 3", name
+        assert state.diagnostics("fake")["consensus_round"] == 3
+
+
+def test_a_debate_that_ends_split_has_no_consensus_round() -> None:
+    rounds = [("real", "fake"), ("fake", "real"), ("real", "fake")]
+    turns = [(seat, says(label)) for pair in rounds for seat, label in zip(("agent_a", "agent_b"), pair)]
+    for name in ("sync", "async"):
+        state = debate(name, *turns)
+        assert state.consensus_turn() is None and state.diagnostics(None)["consensus_round"] is None, name
