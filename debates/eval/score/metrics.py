@@ -86,7 +86,6 @@ class ToolStatistics(BaseModel):
     latency_per_sample_s: float
 
 
-<<<<<<< HEAD
 DIFFICULTY_BINS: tuple[tuple[int, int | None], ...] = ((0, 3), (4, 6), (7, 8), (9, None))
 """Gold-evidence counts per bin (inclusive; None: no upper end). AgentFact's App. D (paper lines 531-539)
 names 4-6 as the hardest and 9+ as the easiest; its figure's other edges are not in the text, so
@@ -101,7 +100,8 @@ class DifficultyBin(BaseModel):
     accuracy: float
     macro_f1: float
     true_vs_not_true_macro_f1: float | None = None
-=======
+
+
 def escalation(rows: Sequence[EvalRow]) -> Escalation | None:
     """The planner's escalation over the finished rows that report one; None when no row had a planner."""
     flags = [((r.verdict or {}).get("diagnostics") or {}).get("escalated") for r in rows if r.status != "error"]
@@ -109,7 +109,6 @@ def escalation(rows: Sequence[EvalRow]) -> Escalation | None:
     if not planned:
         return None
     return Escalation(planned=len(planned), escalated=sum(planned), share=sum(planned) / len(planned))
->>>>>>> main
 
 
 class RunMetrics(BaseModel):
@@ -137,14 +136,11 @@ class RunMetrics(BaseModel):
     citation_validity: float | None = None
     cited_ids: int = 0
     leakage: dict[str, int] = Field(default_factory=dict)
-<<<<<<< HEAD
     looked_at: int = Field(0, description="evidence items retrieval looked at (kept and dropped), over the rows")
     leakage_share: dict[str, float] = Field(default_factory=dict, description="per leakage rule: its drops over looked_at")
     undated_kept_share: float | None = Field(None, description="kept pages with no publication date, over the kept pages")
     difficulty: list[DifficultyBin] = Field(default_factory=list, description="App. D: scores by gold-evidence count")
-=======
     escalation: Escalation | None = Field(None, description="the planner's escalation to best-of-N, for runs with a planner")
->>>>>>> main
 
 
 def fake_class_row(binary: ClassificationScores | None) -> FakeClassRow | None:
@@ -384,13 +380,10 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         citation_validity=valid_cited / all_cited if all_cited else None,
         cited_ids=all_cited,
         leakage=leakage_counts(finished),
-<<<<<<< HEAD
         looked_at=looked_at,
         leakage_share=leakage_share,
         undated_kept_share=undated_share,
         difficulty=difficulty_bins(rows, label_order, true_label),
-=======
         escalation=escalation(rows),
->>>>>>> main
     )
 
