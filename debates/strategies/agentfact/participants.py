@@ -230,7 +230,7 @@ class Participant(BaseChatAgent):
         return await ask(
             backend.view(flow.ctx.ledger, agent=self.name, role=call or self.role),
             [SystemMessage(content=prompts.load("agentfact/system")), UserMessage(content=content, source="user")],
-            parse, retries=flow.config.retries, create_kwargs=create, on_retry=count_retry,
+            parse, retries=flow.config.parse_retries, create_kwargs=create, on_retry=count_retry,
         )
 
 

@@ -75,10 +75,10 @@ async def test_an_over_long_plan_field_is_cut_and_recorded_not_replaced_by_a_sea
     config, pool, clients = pool_for(load_config("agentfact-closed"),  # type: ignore[arg-type]
                                      {"strategist": [long_plan] * 3, "reasoner": [JUDGEMENT], "explainer": [EXPLANATION]})
     verdict = await run_sample(config, POST, pool)
-    notes = verdict.diagnostics["notes"]
+    notes = verdict.diagnostics.notes
     assert notes == ["strategist: plan 1 kept with fields cut to their bounds: reasoning_steps[0].details: 420 characters cut to 300"]
     assert "Find the ferry operator's notice [primary_source]: " + "x" * 300 + "\n" in clients["reasoner"].calls[0].prompt
-    assert verdict.diagnostics["errors"] == [], "the plan was kept, so nothing fell back"
+    assert verdict.diagnostics.errors == [], "the plan was kept, so nothing fell back"
 
 
 async def test_an_unreadable_plan_searches_the_claim_alone() -> None:
@@ -87,7 +87,7 @@ async def test_an_unreadable_plan_searches_the_claim_alone() -> None:
     searcher = Recording()
     verdict = await run_sample(config, POST, pool, searchers={"web": EvidencePipeline(web=[searcher], config=RetrievalConfig())})
     assert searcher.queries == ["The harbour ferry sank on 3 May 2024."], "no 'Claim:' prefix, no post, no newline"
-    assert any("the claim is searched as it is" in e for e in verdict.diagnostics["errors"])
+    assert any("the claim is searched as it is" in e for e in verdict.diagnostics.errors)
 
 
 async def test_without_a_strategist_the_query_writer_writes_up_to_three_queries_per_round() -> None:
@@ -102,7 +102,7 @@ async def test_without_a_strategist_the_query_writer_writes_up_to_three_queries_
     prompts = [call.prompt for call in clients["retriever"].calls]
     assert all("Write at most 3 queries" in p for p in prompts)
     assert '"ferry sinking harbour 3 may 2024"' in prompts[1], "a later round is shown the queries already run"
-    assert verdict.diagnostics["stop_reason"] == "plans exhausted"
+    assert verdict.diagnostics.stop_reason == "plans exhausted"
 
 
 async def test_on_a_two_label_data_set_unproven_counts_against_the_claim_as_the_coarse_label_does() -> None:

@@ -86,7 +86,7 @@ async def test_an_image_post_reaches_the_strategist_and_agent_ir_with_the_matche
 ) -> None:
     providers, model = servers
     settings = BackendSettings(backend="vision", backends={"vision": BackendConfig(
-        kind="vllm", base_url=model.base_url, model="test-model", vision=True, cache=False, max_retries=0)})
+        kind="vllm", base_url=model.base_url, model="test-model", vision=True, cache=False, transport_retries=0)})
     config = load_config("agentfact")
     assert config.retrieval is not None
     quiet = config.retrieval.model_copy(update={"judge_unknown_domains": False,
@@ -115,7 +115,7 @@ async def test_an_image_post_reaches_the_strategist_and_agent_ir_with_the_matche
     diagnostics = verdict.diagnostics
     findings = [f.summary for f in verdict.findings]
     kept = [f for f in findings if f.startswith("[I")]
-    pages = len(kept) + len(diagnostics["unrelated_images"])
+    pages = len(kept) + len(diagnostics.unrelated_images)
     assert pages >= 3, "the reverse image search's pages that passed the leakage filter"
     grouping = by_task["image_grouping"]
     assert len(grouping) == 1
@@ -123,12 +123,12 @@ async def test_an_image_post_reaches_the_strategist_and_agent_ir_with_the_matche
     assert len(downloaded) == pages, "Agent-IR downloaded each page's matched image from the page server"
     assert images_in(grouping[0]) == [post_size] + [MATCHED_SIZE] * pages, "the post's image, then every matched image"
     assert images_in(by_task["tampering"][0]) == [post_size, MATCHED_SIZE], "tampering: the post's image against its closest match"
-    assert len(diagnostics["unrelated_images"]) == 1, "the page the model found unrelated is dropped"
+    assert len(diagnostics.unrelated_images) == 1, "the page the model found unrelated is dropped"
     assert "relationship=same_source (compared)" in kept[0]
     assert kept[0].split("tampering=")[1].split(",")[0].isdigit(), "the closest match carries the tampering probability"
     assert all("not compared (the closest match is I1)" in line for line in kept[1:])
     assert all("(text only)" not in line for line in kept), "the miscaption judge saw the image"
-    assert not any(what.startswith(("image_matching", "tampering", "miscaption_image", "post_image")) for what in diagnostics["unavailable"])
+    assert not any(what.startswith(("image_matching", "tampering", "miscaption_image", "post_image")) for what in diagnostics.unavailable)
     assert any(f.startswith("[post image] tampering probability") for f in findings)
 
 
