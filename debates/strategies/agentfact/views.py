@@ -2,9 +2,9 @@
 
 Agents take their prompts from the board, never from the growing chat thread: the evidence
 summaries would otherwise balloon every prompt. Each prompt's first line is ``Task: agentfact/<name>``,
-a stable key for scripted test clients and for reading logs. Evidence is shown as
-``[E3] reuters.com (reliable) 2023-04-10`` followed by its fenced text, so a page's words are always
-quoted material, never instructions.
+a stable key for scripted test clients and for reading logs. Evidence is shown by the one evidence
+fence (:mod:`m3d_agents.fence`) under its display id (``[E3]``), so a page's words, title and URL
+are always quoted material, never instructions.
 """
 
 from __future__ import annotations
@@ -31,11 +31,7 @@ def post(text: str, claim_date: date | None, image_line: str = "") -> str:
 
 
 def shown(display: str, item: Evidence, chars: int) -> str:
-    source = item.domain or item.title or item.url or item.kind
-    when = f" {item.published.isoformat()}" if item.published else ""
-    title = f" · {item.title}" if item.title and item.title != source else ""
-    body = (item.summary or item.text)[:chars].replace("```", "'''").strip()
-    return f"[{display}] {source} ({item.reliability}){when}{title}\n```quoted-evidence\n{body}\n```"
+    return item.quoted(chars, label=display)
 
 
 def evidence_block(items: list[tuple[str, Evidence]], chars: int) -> str:
@@ -113,17 +109,13 @@ def explain_task(board: Board, post_text: str) -> str:
 
 
 def page_text(page: Evidence, chars: int) -> str:
-    """A page's own text (not a summary written for the claim), fenced as quoted evidence."""
-    body = (page.text or page.summary or "")[:chars].replace("```", "'''").strip()
-    return f"```quoted-evidence\n{body}\n```"
+    """A page's own text (not a summary written for the claim), behind the evidence fence with its source and title."""
+    return page.model_copy(update={"summary": None}).quoted(chars, label="page")
 
 
 def miscaption_task(post_text: str, page: Evidence, chars: int, image_note: str) -> str:
     """IR-2: the claim and the post (with its image when the backend can see) against one matched page's text."""
-    return prompts.render(
-        "agentfact/miscaption", post=post_text, title=(page.title or "untitled").replace('"', "'"),
-        source=page.domain or page.url or "an unknown site", page=page_text(page, chars), image_note=image_note,
-    )
+    return prompts.render("agentfact/miscaption", post=post_text, page=page_text(page, chars), image_note=image_note)
 
 
 def grouping_task(post_text: str) -> str:
@@ -133,4 +125,4 @@ def grouping_task(post_text: str) -> str:
 def tampering_task(post_text: str, relationship: str, page: Evidence) -> str:
     group = "potentially from the same source" if relationship == "same_source" else "of the same event"
     return prompts.render("agentfact/tampering", post=post_text, relationship=group,
-                          source=page.domain or page.url or "an unknown site")
+                          source=page.domain or "an unknown site")
