@@ -118,8 +118,8 @@ async def test_with_a_serper_key_duckduckgo_is_never_asked_and_serper_gets_the_d
 ) -> None:
     monkeypatch.setenv("SERPER_API_KEY", KEY)
     asked = duckduckgo_calls(monkeypatch)
-    sources = open_retrieval(agentfact_without_models(), BackendPool(), mode="live", store_path=tmp_path / "e.sqlite",  # type: ignore[operator]
-                             guard=FetchGuard(allow_loopback=True))
+    sources = open_retrieval(agentfact_without_models().retrieval, BackendPool(), backend="local", mode="live",  # type: ignore[attr-defined]
+                             store_path=tmp_path / "e.sqlite", guard=FetchGuard(allow_loopback=True))  # type: ignore[operator]
     try:
         web = sources.searchers["web"]
         assert isinstance(web, EvidencePipeline)
@@ -136,8 +136,8 @@ async def test_with_a_serper_key_duckduckgo_is_never_asked_and_serper_gets_the_d
 async def test_without_a_serper_key_only_duckduckgo_is_asked(providers: ProviderServer, monkeypatch: pytest.MonkeyPatch,
                                                              tmp_path: object) -> None:
     asked = duckduckgo_calls(monkeypatch)
-    sources = open_retrieval(agentfact_without_models(), BackendPool(), mode="live", store_path=tmp_path / "e.sqlite",  # type: ignore[operator]
-                             guard=FetchGuard(allow_loopback=True))
+    sources = open_retrieval(agentfact_without_models().retrieval, BackendPool(), backend="local", mode="live",  # type: ignore[attr-defined]
+                             store_path=tmp_path / "e.sqlite", guard=FetchGuard(allow_loopback=True))  # type: ignore[operator]
     try:
         assert sources.log.not_run == {"google_vision": "no key: set GOOGLE_VISION_API_KEY", "serper": "no key: set SERPER_API_KEY"}
         web = sources.searchers["web"]

@@ -5,16 +5,17 @@ board, then replies with a readable account of what it did (what the transcript 
   latest judgement and the queries already run;
 - the retriever turns background needs into queries (one call per plan, shown the query history;
   without a strategist, up to ``plan_items`` queries for the claim, round after round), then runs
-  one query per turn through the run's web searcher, re-checks leakage, and adds new items to the
-  retrieved pool under fresh ids;
-- the visual analyst (Agent-IR) reads the reverse-image pages once per sample. On a vision backend
-  it downloads the matched images through the fetch guards, has the model sort them into the
-  paper's three groups (dropping those with no close relationship), scores tampering against the
-  closest match, and judges each kept page's miscaption from the page's own text and the image; on
-  a text-only backend the relationship comes from the search's match kind, tampering is
-  unavailable and the miscaption judgement reads the texts alone, each said in the findings. The
-  learned-detector slot (a DIRE-style checkpoint) scores the post image for the paper's deepfake
-  score;
+  one query per turn through the run's web searcher (whose answers the run context has screened
+  with the run's leakage and reliability settings) and adds new items to the retrieved pool under
+  fresh ids;
+- the visual analyst (Agent-IR) reads the reverse-image pages once per sample, screened by the run's
+  evidence policy. On a vision backend it downloads the matched images through the fetch guards,
+  has the model sort them into the paper's three groups (dropping those with no close
+  relationship), scores tampering against the closest match, and judges each kept page's
+  miscaption from the page's own text and the image; on a text-only backend the relationship comes
+  from the search's match kind, tampering is unavailable and the miscaption judgement reads the
+  texts alone, each said in the findings. The learned-detector slot (a DIRE-style checkpoint)
+  scores the post image for the paper's deepfake score;
 - the screener reads a batch of new items and keeps the ones it uses; the reasoner reads the whole
   useful pool; both answer with a judgement (label and sufficiency);
 - the explainer writes the verdict with key points citing the ids it was shown.
@@ -59,7 +60,7 @@ from debates.strategies.agentfact.schemas import (
     query_schema,
     tampering_schema,
 )
-from debates.strategies.agentfact.settings import ROLES, AgentFactConfig, Role
+from debates.strategies.agentfact.settings import AgentFactConfig, Role
 from debates.strategy import RunContext
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.config import ToolBinding
@@ -74,9 +75,7 @@ from m3d_agents.tools.forensics.fusion import fuse, run_forensics
 from m3d_agents.tools.forensics.learned import NAME as DETECTOR
 from m3d_agents.tools.forensics.learned import analyse_learned
 from retrieval.interfaces import MatchedImages, QueryAnswerer
-from retrieval.leakage import Candidate, LeakageFilter
 from retrieval.pipeline import match_kind
-from retrieval.reliability import ReliabilityRater
 
 M = TypeVar("M", bound=BaseModel)
 NO_VISION = "unavailable: backend has no vision"
@@ -209,7 +208,7 @@ class Participant(BaseChatAgent):
         """
         flow = self.flow
         backend = flow.backends[self.role]
-        sampling: dict[str, Any] = {"seed": flow.ctx.seed * 1000 + ROLES.index(self.role)}
+        sampling: dict[str, Any] = {"seed": flow.ctx.seed_for("agentfact", self.role)}
         if flow.config.temperature is not None:
             sampling["temperature"] = flow.config.temperature
         if flow.config.max_tokens is not None:
@@ -219,9 +218,6 @@ class Participant(BaseChatAgent):
         extra: Content = list(flow.post_images(self.role)) if attach is None else attach
         content: str | Content = [task, *extra] if extra else task
 
-        def count_retry() -> None:
-            flow.ctx.ledger.parse_retries += 1
-
         def parse(text: str) -> M:
             if attempts is not None:
                 attempts.append(text)
@@ -230,7 +226,7 @@ class Participant(BaseChatAgent):
         return await ask(
             backend.view(flow.ctx.ledger, agent=self.name, role=call or self.role),
             [SystemMessage(content=prompts.load("agentfact/system")), UserMessage(content=content, source="user")],
-            parse, retries=flow.config.parse_retries, create_kwargs=create, on_retry=count_retry,
+            parse, retries=flow.config.parse_retries, create_kwargs=create, on_retry=flow.ctx.ledger.count_parse_retry,
         )
 
 
@@ -273,8 +269,6 @@ class Retriever(Participant):
     def __init__(self, role: Role, flow: Workflow, description: str, answerer: QueryAnswerer | None) -> None:
         super().__init__(role, flow, description)
         self.answerer = answerer
-        self.leakage = LeakageFilter()
-        self.rater = ReliabilityRater()
 
     async def act(self) -> tuple[str, str | None, str | None]:
         board = self.flow.board
@@ -292,7 +286,6 @@ class Retriever(Participant):
                 board.errors.append("retriever: no web search is configured for this run; queries return nothing")
             return f"Query: {query}\nNo web search is configured for this run: nothing was retrieved.", None, error
         found = await self.answerer.answer(query, self.flow.sample, ledger=self.flow.ctx.ledger)
-        found = await checked(found, self.leakage, self.rater, self.flow)
         board.record_leakage(found)
         kept = [e for e in found if e.kept][: self.flow.config.per_query_items]
         added = board.add_retrieved(kept)
@@ -321,19 +314,6 @@ class Retriever(Participant):
         return answer.error
 
 
-async def checked(items: list[Evidence], leakage: LeakageFilter, rater: ReliabilityRater, flow: Workflow) -> list[Evidence]:
-    """Items from any searcher, with every leakage rule applied and unrated sources rated from the lists:
-    the run's searcher may be one that knows neither (a plain search answerer, a test double)."""
-    rated = []
-    for item in items:
-        if item.kept and item.reliability == "unknown" and item.domain:
-            reliability, _ = await rater.rate(item.domain, flow.ctx.ledger)
-            item = item.model_copy(update={"reliability": reliability})
-        rated.append(item)
-    filtered, _report = leakage.apply([Candidate(evidence=e) for e in rated], flow.sample.metadata.claim_date)
-    return filtered
-
-
 @dataclass
 class Matched:
     """One reverse-image page as Agent-IR handles it: its downloaded image, or why there is none, and its group."""
@@ -347,11 +327,6 @@ class Matched:
 
 class VisualAnalyst(Participant):
     """Agent-IR (paper lines 219-241): image matching, tampering, miscaption and the deepfake score."""
-
-    def __init__(self, role: Role, flow: Workflow, description: str) -> None:
-        super().__init__(role, flow, description)
-        self.leakage = LeakageFilter()
-        self.rater = ReliabilityRater()
 
     async def act(self) -> tuple[str, str | None, str | None]:
         flow, board, config = self.flow, self.flow.board, self.flow.config
@@ -390,13 +365,13 @@ class VisualAnalyst(Participant):
         return "\n".join(lines), None, errors[-1] if errors else None
 
     async def reverse_pages(self, lines: list[str]) -> list[Evidence]:
+        """The reverse image search's pages from the run's evidence step (screened by its evidence policy), dropped ones included."""
         flow = self.flow
-        source = flow.ctx.evidence_source
-        if source is None:
+        if flow.ctx.evidence_source is None:
             lines.append("No reverse image search is configured for this run.")
             return []
-        gathered = await source.gather(flow.sample, ledger=flow.ctx.ledger)
-        found = await checked([e for e in gathered if e.kind == "reverse_image"], self.leakage, self.rater, flow)
+        gathered = await flow.ctx.gather_evidence(flow.sample, dropped=True)
+        found = [e for e in gathered if e.kind == "reverse_image"]
         flow.board.record_leakage(found)
         return found
 

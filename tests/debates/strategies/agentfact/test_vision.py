@@ -18,12 +18,10 @@ import pytest
 from PIL import Image
 
 from debates.config_loader import load_config, with_overrides
-from debates.session import run_sample
+from debates.session import RunSession
 from m3d_agents.backends.config import BackendConfig, BackendSettings
-from m3d_agents.backends.factory import BackendPool
 from m3d_agents.sample import Sample
-from retrieval.guards import FetchGuard
-from retrieval.runpath import open_retrieval
+from retrieval import guards
 from tests.support.openai_stub_server import StubOpenAIServer, completion_body
 from tests.support.page_server import MATCHED_SIZE
 from tests.support.paths import REPO
@@ -92,16 +90,14 @@ async def test_an_image_post_reaches_the_strategist_and_agent_ir_with_the_matche
     quiet = config.retrieval.model_copy(update={"judge_unknown_domains": False,
                                                 "summary": config.retrieval.summary.model_copy(update={"enabled": False})})
     config = with_overrides(config, retrieval=quiet, max_steps=2, max_plans=1)
-    pool = BackendPool(settings)
-    sources = open_retrieval(config, pool, mode="live", store_path=tmp_path / "evidence.sqlite", backend="vision",
-                             guard=FetchGuard(allow_loopback=True))
     post = Sample(id="bridge", text="Claim: The new footbridge collapsed on its opening day.\nPost: It fell this morning!",
                   images=[POST_IMAGE])
+    guards.allow_loopback_in_tests(True)
     try:
-        verdict = await run_sample(config, post, pool, **sources.context_options())
+        async with RunSession(config, settings, retrieval="live", evidence_store=tmp_path / "evidence.sqlite") as session:
+            verdict = await session.run(post)
     finally:
-        await sources.close()
-        await pool.close()
+        guards.allow_loopback_in_tests(False)
 
     by_task: dict[str, list[dict[str, Any]]] = {}
     for request in model.requests:
