@@ -287,6 +287,9 @@ class RunContext:
         }
         if label is None:
             return Verdict.abstain(reason=abstain_reason or "no answer", **common)
+        if isinstance(common.get("confidence"), float):
+            # Products and means of stated confidences come out as 0.9750000000000001; four places say all there is.
+            common["confidence"] = round(common["confidence"], 4)
         return Verdict(label=label, **common)
 
 

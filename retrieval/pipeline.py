@@ -124,6 +124,8 @@ class EvidencePipeline:
         ledger = ledger if ledger is not None else UsageLedger()
         result = GatherResult(sample_id=sample.id)
         images = [load_image(path, field=f"images[{i}]") for i, path in enumerate(sample.images)]
+        if not images and self.log is not None:
+            self.log.without_image(sample.id)
         hits: list[tuple[SearchHit, HitOrigin]] = []
         context_items: list[Evidence] = []
         for image in images:

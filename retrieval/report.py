@@ -53,11 +53,19 @@ def drop_kind(reason: str) -> str:
 class EvidenceLog:
     """Per-sample records of every provider call; safe for the concurrent samples of one event loop."""
 
-    def __init__(self, mode: RetrievalMode, note: str = "", not_run: dict[str, str] | None = None) -> None:
+    def __init__(self, mode: RetrievalMode, note: str = "", not_run: dict[str, str] | None = None,
+                 image_providers: Iterable[str] = ()) -> None:
         self.mode: RetrievalMode = mode
         self.note = note
         self.not_run = dict(not_run or {})
+        self.image_providers = set(image_providers)
+        """Providers that search for a post's image: a post without one has no use for them, and their state is no problem of its."""
         self._samples: dict[str, _SampleLog] = {}
+        self._without_image: set[str] = set()
+
+    def without_image(self, sample_id: str) -> None:
+        """The sample has no image, so reverse image search had nothing to look for."""
+        self._without_image.add(sample_id)
 
     def _log(self, sample_id: str) -> _SampleLog:
         return self._samples.setdefault(sample_id, _SampleLog())
@@ -94,7 +102,10 @@ class EvidenceLog:
     def report(self, sample_id: str) -> EvidenceReport:
         """The sample's report; its records are released (a sample is reported once)."""
         log = self._samples.pop(sample_id, _SampleLog())
-        providers = [ProviderReport(provider=name, not_run=why) for name, why in self.not_run.items()]
+        no_image = sample_id in self._without_image
+        self._without_image.discard(sample_id)
+        providers = [ProviderReport(provider=name, not_run=why) for name, why in self.not_run.items()
+                     if not (no_image and name in self.image_providers)]
         providers += sorted(log.providers.values(), key=lambda p: p.provider)
         return EvidenceReport(
             mode=self.mode, note=self.note, providers=providers, kept=len(log.kept), dropped=len(log.dropped),

@@ -125,7 +125,7 @@ def _open(settings: RetrievalConfig, pool: BackendPool, backend: str, chosen: Re
     reverse = _reverse_providers(settings, fetcher, chosen, not_run)
     web = _web_providers(settings, fetcher, chosen, not_run)
     wikipedia = _wikipedia(settings, fetcher)
-    log = EvidenceLog(chosen, note, not_run)
+    log = EvidenceLog(chosen, note, not_run, image_providers=settings.reverse_image)
     summaries = settings.summary.enabled
     judge: Backend | None = (
         pool.get(backend) if settings.judge_unknown_domains or (summaries and not settings.summary.backend) else None

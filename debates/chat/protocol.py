@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # annotations only: the chat machinery imports this module at
     from m3d_agents.backends.factory import Backend
     from m3d_agents.backends.metering import UsageLedger
     from m3d_agents.evidence import Evidence
+    from m3d_agents.grammars import Grammar
     from m3d_agents.labels import Taxonomy
     from m3d_agents.media.images import PreparedSample
     from m3d_agents.sample import Sample
@@ -89,6 +90,10 @@ class DebateProtocol(Protocol):
 
     def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int) -> StanceReading:
         """The single reading of a seat's message."""
+
+    def turn_grammar(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> Grammar | None:
+        """A seat's turn format as a grammar (:mod:`m3d_agents.grammars`), which a server that decodes under
+        one is given so that the turn is always readable; None: free text."""
 
     def extra_participants(
         self, state: DebateState, sample: Sample, ledger: UsageLedger, answerer: QueryAnswerer | None

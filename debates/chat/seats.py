@@ -29,6 +29,7 @@ from debates.chat.turn_state import TurnPolicyState
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.errors import ParseError
 from m3d_agents.evidence import Evidence
+from m3d_agents.grammars import Grammar
 from m3d_agents.labels import Taxonomy
 from m3d_agents.media.post_content import AgentImage
 from m3d_agents.tools.cards import ToolContext
@@ -49,6 +50,7 @@ class ModelSeat(BaseChatAgent):
         turn_state: TurnPolicyState | None = None,
         structured: Callable[[type[BaseModel]], dict[str, Any]] | None = None,
         tools: ToolContext | None = None,
+        grammar: Grammar | None = None,
     ) -> None:
         super().__init__(seat.name, description=f"{seat.role} in a {config.name} debate")
         self.seat = seat
@@ -75,6 +77,9 @@ class ModelSeat(BaseChatAgent):
                 self._schema = schema
                 self._create_kwargs.update(args["extra_create_args"])
                 self._structured_hint = instruction(taxonomy, with_queries, config.max_queries_per_turn)
+        if grammar is not None and self._schema is None:
+            # The turn keeps its own text format; the server's grammar only guarantees it.
+            self._create_kwargs.update(grammar.create_args())
         self._vision = vision
         self._turn_state = turn_state if turn_state is not None else TurnPolicyState()
         self._tools = tools

@@ -79,6 +79,9 @@ class DebateState:
             if speaker == DESK_NAME
             else self.protocol.read_turn(text, role, self.taxonomy, self.config.max_queries_per_turn)
         )
+        if speaker != DESK_NAME and reading.label is None and not self.protocol.answers_required(self.config.seat(speaker), self.config):
+            # A seat that argues without answering (a judged debate's debater) has given no unreadable answer.
+            reading.error = None
         turn = TurnRecord(speaker, role, self.rounds_of(speaker) + 1, text, reading)
         self.turns.append(turn)
         return turn

@@ -35,6 +35,8 @@ class SeatView:
     config: DebateConfig
     protocol: DebateProtocol
     seen: list[Seen] = field(default_factory=list)
+    for_person: bool = False
+    """A person's view: every other seat is named by its name (see :meth:`peer_label`)."""
 
     def add(self, messages: Sequence[BaseChatMessage]) -> None:
         roster = {s.name for s in self.config.seats} | {DESK_NAME}
@@ -64,13 +66,13 @@ class SeatView:
     def peer_label(self, name: str) -> str:
         """How another seat is named in this seat's prompt.
 
-        A judge reads seat names. A debater never does: under the ``human`` framing the other side
-        speaks as the person the model is talking with ("Me", or "Person 2" among several), under
-        ``ai`` as "the other AI model"; so the framing rests on who speaks, not on a label such as
-        "agent_b" that would give the game away.
+        A judge reads seat names, and so does a person in any seat. A model debater never does: under
+        the ``human`` framing the other side speaks as the person the model is talking with ("Me", or
+        "Person 2" among several), under ``ai`` as "the other AI model"; so the framing rests on who
+        speaks, not on a label such as "agent_b" that would give the game away.
         """
         peers = self.peers()
-        if self.seat.role not in ARGUING_ROLES or name not in peers:
+        if self.for_person or self.seat.role not in ARGUING_ROLES or name not in peers:
             return name
         if self.config.framing == "human":
             return "Me" if len(peers) == 1 else f"Person {peers.index(name) + 1}"

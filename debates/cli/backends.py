@@ -19,8 +19,8 @@ from m3d_agents.redaction import redact
 
 
 def backends(
-    config_file: Optional[Path] = typer.Option(None, "--config-file"),
-    as_json: bool = typer.Option(False, "--json"),
+    config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
+    as_json: bool = typer.Option(False, "--json", help="Print the backends and their state as JSON."),
 ) -> None:
     """List the configured backends and whether each one answers.
 

@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from debates.cli.common import console, run_cli, written_path
+from debates.cli.tables import markdown_table, print_caveats, print_table, run_letters
+from debates.eval.score.caveats import Caveat
+from debates.eval.score.compare import Interval, PairedComparison
+from debates.eval.score.report import RunSummary
 from m3d_agents.config_types import SEED_MAX
 
 
@@ -20,22 +23,25 @@ def compare(
     runs: list[Path] = typer.Argument(..., help="Run folders; the first is the baseline."),
     resamples: int = typer.Option(2000, "--resamples", min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Seed of the bootstrap."),
-    out: Optional[Path] = typer.Option(None, "--out", parser=written_path, help="Write comparison.json and the trade-off plots here."),
-    as_json: bool = typer.Option(False, "--json"),
+    out: Optional[Path] = typer.Option(None, "--out", parser=written_path,
+                                       help="Write comparison.md, comparison.json and the trade-off plots here."),
+    as_json: bool = typer.Option(False, "--json", help="Print the runs, the comparisons and the caveats as JSON."),
     gold: str = typer.Option(
         "dataset", "--gold",
         help="Score against the data set's labels, or against them with the reviewers' overrides (annotations.jsonl "
         "of every run given; the latest override of a sample counts, so all runs share one gold label).",
     ),
 ) -> None:
-    """Print runs side by side, with paired bootstrap 95% intervals on the differences to the first."""
+    """Print runs side by side (one column each, A the baseline), with paired bootstrap 95% intervals on the
+    differences to A, and what a small or uneven comparison cannot say."""
     from debates.eval.score.annotations import GoldSource, read_annotations
+    from debates.eval.score.caveats import comparison_caveats
     from debates.eval.score.compare import paired_bootstrap
     from debates.eval.score.report import load_run, plot_tradeoffs, run_label, summarise
     from m3d_agents.errors import InputError
     from m3d_agents.safe_files import refuse_foreign_folder
 
-    async def main() -> tuple[list, list]:
+    async def main() -> tuple[list[RunSummary], list[PairedComparison], list[Caveat]]:
         if gold not in ("dataset", "annotations"):
             raise InputError("gold", f"{gold!r} is neither 'dataset' nor 'annotations'")
         if out is not None:
@@ -48,43 +54,84 @@ def compare(
         if len(taxonomies) > 1:
             raise InputError("runs", f"the runs use different taxonomies ({', '.join(sorted(taxonomies))})")
         names = [f"{run_label(s)} ({Path(s.path).name})" for s in summaries]
-        rows = [load_run(r, source, pooled)[1] for r in runs]
-        return summaries, paired_bootstrap(names, rows, taxonomies.pop(), resamples=resamples, seed=seed)
+        loaded = [load_run(r, source, pooled) for r in runs]
+        comparisons = paired_bootstrap(names, [rows for _, rows in loaded], taxonomies.pop(), resamples=resamples, seed=seed)
+        letters = run_letters(len(runs))
+        caveats = comparison_caveats(letters, loaded, comparisons[0].paired_samples if comparisons else 0)
+        return summaries, comparisons, caveats
 
-    summaries, comparisons = run_cli(main())
+    summaries, comparisons, caveats = run_cli(main())
+    letters = run_letters(len(summaries))
+    legend = [(letter, run_label(s), str(s.path)) for letter, s in zip(letters, summaries)]
+    figures = figure_rows(summaries)
+    differences = [
+        [letter, str(comp.paired_samples), interval(comp.accuracy), interval(comp.macro_f1)]
+        for letter, comp in zip(letters[1:], comparisons)
+    ]
+    difference_columns = ["vs A", "paired n", "Δ accuracy [95% CI]", "Δ macro-F1 [95% CI]"]
+    footer = f"paired bootstrap, {resamples} resamples, seed {seed}" + (
+        f"; scored against the reviewers' labels: {summaries[0].annotated} annotated sample(s) per run"
+        if gold == "annotations" else "")
     if out is not None:
         from m3d_agents.safe_files import replace_file
 
         out.mkdir(parents=True, exist_ok=True)
         replace_file(out / "comparison.json", "[" + ",".join(c.model_dump_json() for c in comparisons) + "]")
+        replace_file(out / "comparison.md", comparison_markdown(legend, letters, figures, difference_columns, differences,
+                                                                caveats, footer))
         plot_tradeoffs(summaries, out)
     if as_json:
         import json
 
         sys.stdout.write(json.dumps({"runs": [s.model_dump(mode="json") for s in summaries],
-                                     "comparisons": [c.model_dump() for c in comparisons]}, indent=2) + "\n")
+                                     "comparisons": [c.model_dump() for c in comparisons],
+                                     "caveats": [c.model_dump() for c in caveats]}, indent=2) + "\n")
         return
-    table = Table("run", "samples", "accuracy", "macro-F1", "binary F1", "abstained", "errors", "ECE", "p50 s", "p95 s",
-                  "calls", "cost $")
-    for s in summaries:
-        m = s.metrics
-        c = m.classification
+    for letter, label, path in legend:
+        console.print(f"{letter} = {label}  {path}", markup=False, highlight=False, soft_wrap=True)
+    print_table("runs", ["figure", *letters], figures)
+    print_table("differences to A (the baseline)", difference_columns, differences)
+    console.print(footer, style="dim", markup=False, highlight=False)
+    if out is not None:
+        console.print(f"written: {out / 'comparison.md'}, {out / 'comparison.json'}", markup=False, highlight=False,
+                      soft_wrap=True)
+    print_caveats(caveats)
 
-        def f(v: float | None, d: int = 3) -> str:
-            return "n/a" if v is None else f"{v:.{d}f}"
 
-        table.add_row(f"{run_label(s)}\n{s.path}", str(m.samples), f(c.accuracy if c else None), f(c.macro_f1 if c else None),
-                      f(m.binary.macro_f1 if m.binary else None), f(m.abstention_rate), str(m.errors), f(m.ece),
-                      f(m.latency_p50_s, 2), f(m.latency_p95_s, 2), f(m.calls_per_sample, 1), f(m.cost_usd, 4))
-    console.print(table)
-    diff = Table("vs baseline", "paired n", "Δ accuracy [95% CI]", "Δ macro-F1 [95% CI]")
-    for comp in comparisons:
-        diff.add_row(
-            f"{comp.other}\n− {comp.baseline}", str(comp.paired_samples),
-            f"{comp.accuracy.difference:+.3f} [{comp.accuracy.low:+.3f}, {comp.accuracy.high:+.3f}]",
-            f"{comp.macro_f1.difference:+.3f} [{comp.macro_f1.low:+.3f}, {comp.macro_f1.high:+.3f}]",
-        )
-    console.print(diff)
-    console.print(f"[dim]paired bootstrap, {resamples} resamples, seed {seed}[/]")
-    if gold == "annotations":
-        console.print(f"[dim]scored against the reviewers' labels: {summaries[0].annotated} annotated sample(s) per run[/]")
+def interval(value: Interval) -> str:
+    return f"{value.difference:+.3f} [{value.low:+.3f}, {value.high:+.3f}]"
+
+
+def figure_rows(summaries: list[RunSummary]) -> list[list[str]]:
+    """One row per figure, one column per run."""
+
+    def f(v: float | None, d: int = 3) -> str:
+        return "n/a" if v is None else f"{v:.{d}f}"
+
+    def row(name: str, values: list[str]) -> list[str]:
+        return [name, *values]
+
+    metrics = [s.metrics for s in summaries]
+    return [
+        row("samples (scored)", [f"{m.samples} ({m.scored})" for m in metrics]),
+        row("accuracy", [f(m.classification.accuracy if m.classification else None) for m in metrics]),
+        row("macro-F1", [f(m.classification.macro_f1 if m.classification else None) for m in metrics]),
+        row("binary F1", [f(m.binary.macro_f1 if m.binary else None) for m in metrics]),
+        row("abstained", [f(m.abstention_rate) for m in metrics]),
+        row("errors", [str(m.errors) for m in metrics]),
+        row("ECE", [f(m.ece) for m in metrics]),
+        row("latency p50 / p95 s", [f"{f(m.latency_p50_s, 1)} / {f(m.latency_p95_s, 1)}" for m in metrics]),
+        row("model calls / sample", [f(m.calls_per_sample, 1) for m in metrics]),
+        row("cost $", [f(m.cost_usd, 4) for m in metrics]),
+    ]
+
+
+def comparison_markdown(legend: list[tuple[str, str, str]], letters: list[str], figures: list[list[str]],
+                        difference_columns: list[str], differences: list[list[str]], caveats: list[Caveat],
+                        footer: str) -> str:
+    lines = ["# Comparison", "", *[f"- **{letter}**: `{label}` ({path})" for letter, label, path in legend], ""]
+    if caveats:
+        lines += ["**Read with care:**", "", *[f"- {c.text}" for c in caveats], ""]
+    lines += ["## Runs", "", *markdown_table(["figure", *letters], figures), "",
+              "## Differences to A (the baseline)", "", *markdown_table(difference_columns, differences), "", footer, ""]
+    return "\n".join(lines)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from debates.config_loader import available_configs
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli, written_path
+from debates.cli.tables import print_caveats, print_note
+
+if TYPE_CHECKING:
+    from m3d_agents.datasets.subsets import SampleChoice
 from m3d_agents.config_types import SEED_MAX
 
 
@@ -32,6 +36,23 @@ def _rate_limits(pairs: list[str]) -> dict[str, float]:
     return limits
 
 
+def sample_option() -> Any:
+    return typer.Option("first", "--sample", metavar="first|random|balanced", help="With --limit N, which N: the first "
+                        "rows, N drawn at random, or N balanced across the gold labels (the first rows of a data set are "
+                        "often one class); random and balanced are seeded by --seed.")
+
+
+def checked_sample(value: str) -> SampleChoice:
+    """``--sample`` as one of its choices, or one error line naming them."""
+    from m3d_agents.datasets.subsets import SAMPLE_CHOICES
+    from m3d_agents.errors import InputError
+
+    for choice in SAMPLE_CHOICES:
+        if value == choice:
+            return choice
+    raise InputError("sample", f"{value!r} is not one of {', '.join(SAMPLE_CHOICES)}")
+
+
 def workers_option() -> Any:
     return typer.Option(None, "--workers", min=1, help="Run samples on this many Ray worker processes "
                         "(a local Ray cluster is started for the run unless --ray-address is given).")
@@ -51,7 +72,8 @@ def evaluate(
     config: str = typer.Option(..., "--config", help=f"Configuration to run: a built-in name or a YAML file. Built in: {', '.join(available_configs())}."),
     dataset: str = typer.Option(..., "--dataset", help="KIND:PATH, e.g. mediaeval:../shared/data/mediaeval2016-dev"),
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples of the data set."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use N samples of the data set (which ones: --sample)."),
+    sample: str = sample_option(),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once (with --workers, in all workers together)."),
     out: Optional[Path] = typer.Option(None, "--out", parser=written_path, help="Run folder; default runs/<config name or file stem>-<dataset kind>-<backend>."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat (default: the configuration's own)."),
@@ -76,7 +98,7 @@ def evaluate(
 
     async def main() -> Any:
         request = EvaluateRequest(
-            config=config, dataset=dataset, dataset_options=parse_option_pairs(dataset_option), limit=limit,
+            config=config, dataset=dataset, dataset_options=parse_option_pairs(dataset_option), limit=limit, sample=checked_sample(sample),
             concurrency=concurrency, out=out, backend=backend, config_file=config_file, seed=seed,
             rate_limits=_rate_limits(rate_limit), prices=prices, rerun_errors=rerun_errors, retrieval=retrieval,
             evidence_store=evidence_store, record_trajectories=record_trajectories, workers=workers, ray_address=ray_address,
@@ -84,7 +106,7 @@ def evaluate(
         )
         checked = check_request(request)
         with ProgressBar(progress) as bar:
-            return await run_evaluation(checked, progress=bar, note=lambda line: err_console.print(f"[dim]{line}[/]"))
+            return await run_evaluation(checked, progress=bar, note=print_note)
 
     result = run_cli(main())
     outcome = result.outcome
@@ -100,9 +122,10 @@ def evaluate(
     console.print(
         f"{outcome.out_dir}: {len(outcome.rows)}/{outcome.total} samples done ({outcome.ran} this time), "
         f"accuracy {accuracy}, macro-F1 {macro}, abstained {m.abstained}, errors {m.errors}{cited}; report in "
-        f"{outcome.out_dir / 'report.md'}"
+        f"{outcome.out_dir / 'report.md'}", soft_wrap=not console.is_terminal,
     )
-    console.print(run_costs_line(outcome.rows))
+    console.print(run_costs_line(outcome.rows), soft_wrap=not console.is_terminal)
+    print_caveats(result.summary.caveats)
     if m.escalation is not None:
         console.print(m.escalation.line())
     departures = result.summary.manifest.departures

@@ -36,7 +36,7 @@ def evidence(
     replay_mr2: Path = typer.Option(..., "--replay-mr2", help="An MR2 folder with dataset_items_test.json and queries_dataset/."),
     sample_id: Optional[str] = typer.Option(None, "--sample-id", help="The claim to show; omit to list the ids."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Summarise pages with this backend (default: no summaries)."),
-    config_file: Optional[Path] = typer.Option(None, "--config-file"),
+    config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     as_json: bool = typer.Option(False, "--json", help="Print the evidence as JSON."),
 ) -> None:
     """Gather the evidence for one sample offline, from a recorded MR2 retrieval trace."""

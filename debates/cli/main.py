@@ -5,12 +5,25 @@ Command modules never import this one; what they share lives in :mod:`debates.cl
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+from typer.core import TyperOption
 
 from debates.cli import (
-    backends, check, compare, debate, describe_config, evaluate, evidence, report, reproduce, serve, tools, training,
+    backends, check, compare, debate, describe_config, evaluate, evidence, report, reproduce, seats, serve, tools, training,
 )
 from debates.cli.common import OneLineErrors, guarded, set_debug
+
+
+def _no_type_for_a_flag(option: TyperOption, ctx: Any) -> str | None:
+    """typer 0.29 labels every flag ``<bool>`` in help, as if it took a value; a flag takes none."""
+    return None if option.is_flag else _typed(option, ctx)
+
+
+_typed = TyperOption.display_type_rich
+TyperOption.display_type_rich = _no_type_for_a_flag  # type: ignore[method-assign, assignment]
+
 
 app = typer.Typer(
     cls=OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -30,6 +43,7 @@ app.command("debate")(guarded(debate.debate))
 app.command("evaluate")(guarded(evaluate.evaluate))
 app.command("compare")(guarded(compare.compare))
 app.command("reproduce")(guarded(reproduce.reproduce))
+app.command("seats")(guarded(seats.seats))
 app.command("evidence")(guarded(evidence.evidence))
 app.command("select-tools")(guarded(tools.select_tools))
 app.command("tools")(guarded(tools.list_tools))

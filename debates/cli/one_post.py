@@ -8,23 +8,31 @@ finishes. Either runs any configuration, and either lets a person take a debate'
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Callable, Optional
 
 import typer
+from rich.console import Console
 
 from debates.chat.config import DebateConfig
-from debates.chat.human_input import console_input
+from debates.chat.human_input import TerminalSeat
 from debates.cli.common import (
-    build_sample, evidence_store_option, print_verdict, retrieval_option, run_cli, stream_turn,
+    build_sample, err_console, evidence_store_option, print_verdict, retrieval_option, run_cli, stream_turn,
 )
+from debates.cli.thinking import ThinkingLine
 from debates.config_loader import available_configs, load_config, with_overrides
 from debates.session import RunSession
 from m3d_agents.backends.config import BackendSettings, load_backend_settings
+from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample
-from m3d_agents.verdict import Verdict
+from m3d_agents.verdict import TranscriptTurn, Verdict
 from retrieval.runpath import parse_mode
+
+
+_NO_TERMINAL = Console(file=io.StringIO(), force_terminal=False)
+"""Where the live line goes while a person sits in a seat: nowhere, since it would write over what they type."""
 
 
 def one_post_command(default_config: str, *, streams: bool, summary: str) -> Callable[..., None]:
@@ -41,10 +49,12 @@ def one_post_command(default_config: str, *, streams: bool, summary: str) -> Cal
         config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
         human_seat: list[str] = typer.Option([], "--human-seat", help="Take this seat of a debate yourself (debater or judge)."),
         max_rounds: Optional[int] = typer.Option(None, "--max-rounds", min=1, help="Override a debate's number of rounds."),
-        taxonomy: str = typer.Option("binary", "--taxonomy", help="Label set of the answer."),
+        taxonomy: str = typer.Option("binary", "--taxonomy", help="Label set of the answer (binary, m3d, ...)."),
         claim_date: Optional[str] = typer.Option(None, "--claim-date", help="YYYY-MM-DD"),
-        language: Optional[str] = typer.Option(None, "--language"),
-        source_url: Optional[str] = typer.Option(None, "--source-url"),
+        language: Optional[str] = typer.Option(None, "--language", help="The post's language (ISO 639-1, e.g. en); "
+                                               "default: detected from the text."),
+        source_url: Optional[str] = typer.Option(None, "--source-url", help="Where the post was published (used by the "
+                                                 "leakage filter and reliability checks)."),
         replay_mr2: Optional[Path] = typer.Option(
             None, "--replay-mr2", help="Run on a claim of a recorded MR2 trace, with evidence replayed offline from it."
         ),
@@ -55,6 +65,10 @@ def one_post_command(default_config: str, *, streams: bool, summary: str) -> Cal
         as_json: bool = typer.Option(False, "--json", help="Print the Verdict as JSON (turns are not streamed)."),
         video: Optional[Path] = typer.Option(None, "--video", help="The video of the post (mp4, webm, ...); see --config factguard."),
         transcript: Optional[str] = typer.Option(None, "--transcript", help="What is said in the video, as text."),
+        save: Optional[Path] = typer.Option(
+            None, "--save", help="Also save the verdict as a run folder under this folder (one per post), to review it "
+            "later with m3d serve --runs FOLDER or m3d report."
+        ),
     ) -> None:
         async def main() -> tuple[Verdict, bool, Sample, BackendSettings]:
             settings = load_backend_settings(config_file)
@@ -65,7 +79,10 @@ def one_post_command(default_config: str, *, streams: bool, summary: str) -> Cal
                 raise InputError("human-seat", f"the {loaded.name} configuration ({loaded.strategy}) has no seats to take")
             if isinstance(loaded, DebateConfig):
                 for seat in human_seat:
-                    loaded.seat(seat)
+                    if seat not in {s.name for s in loaded.seats}:
+                        listed = ", ".join(f"{s.name} ({s.role})" for s in loaded.seats)
+                        raise InputError("human-seat", f"the {loaded.name} configuration has no seat named {seat!r}; "
+                                                       f"its seats: {listed} (m3d seats {config} lists them)")
             session = RunSession(loaded, settings, backend=backend, retrieval=parse_mode(retrieval),
                                  evidence_store=evidence_store, replay_mr2=replay_mr2, summarise=summarise)
             if replay_mr2 is not None:
@@ -74,13 +91,29 @@ def one_post_command(default_config: str, *, streams: bool, summary: str) -> Cal
                 raise InputError("text", "give the post with --text, or a recorded claim with --replay-mr2 and --sample-id")
             else:
                 sample = build_sample(text, image, taxonomy, claim_date, language, source_url, video, transcript)
+            # A live line of who is thinking, on a terminal's stderr; left out while a person types in a seat.
+            thinking = ThinkingLine(err_console if not human_seat else _NO_TERMINAL, loaded)
+
+            def on_turn(turn: TranscriptTurn) -> None:
+                thinking.turn_finished(turn)
+                if streams and not as_json:
+                    stream_turn(turn)
+
             async with session:
-                verdict = await session.run(sample, human_seats={seat: console_input for seat in human_seat},
-                                            on_turn=stream_turn if streams and not as_json else None)
+                with thinking:
+                    verdict = await session.run(sample, human_seats={seat: TerminalSeat() for seat in human_seat},
+                                                on_turn=on_turn, ledger=UsageLedger(observer=thinking.observe))
                 return verdict, session.vision, sample, settings
 
         verdict, vision, sample, settings = run_cli(main())
         print_verdict(verdict, as_json, sample=sample, settings=settings, vision=vision)
+        if save is not None:
+            from debates.eval.run.saved_post import save_post_run, saved_run_name
+
+            folder = save_post_run(save / saved_run_name(verdict.config, verdict.sample_id), config, sample, verdict,
+                                   verdict.backend or backend or "")
+            err_console.print(f"saved as a run folder: {folder} (review it with m3d serve --runs {save})", markup=False,
+                              highlight=False, soft_wrap=True)
 
     command.__doc__ = summary
     return command

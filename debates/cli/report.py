@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from debates.cli.common import console, run_cli
+from debates.cli.tables import print_caveats
 
 
 def report(
@@ -34,4 +35,6 @@ def report(
     macro = f"{m.classification.macro_f1:.3f}" if m.classification else "n/a"
     written = run / (ANNOTATED_REPORT if summary.gold == "annotations" else REPORT)
     against = f"the reviewers' labels ({summary.annotated} annotated)" if summary.gold == "annotations" else "the data set's labels"
-    console.print(f"{run}: {m.samples} samples against {against}: accuracy {accuracy}, macro-F1 {macro}; report in {written}")
+    console.print(f"{run}: {m.samples} samples against {against}: accuracy {accuracy}, macro-F1 {macro}; report in {written}",
+                  soft_wrap=True)
+    print_caveats(summary.caveats)

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.table import Table
 
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli, written_path
-from debates.cli.evaluate import _rate_limits, max_worker_deaths_option, ray_address_option, workers_option
+from debates.cli.tables import print_fitting, print_note
+from debates.cli.evaluate import _rate_limits, checked_sample, max_worker_deaths_option, ray_address_option, sample_option, workers_option
 from m3d_agents.config_types import SEED_MAX
 
 
@@ -36,10 +36,7 @@ def print_table(result: Any) -> None:
 
     for line in result.header:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
-    table = Table(*columns(result), show_lines=False)
-    for line in cells(result):
-        table.add_row(*line)
-    console.print(table)
+    print_fitting(columns(result), cells(result))
 
 
 def reproduce(
@@ -51,7 +48,8 @@ def reproduce(
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat of every row (see m3d backends)."),
     out: Optional[Path] = typer.Option(None, "--out", parser=written_path, help="Folder of the table: one run folder per configuration, then table.md, table.json, table.png."),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples (the table then says it is a subset)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use N samples (which ones: --sample; the table then says it is a subset)."),
+    sample: str = sample_option(),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once, per row (with --workers, in all workers together)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Run seed, as m3d evaluate's."),
@@ -97,15 +95,15 @@ def reproduce(
     async def main() -> ReproduceOutcome:
         evaluation = EvaluateRequest(
             config="", dataset=dataset, backend=backend, out=out, dataset_options=parse_option_pairs(dataset_option),
-            limit=limit, concurrency=concurrency, config_file=config_file, seed=seed, rate_limits=_rate_limits(rate_limit),
-            prices=prices, rerun_errors=rerun_errors, retrieval=retrieval, evidence_store=evidence_store, workers=workers,
-            ray_address=ray_address, max_worker_deaths=max_worker_deaths,
+            limit=limit, sample=checked_sample(sample), concurrency=concurrency, config_file=config_file, seed=seed,
+            rate_limits=_rate_limits(rate_limit), prices=prices, rerun_errors=rerun_errors, retrieval=retrieval,
+            evidence_store=evidence_store, workers=workers, ray_address=ray_address, max_worker_deaths=max_worker_deaths,
         )
         request = ReproduceRequest(table=table, evaluation=evaluation, resamples=resamples, bootstrap_seed=bootstrap_seed)
         checked = check_reproduction(request)
         err_console.print(f"[dim]{checked.table.id}: {len(checked.runs)} configuration(s) to run into {out}/<configuration>[/]")
         with ProgressBar(progress) as bar:
-            return await run_table(checked, progress=bar, note=lambda line: err_console.print(f"[dim]{line}[/]"))
+            return await run_table(checked, progress=bar, note=print_note)
 
     outcome = run_cli(main())
     for config, deaths in outcome.worker_deaths.items():

@@ -33,7 +33,7 @@ def _token(host: str, token_file: Path) -> tuple[str | None, str]:
 
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind; anything but loopback needs a token."),
-    port: int = typer.Option(8765, "--port", min=1, max=65535),
+    port: int = typer.Option(8765, "--port", min=1, max=65535, help="The port to serve on."),
     runs: list[Path] = typer.Option([], "--runs", help="A folder of run folders the review page may open; repeat."),
     dataset: list[str] = typer.Option([], "--dataset", help="KIND:PATH of posts to pick from (live page, study); repeat."),
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for every data set's loader."),

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from debates.fidelity import StatedDeparture
 from m3d_agents.datasets.base import LoadReport
+from m3d_agents.datasets.subsets import Subset
 from m3d_agents.errors import InputError
 from m3d_agents.redaction import redact_data
 from m3d_agents.diagnostics import DIAGNOSTICS, Diagnostics
@@ -53,6 +54,8 @@ class RunManifest(BaseModel):
     taxonomy: str
     created: str = ""
     load_report: LoadReport | None = None
+    subset: Subset | None = Field(None, description="how the run chose its samples (first, random or balanced N); None: "
+                                  "all of them in the data set's order, as runs did before subsets had a name")
     retrieval: str | None = Field(None, description="where the evidence came from: live, record, replay or off")
     escalation: Escalation | None = Field(
         None, description="a run with a planner: how often it escalated to best-of-N, written with the run's report")
@@ -62,7 +65,11 @@ class RunManifest(BaseModel):
     )
 
     def identity(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("config", "dataset", "dataset_options", "backend", "seed")}
+        identity = {k: getattr(self, k) for k in ("config", "dataset", "dataset_options", "backend", "seed")}
+        chosen = self.subset.identity() if self.subset is not None else None
+        if chosen is not None:
+            identity["subset"] = chosen
+        return identity
 
 
 

@@ -29,6 +29,7 @@ from m3d_agents.media.post_content import described_images, user_content
 from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.media.images import PreparedImage
+from m3d_agents.grammars import score_line, ten_point_verdict
 from m3d_agents.parsing import parse_ten_point_score, parse_unit_score
 from m3d_agents.registry import Registry
 from m3d_agents.tools.image_in_words import forensic_describer
@@ -80,6 +81,7 @@ async def _ask_critic(
     )
     fixed, varying = split_before_candidate(task)
     parse: Callable[[str], float] = parse_ten_point_score if prose else parse_unit_score
+    grammar = ten_point_verdict("The score is") if prose else score_line("")
     answer = await ask(
         client.with_role("critique", agent=name),
         [
@@ -89,7 +91,7 @@ async def _ask_critic(
         ],
         parse,
         retries=retries,
-        create_kwargs={"extra_create_args": {"temperature": 0.0}},
+        create_kwargs={"extra_create_args": {"temperature": 0.0, **grammar.create_args()}},
     )
     if answer.value is None:
         return Score(None, answer.error)

@@ -20,6 +20,7 @@ from debates.turns.single import SinglePass
 from m3d_agents.media.post_content import described_images, user_content
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.metering import MeteredClient
+from m3d_agents.grammars import bon_level
 from m3d_agents.parsing import parse_bon_level
 
 T = TypeVar("T")
@@ -36,7 +37,7 @@ async def ask_planner(client: MeteredClient, context: TurnContext, retries: int)
         [SystemMessage(content=prompts.load("turns/planner_system")), UserMessage(content=user_content(task, prepared, context.vision), source="user")],
         parse_bon_level,
         retries=retries,
-        create_kwargs={"extra_create_args": {"temperature": 0.0}},
+        create_kwargs={"extra_create_args": {"temperature": 0.0, **bon_level().create_args()}},
     )
     if answer.value is None:
         return PlanDecision(level=1, text=answer.text, error=f"unreadable plan, best-of-N used: {answer.error}")

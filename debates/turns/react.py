@@ -21,6 +21,7 @@ from m3d_agents.tools.actions import ActionRunner
 from m3d_agents.tools.react import FINISH, Step, action_menu, action_specs, parse_step
 from debates.chat.turn_policy import TURN_POLICIES, TurnRequest
 from m3d_agents.asking import Answer, ask
+from m3d_agents.grammars import react_step, with_grammar
 from m3d_agents.tools.cards import ToolContext
 from m3d_agents.tools.catalogue import default_registry
 
@@ -68,7 +69,8 @@ class ReactTurn:
                     parse(f"{FINISH}[{step.finish}]")
                 return step
 
-            answer = await ask(client, prompt, read, retries=retries, create_kwargs=create_kwargs, on_retry=on_retry)
+            step_kwargs = with_grammar(create_kwargs, react_step(k, list(self.specs), None, must_finish))
+            answer = await ask(client, prompt, read, retries=retries, create_kwargs=step_kwargs, on_retry=on_retry)
             attempts += answer.attempts
             step = answer.value
             if step is None:

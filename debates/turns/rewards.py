@@ -21,6 +21,7 @@ from debates.chat.turn_policy import TurnContext
 from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.errors import InputError
+from m3d_agents.grammars import score_line
 from m3d_agents.parsing import parse_unit_score
 from m3d_agents.registry import Registry
 
@@ -64,7 +65,7 @@ class LLMJudgeReward:
             judged,
             parse_unit_score,
             retries=retries,
-            create_kwargs={"extra_create_args": {"temperature": 0.0}},
+            create_kwargs={"extra_create_args": {"temperature": 0.0, **score_line("SCORE:").create_args()}},
         )
         return Score(answer.value, answer.error)
 

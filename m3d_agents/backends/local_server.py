@@ -71,6 +71,13 @@ def gemma_tokenizer_config() -> dict[str, str]:
     return {"chat_template": GEMMA_TURNS, "bos_token": "<bos>", "eos_token": "<end_of_turn>"}
 
 
+def default_threads(cpus: int | None = None) -> int:
+    """Half the CPUs, at most four: llama.cpp's worker threads wait for one another at every step of a token, so
+    on a CPU that other jobs share, a thread that loses its core stalls all of them. On two shared cores, two
+    threads were measured 20 to 40 times slower than one (benchmarks/first_hour.py's notes); half leaves room."""
+    return max(1, min(4, (cpus if cpus is not None else os.cpu_count() or 2) // 2))
+
+
 def _die_with_parent() -> None:
     """Runs in the child before exec: ask Linux to end the server when our process ends, even by SIGKILL,
     so that an interrupted run never leaves a model server behind."""
@@ -125,7 +132,7 @@ class LocalLlamaServer:
 
     def command(self, model: Path) -> list[str]:
         """The server's command line; the packaged model gets Gemma's turn format (see the module docstring)."""
-        threads = self.settings.n_threads or max(1, os.cpu_count() or 1)
+        threads = self.settings.n_threads or default_threads()
         command = [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(model),

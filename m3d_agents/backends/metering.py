@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, AsyncGenerator, Awaitable, Callable, Literal, Mapping, Optional, Sequence, TypeVar, Union
 
@@ -48,6 +49,24 @@ class Exchange:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+CallPhase = Literal["waiting", "answering", "done"]
+
+
+@dataclass(frozen=True)
+class CallEvent:
+    """A model call changing phase: waiting for its turn at the backend, being answered, done."""
+
+    agent: str
+    role: str
+    phase: CallPhase
+    at: float
+    """``time.monotonic()`` when the phase began."""
+
+
+CallObserver = Callable[[CallEvent], None]
+"""Told of every call's phases, for a live view of who is thinking (``m3d debate``'s status line)."""
+
+
 @dataclass
 class UsageLedger:
     """Every model call made for one sample.
@@ -63,6 +82,12 @@ class UsageLedger:
     images: dict[str, bytes] = field(default_factory=dict)
     tools: dict[str, ToolUsage] = field(default_factory=dict)
     """Tool calls of the sample by tool name, counted where the registry binds a tool."""
+    observer: CallObserver | None = None
+    """Told when each call of the sample waits, is answered and is done (a live view; never accounting)."""
+
+    def observe(self, agent: str, role: str, phase: CallPhase) -> None:
+        if self.observer is not None:
+            self.observer(CallEvent(agent, role, phase, time.monotonic()))
 
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
@@ -115,7 +140,9 @@ class MeteredClient(ChatCompletionClient):
 
     ``timeout_s`` is the deadline of one whole call, every retry and backoff of the transport
     included (:meth:`~m3d_agents.backends.config.BackendConfig.call_deadline_s`): whatever a server
-    does, hang or drip, a call ends by then. The wait for the concurrency gate is not counted.
+    does, hang or drip, a call ends by then. It counts the time the call is being answered only:
+    not the wait for the concurrency gate, nor, where the server answers one call at a time (the
+    embedded llama.cpp server), the wait for its ``slot`` while another call is being answered.
     """
 
     def __init__(
@@ -127,9 +154,12 @@ class MeteredClient(ChatCompletionClient):
         role: str,
         timeout_s: float,
         backend: str = "",
+        *,
+        slot: asyncio.Semaphore | None = None,
     ) -> None:
         self.inner = inner
         self.semaphore = semaphore
+        self.slot = slot
         self.ledger = ledger
         self.agent = agent
         self.role = role
@@ -137,21 +167,27 @@ class MeteredClient(ChatCompletionClient):
         self.backend = backend
 
     def with_role(self, role: str, agent: str | None = None) -> "MeteredClient":
-        return MeteredClient(self.inner, self.semaphore, self.ledger, agent or self.agent, role, self.timeout_s, self.backend)
+        return MeteredClient(self.inner, self.semaphore, self.ledger, agent or self.agent, role, self.timeout_s, self.backend,
+                             slot=self.slot)
 
     async def _limited(self, call: Callable[[], Awaitable[R]]) -> tuple[R, float]:
-        """Run one request under the concurrency gate and the deadline; the result and its latency."""
-        async with self.semaphore:
-            started = time.perf_counter()
-            try:
-                async with asyncio.timeout(self.timeout_s):
-                    result = await call()
-            except asyncio.TimeoutError as exc:
-                raise BackendError(
-                    f"model call by {self.agent} ({self.role}) gave no answer within its deadline of {self.timeout_s:g} s, "
-                    "every attempt included (the backend's deadline_s)"
-                ) from exc
-            return result, time.perf_counter() - started
+        """Run one request under the concurrency gate, the server's slot and the deadline; the result and its latency."""
+        self.ledger.observe(self.agent, self.role, "waiting")
+        try:
+            async with self.semaphore, (self.slot if self.slot is not None else nullcontext()):
+                self.ledger.observe(self.agent, self.role, "answering")
+                started = time.perf_counter()
+                try:
+                    async with asyncio.timeout(self.timeout_s):
+                        result = await call()
+                except asyncio.TimeoutError as exc:
+                    raise BackendError(
+                        f"model call by {self.agent} ({self.role}) gave no answer within its deadline of {self.timeout_s:g} s "
+                        "of being answered, every attempt included (the backend's deadline_s)"
+                    ) from exc
+                return result, time.perf_counter() - started
+        finally:
+            self.ledger.observe(self.agent, self.role, "done")
 
     async def create(
         self,

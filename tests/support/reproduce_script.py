@@ -57,8 +57,13 @@ def images_in(body: Mapping[str, Any]) -> int:
                for part in message["content"] if isinstance(part, dict) and part.get("type") == "image_url")
 
 
+GRAMMAR_FIELDS = ("grammar", "structured_outputs", "guided_grammar")
+"""Where a request carries a turn format's grammar: the answer depends on the messages, as a model's would."""
+
+
 def scripted_answer(body: Mapping[str, Any]) -> str:
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).digest()
+    hashed = {k: v for k, v in body.items() if k not in GRAMMAR_FIELDS}
+    digest = hashlib.sha256(json.dumps(hashed, sort_keys=True, default=str).encode()).digest()
     schema = schema_of(dict(body))
     if schema is not None:
         return json.dumps(fill(schema, digest))

@@ -159,9 +159,16 @@ class ScriptedClient(ChatCompletionClient):
         )
 
 
-def scripted_backend(client: ScriptedClient, name: str = "scripted", concurrency: int = 64):  # type: ignore[no-untyped-def]
-    """A Backend around a scripted client, for tests that drive agents end to end without a server."""
-    from m3d_agents.backends.config import BackendConfig
+def scripted_backend(client: ScriptedClient, name: str = "scripted", concurrency: int = 64,  # type: ignore[no-untyped-def]
+                     grammar: str = "none"):
+    """A Backend around a scripted client, for tests that drive agents end to end without a server.
+
+    A script answers as many calls at once as it is given and decodes under no grammar, unless a
+    test says otherwise (``grammar="grammar"``: it stands for llama.cpp's server, and a test then
+    reads the grammar a call carries)."""
+    from m3d_agents.backends.config import BackendConfig, LocalServerSettings
     from m3d_agents.backends.factory import Backend
 
-    return Backend(name, BackendConfig(kind="local", concurrency=concurrency, cache=False), client)
+    config = BackendConfig(kind="local", concurrency=concurrency, cache=False, grammar=grammar,
+                           local=LocalServerSettings(slots=concurrency))
+    return Backend(name, config, client)

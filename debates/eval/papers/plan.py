@@ -60,7 +60,7 @@ class RowPlan(BaseModel):
     tools: list[ToolPlan] = []
     budget: CallBudget | None = None
     answer_tokens: int | None = None
-    """The cap on each answer: the configuration's, else the backend's max_tokens."""
+    """The cap on each answer: the configuration's, else the backend's max_tokens; under the embedded model's own cap."""
 
 
 class TablePlan(BaseModel):
@@ -126,7 +126,7 @@ def plan_table(request: PlanRequest) -> TablePlan:
                 "same_backbone": same_model(run.backend.model_name, backbone), "strategy": run.config.strategy,
                 "backend": run.backend_name, "model": run.backend.model_name, "vision": run.backend.has_vision,
                 "tools": _tools(run), "budget": budget,
-                "answer_tokens": (budget.answer_tokens if budget and budget.answer_tokens else run.backend.max_tokens),
+                "answer_tokens": run.backend.answer_tokens(budget.answer_tokens if budget else None),
             })
         rows.append(plan)
     return TablePlan(table=table.id, title=f"{table.paper} {table.citation.table}: {table.title}", paper=table.paper,

@@ -24,7 +24,7 @@ from typing import Callable, Literal
 from pydantic import BaseModel, Field
 
 from debates.eval.run.evaluate import (CheckedRequest, EvaluateRequest, RunProgress, check_request, load_samples, run_evaluation,
-                                   worker_deaths_line)
+                                   subset_of, worker_deaths_line)
 from debates.eval.score.departures import run_shares
 from debates.eval.score.metrics import compute_metrics
 from debates.fidelity import StatedDeparture
@@ -35,6 +35,7 @@ from debates.eval.papers.table_figures import METRICS, Figure, row_figures
 from debates.config_loader import available_configs
 from m3d_agents.safe_files import refuse_foreign_folder
 from m3d_agents.datasets import LoadedDataset, parse_spec
+from m3d_agents.datasets.subsets import Subset
 from m3d_agents.errors import InputError
 
 TABLE_JSON = "table.json"
@@ -192,7 +193,8 @@ def is_fixture(path: Path) -> bool:
 
 
 def describe_setting(table: PaperTable, kind: str, spec: str, loaded: LoadedDataset, samples: int, limit: int | None,
-                     backend: str, model: str, without_evidence: list[str] | None = None) -> Setting:
+                     backend: str, model: str, without_evidence: list[str] | None = None,
+                     subset: Subset | None = None) -> Setting:
     """What this run is next to the paper's setting; ``without_evidence`` are configurations that ask
     for evidence (a retrieval block) but ran with retrieval off."""
     _, path = parse_spec(spec)
@@ -201,7 +203,9 @@ def describe_setting(table: PaperTable, kind: str, spec: str, loaded: LoadedData
     known = [b for b in run_backbones if b]
     differences = []
     if limit is not None and samples < len(loaded.samples):
-        differences.append(f"a subset: the first {samples} of the data set's {len(loaded.samples)} samples (--limit {limit})")
+        chosen = subset or Subset(limit=limit)
+        how = "" if chosen.how == "first" else f", --sample {chosen.how}"
+        differences.append(f"a subset: {chosen.describe(samples, len(loaded.samples))} (--limit {limit}{how})")
     if is_fixture(path):
         differences.append("a test fixture in the data set's format, not the data set")
     if paper.samples is None:
@@ -390,7 +394,8 @@ async def reproduce(
     without_evidence = [config for config, (_, _, mode) in runs.items()
                         if mode == "off" and checked.runs[config].strategy.retrieval is not None]
     setting = describe_setting(checked.table, checked.kind, request.evaluation.dataset, loaded, len(samples),
-                               request.evaluation.limit, first.backend_name, settings.model_name, without_evidence)
+                               request.evaluation.limit, first.backend_name, settings.model_name, without_evidence,
+                               subset_of(first.request))
     result = table_result(checked.table, setting, runs, resamples=request.resamples, seed=request.bootstrap_seed,
                           kind=checked.kind, departures=departures)
     return ReproduceOutcome(result=result, interrupted=False, ran=ran, worker_deaths=deaths)

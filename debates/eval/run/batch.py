@@ -100,7 +100,8 @@ def check_same_run(out_dir: Path, identity: dict[str, Any]) -> None:
     except InputError as exc:
         raise InputError("out", f"{path} {exc.problem}; choose another --out folder") from None
     if existing.identity() != identity:
-        diff = {k: (existing.identity()[k], v) for k, v in identity.items() if existing.identity()[k] != v}
+        before = existing.identity()
+        diff = {k: (before.get(k), identity.get(k)) for k in {*before, *identity} if before.get(k) != identity.get(k)}
         raise InputError("out", f"{out_dir} holds a different run ({diff}); choose another --out folder")
 
 

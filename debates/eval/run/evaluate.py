@@ -29,6 +29,7 @@ from debates.session import RunSession
 from m3d_agents.backends.config import BackendSettings, load_backend_settings, resolve_backend_name
 from m3d_agents.config_types import SEED_MAX
 from m3d_agents.datasets import LoadedDataset, load_dataset, parse_spec
+from m3d_agents.datasets.subsets import SAMPLE_CHOICES, SampleChoice, Subset
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.safe_files import replace_file
@@ -44,6 +45,8 @@ class EvaluateRequest:
     dataset: str
     dataset_options: dict[str, str] = field(default_factory=dict)
     limit: int | None = None
+    sample: SampleChoice = "first"
+    """Which ``limit`` samples: the first, drawn at random, or balanced across the gold labels (seeded by ``seed``)."""
     concurrency: int = 4
     out: Path | None = None
     backend: str | None = None
@@ -112,6 +115,8 @@ def check_request(request: EvaluateRequest) -> CheckedRequest:
         raise InputError("concurrency", "must be at least 1")
     if request.limit is not None and request.limit < 1:
         raise InputError("limit", "must be at least 1")
+    if request.sample not in SAMPLE_CHOICES:
+        raise InputError("sample", f"{request.sample!r} is not one of {', '.join(SAMPLE_CHOICES)}")
     if request.workers is not None and request.workers < 1:
         raise InputError("workers", "must be at least 1")
     if request.max_worker_deaths < 1:
@@ -160,9 +165,9 @@ def finish_departures(run_dir: Path, planned: list[StatedDeparture], strategy: S
 
 
 def load_samples(request: EvaluateRequest) -> tuple[LoadedDataset, list[Sample]]:
-    """The data set and the samples a run takes from it (the first ``limit``); an error if there are none."""
+    """The data set and the samples a run takes from it (``limit`` of them, chosen as ``sample`` says); an error if there are none."""
     loaded = load_dataset(request.dataset, request.dataset_options)
-    samples = loaded.samples[: request.limit] if request.limit else loaded.samples
+    samples = subset_of(request).take(loaded.samples)
     if not samples:
         raise InputError("dataset", f"the data set gave no samples ({loaded.report.skipped_total} rows left out: "
                                     f"{loaded.report.skipped})")
@@ -185,18 +190,18 @@ async def run_evaluation(
     if loaded is None:
         loaded, samples = load_samples(request)
     else:
-        samples = loaded.samples[: request.limit] if request.limit else loaded.samples
+        samples = subset_of(request).take(loaded.samples)
         if not samples:
             raise InputError("dataset", "the data set gave no samples")
-    skipped = loaded.report.skipped_total
     pool = RateLimitedPool(checked.settings, rate_limits=request.rate_limits)
     # Opening the session finds a store that cannot be opened before any sample runs, and closes the pool if so.
     async with RunSession(checked.strategy, pool, backend=checked.override, retrieval=checked.mode,
                           evidence_store=request.evidence_store, close_pool=True) as session:
         if note is not None:
-            note(f"{len(samples)} samples from {request.dataset}" + (f"; loader left out {skipped} rows" if skipped else ""))
+            note(samples_line(request, loaded, samples))
         manifest = RunManifest(config=checked.config_label, dataset=request.dataset, dataset_options=request.dataset_options,
                                backend=checked.backend_name, seed=request.seed, taxonomy=samples[0].taxonomy,
+                               subset=subset_of(request),
                                load_report=loaded.report, retrieval=session.mode, departures=checked.departures)
         if progress is not None:
             progress.start(checked.config_label, len(samples))
@@ -226,6 +231,24 @@ def _runner(checked: CheckedRequest, samples: list[Sample], session: RunSession,
         return RayBatchRunner(checked.config_label, samples, session, checked.run_dir, manifest, workers=request.workers,
                               address=request.ray_address, max_worker_deaths=request.max_worker_deaths, **options)
     return BatchRunner(checked.config_label, samples, session, checked.run_dir, manifest, **options)
+
+
+def subset_of(request: EvaluateRequest) -> Subset:
+    return Subset(how=request.sample, seed=request.seed, limit=request.limit)
+
+
+def samples_line(request: EvaluateRequest, loaded: LoadedDataset, samples: list[Sample]) -> str:
+    """How many samples the run takes and how they were chosen, and what the loader left out and why."""
+    line = f"{subset_of(request).describe(len(samples), len(loaded.samples))} from {request.dataset}"
+    taken = sorted({s.gold_label for s in samples if s.gold_label is not None})
+    if len(samples) > 1 and len(taken) == 1 and len(loaded.report.labels) > 1:
+        line += f" (every one {taken[0]}: try --sample balanced)"
+    skipped = loaded.report.skipped
+    if skipped:
+        reasons = sorted(skipped.items(), key=lambda item: -item[1])
+        shown = "; ".join(f"{n} {reason}" for reason, n in reasons[:3]) + ("; ..." if len(reasons) > 3 else "")
+        line += f"; the loader left out {loaded.report.skipped_total} rows ({shown}; all in report.md)"
+    return line
 
 
 def worker_deaths_line(outcome: Any) -> str | None:

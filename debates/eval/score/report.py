@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel
 
+from debates.eval.score.caveats import Caveat, run_caveats
 from debates.eval.score.annotations import ANNOTATIONS, Annotation, GoldSource, read_annotations, with_annotated_gold
 from debates.eval.records import MANIFEST, RESULTS, RunManifest, read_manifest
 from debates.eval.score.metrics import RunMetrics, compute_metrics
@@ -37,6 +38,8 @@ class RunSummary(BaseModel):
     gold: GoldSource = "dataset"
     annotated: int = 0
     """With ``gold="annotations"``: how many samples were scored against a reviewer's label."""
+    caveats: list[Caveat] = []
+    """What the figures cannot say (one class, few samples, an unfinished run): :mod:`debates.eval.score.caveats`."""
 
 
 def load_run(
@@ -68,7 +71,7 @@ def _load(
 def summarise(run_dir: Path, gold: GoldSource = "dataset", annotations: Sequence[Annotation] | None = None) -> RunSummary:
     manifest, rows, annotated = _load(run_dir, gold, annotations)
     return RunSummary(path=str(run_dir), manifest=manifest, metrics=compute_metrics(rows, manifest.taxonomy),
-                      gold=gold, annotated=annotated)
+                      gold=gold, annotated=annotated, caveats=run_caveats(manifest, rows))
 
 
 def run_label(summary: RunSummary) -> str:
@@ -88,6 +91,9 @@ def markdown(summary: RunSummary) -> str:
         "",
         *([f"Scored against the reviewers' labels: {summary.annotated} sample(s) take their gold label from "
            f"`{ANNOTATIONS}`, the others keep the data set's.", ""] if summary.gold == "annotations" else []),
+        *([f"Samples: {man.subset.describe(m.samples, man.load_report.loaded)}.", ""]
+          if man.subset is not None and man.load_report is not None else []),
+        *(["**Read with care:**", "", *[f"- {c.text}" for c in summary.caveats], ""] if summary.caveats else []),
         "| figure | value |",
         "|---|---|",
         f"| samples (scored / errors) | {m.samples} ({m.scored} / {m.errors}) |",
@@ -189,8 +195,8 @@ def plot_confusion(summary: RunSummary, path: Path) -> None:
     else:
         gold_rows = [label for label in scores.labels if scores.per_class[label].support]
         ax.imshow(scores.confusion, cmap="Blues")
-        ax.set_xticks(range(len(scores.confusion_columns)), scores.confusion_columns, rotation=30, ha="right")
-        ax.set_yticks(range(len(gold_rows)), gold_rows)
+        ax.set_xticks(range(len(scores.confusion_columns)), [tick_label(c) for c in scores.confusion_columns], fontsize=8)
+        ax.set_yticks(range(len(gold_rows)), [tick_label(r) for r in gold_rows], fontsize=8)
         for i, counts in enumerate(scores.confusion):
             for j, count in enumerate(counts):
                 ax.text(j, i, str(count), ha="center", va="center")
@@ -202,6 +208,14 @@ def plot_confusion(summary: RunSummary, path: Path) -> None:
     plt.close(fig)
 
 
+def tick_label(label: str) -> str:
+    """A class name on a plot axis: words on lines of their own, so that long M3D labels do not run into each other."""
+    return label.replace("_", "\n") if len(label) > 12 else label
+
+
+MARKERS = "osD^vP*X<>"
+
+
 def save_figure(fig: Any, path: Path, dpi: int) -> None:
     """A figure as a PNG file, written as every run-folder file is (never through a link)."""
     buffer = io.BytesIO()
@@ -210,25 +224,32 @@ def save_figure(fig: Any, path: Path, dpi: int) -> None:
 
 
 def plot_tradeoffs(summaries: Sequence[RunSummary], folder: Path) -> list[Path]:
-    """Accuracy against p50 latency and against cost per sample, one point per run."""
+    """Accuracy against p50 latency and against cost per sample, one point per run.
+
+    Runs are told apart by colour and marker in a legend below the axes: labels written beside the
+    points ran into one another wherever runs land close together, as small runs often do."""
     plt = _pyplot()
     written = []
     for name, attribute, xlabel in (
         ("accuracy_vs_latency.png", "latency_p50_s", "median latency per sample (s)"),
         ("accuracy_vs_cost.png", "cost_per_sample_usd", "cost per sample (USD)"),
     ):
-        fig, ax = plt.subplots(figsize=(6, 4.5))
-        for s in summaries:
+        fig, ax = plt.subplots(figsize=(6.4, 4.8))
+        shown = 0
+        for i, s in enumerate(summaries):
             x = getattr(s.metrics, attribute)
             if s.metrics.classification is None or x is None:
                 continue
             y = s.metrics.classification.accuracy
-            ax.scatter([x], [y])
-            ax.annotate(run_label(s), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+            ax.scatter([x], [y], marker=MARKERS[i % len(MARKERS)], s=48, alpha=0.85, label=f"{run_label(s)} ({Path(s.path).name})")
+            shown += 1
         ax.set_xlabel(xlabel)
         ax.set_ylabel("accuracy")
         ax.set_title(f"accuracy vs {xlabel.split(' per')[0].split(' (')[0]}")
         ax.grid(alpha=0.3)
+        if shown:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=7, frameon=False,
+                      ncol=1 if shown < 4 else 2)
         fig.tight_layout()
         save_figure(fig, folder / name, dpi=120)
         plt.close(fig)

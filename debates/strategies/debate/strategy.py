@@ -60,6 +60,10 @@ def build_seats(
             "temperature": seat.temperature if seat.temperature is not None else config.temperature,
             "seed": ctx.seed_for("seat", seat.name),
         }
+        grammar = state.protocol.turn_grammar(seat, config, state.taxonomy) if chosen.takes_grammar else None
+        # JSON turns as configured, except on a model whose prose the backend bounds (the embedded one): a JSON
+        # string has no bound that llama.cpp's grammar can hold, so there the paper's text format is decoded instead.
+        json_turns = config.structured_turns and not (grammar is not None and chosen.bounds_prose)
         seats.append(
             ModelSeat(
                 seat,
@@ -73,7 +77,8 @@ def build_seats(
                 create,
                 chosen.vision,
                 turn_state=state.turn_state,
-                structured=chosen.structured_args if config.structured_turns else None,
+                structured=chosen.structured_args if json_turns else None,
+                grammar=grammar,
                 tools=ToolContext(prepared, ledger=ctx.ledger, backend=chosen, agent=seat.name, evidence=list(evidence),
                                   searchers=dict(ctx.searchers), setup=setup),
             )

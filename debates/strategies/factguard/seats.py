@@ -27,10 +27,11 @@ from pydantic import BaseModel
 import prompts
 from debates.strategies.factguard.config import FactGuardConfig
 from debates.strategies.factguard.frames import describe
+from m3d_agents.grammars import tagged_turn
 from m3d_agents.fence import one_line, quote_text
 from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient, UsageLedger
-from debates.strategies.factguard.turn_format import AgentTurn, parse_agent_turn
+from debates.strategies.factguard.turn_format import ANSWER_STYLES, AgentTurn, parse_agent_turn
 from m3d_agents.tools.cards import ToolContext, ToolRegistry
 from m3d_agents.verdict import TranscriptTurn
 
@@ -175,9 +176,11 @@ class VerifierSeat(BaseChatAgent):
             return parse_agent_turn(text, self._arguments, tools_open=not last, answer_style=self._config.answer_style,
                                     max_calls=self._config.max_calls_per_turn)
 
+        grammar = tagged_turn(list(self._arguments), list(ANSWER_STYLES[self._config.answer_style]), tools_open=not last,
+                              max_calls=self._config.max_calls_per_turn)
+        create = {"extra_create_args": {**self._create, **grammar.create_args()}}
         asking = asyncio.ensure_future(ask(self._client, list(self._history), parse, retries=self._config.parse_retries,
-                                           create_kwargs={"extra_create_args": dict(self._create)},
-                                           on_retry=self._ledger.count_parse_retry))
+                                           create_kwargs=create, on_retry=self._ledger.count_parse_retry))
         cancellation_token.link_future(asking)
         answer = await asking
         self._state.turns.append(VerifierTurn(index, answer.text, answer.value, answer.error, answer.attempts))

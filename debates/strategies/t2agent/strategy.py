@@ -45,6 +45,7 @@ from debates.strategy import ConfiguredStrategy, RunContext, StrategyConfig, ans
 from m3d_agents.asking import ask, ask_choices
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import MeteredClient
+from m3d_agents.grammars import likelihood_list, react_step, ten_point_verdict, with_grammar
 from m3d_agents.media.images import PreparedSample
 from m3d_agents.sample import Sample
 from m3d_agents.tools.cards import ToolContext
@@ -53,6 +54,10 @@ from m3d_agents.tools.image_in_words import enable_image_describers
 from m3d_agents.verdict import Finding, TranscriptTurn, Verdict
 
 _EVIDENCE_ID = re.compile(r"\[(ev-[0-9a-f]{6,})\]")
+
+
+SCORE_PHRASES = {"trajectory_score": "The correctness score is", "confidence_score": "The reliability score is"}
+"""The last line each score prompt asks for (prompts/t2agent/trajectory_score.md, confidence_score.md)."""
 
 
 class ModelRollout:
@@ -113,8 +118,9 @@ class ModelRollout:
         else:
             priors = await model_priors(
                 self.client("prior", "prior"), prior_messages(self.config, self.prepared, self.vision), k,
-                retries=self.config.parse_retries, create_kwargs=self.create_kwargs(self.settings.prior_temperature, self.ctx.seed_for("priors")),
-                on_retry=self.ctx.ledger.count_parse_retry,
+                retries=self.config.parse_retries, on_retry=self.ctx.ledger.count_parse_retry, create_kwargs=with_grammar(
+                    self.create_kwargs(self.settings.prior_temperature, self.ctx.seed_for("priors")),
+                    likelihood_list("The likelihoods are", k)),
             )
         listed = ", ".join(f"{s.name} {v:.2f}" for s, v in zip(self.config.subtasks, priors.values))
         body = f"{priors.text.strip()}\n\n" if priors.text.strip() else ""
@@ -140,8 +146,8 @@ class ModelRollout:
     async def _ask_score(self, kind: str, agent: str, messages: list[LLMMessage]) -> float | None:
         answer = await ask(
             self.client(agent, kind), messages, lambda text: read_score(text, self.settings.score_map),
-            retries=self.config.parse_retries, create_kwargs=self.create_kwargs(self.settings.score_temperature, self.ctx.seed_for("score")),
-            on_retry=self.ctx.ledger.count_parse_retry,
+            retries=self.config.parse_retries, on_retry=self.ctx.ledger.count_parse_retry, create_kwargs=with_grammar(
+                self.create_kwargs(self.settings.score_temperature, self.ctx.seed_for("score")), ten_point_verdict(SCORE_PHRASES[kind])),
         )
         if answer.value is None:
             self.missing[kind] += 1
@@ -166,7 +172,8 @@ class ModelRollout:
 
         answers = await ask_choices(
             client, messages, parse, self.settings.children, retries=self.config.parse_retries,
-            create_kwargs=self.create_kwargs(self.settings.step_temperature, self.ctx.seed_for("step", node.id)),
+            create_kwargs=with_grammar(self.create_kwargs(self.settings.step_temperature, self.ctx.seed_for("step", node.id)),
+                                       react_step(len(node.steps()) + 1, list(specs), subtask.answers, must_finish)),
             on_retry=self.ctx.ledger.count_parse_retry, one_request=self.config.children_in_one_request,
         )
         children: list[Node] = []

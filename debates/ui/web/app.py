@@ -16,7 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from debates.ui.web import live, review, study
@@ -66,6 +66,12 @@ def create_app(settings: WebSettings) -> FastAPI:
         state = app_state(request)
         return state.pages.render(request, "index.html", roots=len(state.settings.run_roots),
                                   datasets=list(state.settings.datasets))
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> Response:
+        """Browsers ask for it whatever the page links; the same icon as the pages' own."""
+        return Response((STATIC / "favicon.svg").read_bytes(), media_type="image/svg+xml",
+                        headers={"cache-control": "public, max-age=86400"})
 
     @app.exception_handler(PageError)
     async def page_error(request: Request, exc: PageError) -> HTMLResponse:

@@ -17,6 +17,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import RedirectResponse, Response
@@ -27,6 +28,7 @@ from debates.chat.config import DebateConfig
 from debates.chat.protocol import PROTOCOLS
 from debates.strategy import StrategyConfig
 from debates.config_loader import available_configs, load_config
+from debates.eval.run.saved_post import save_post_run, saved_run_name
 from debates.ui.web.app_state import AppState, app_state
 from debates.ui.web.errors import PageError
 from debates.ui.web.forms import checked_form, text_field
@@ -79,6 +81,10 @@ def configurations() -> dict[str, StrategyConfig]:
         except InputError as exc:
             log.warning("configuration %s left off the page: %s", name, exc)
     return loaded
+
+
+LIVE_RUNS = "live"
+"""The folder under the first run root where finished live debates are saved, one run folder each."""
 
 
 @dataclass
@@ -284,7 +290,7 @@ class LiveSession:
         self.debate = debate
         self.ws = ws
         self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self.person = QueueInput() if debate.seat else None
+        self.person = QueueInput(asks_answer=True) if debate.seat else None
 
     async def serve(self) -> None:
         sender = asyncio.create_task(self._send_all())
@@ -378,15 +384,35 @@ class LiveSession:
             except Exception as exc:  # noqa: BLE001 - the verdict stands without heat maps
                 log.warning("forensic heat maps failed for debate %s: %s", debate.id, pages.redact(exc))
             debate.verdict = verdict
+            saved = await self._save(verdict)
             debate.end("finished")
             html = pages.fragment("_verdict.html", verdict=verdict, forensics=debate.forensics, debate_id=debate.id,
                                   person=debate.seat)
             await self.outbox.put({"type": "verdict", "html": html})
+            if saved is not None:
+                await self.outbox.put(saved)
             return
         forensics.cancel()
         debate.end("failed")
         log.warning("debate %s failed: %s", debate.id, pages.redact(failure))
         await self.outbox.put({"type": "failed", "text": f"The debate failed: {pages.redact(failure)}"})
+
+    async def _save(self, verdict: Verdict) -> dict[str, str] | None:
+        """The finished debate as a run folder under the first run root (``live/``), so the review page lists it;
+        the post's images are copied in before the upload is discarded. None when the server has no run root."""
+        roots = self.state.settings.run_roots
+        if not roots:
+            return None
+        debate = self.debate
+        name = saved_run_name(debate.config.name, verdict.sample_id)
+        try:
+            await asyncio.to_thread(save_post_run, roots[0] / LIVE_RUNS / name, debate.config.name, debate.post.sample,
+                                    verdict, debate.backend)
+        except (InputError, OSError) as exc:
+            log.warning("debate %s could not be saved for review: %s", debate.id, self.state.pages.redact(exc))
+            return {"type": "saved", "text": "This debate could not be saved for review; the server's log says why."}
+        return {"type": "saved", "text": f"Saved for review as {LIVE_RUNS}/{name}",
+                "href": "/review/run?" + urlencode({"ref": f"0/{LIVE_RUNS}/{name}"})}
 
     async def _debate(self) -> Verdict:
         """The debate itself, on a pool of its own and with the run's evidence sources."""

@@ -46,6 +46,34 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
 
 
+def _facts(value: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """A nested mapping as rows of a table, one per leaf: ``("selection · planner", "level 1")``. A list of plain
+    values is one row; a list of mappings gives a row per item (numbered); numbers keep at most four decimals.
+    A model (a strategy's typed diagnostics) is read as its fields, the unset ones left out."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, dict):
+        if not value:
+            return [(prefix, "none")] if prefix else []
+        rows: list[tuple[str, str]] = []
+        for key, item in value.items():
+            rows += _facts(item, f"{prefix} · {key}" if prefix else str(key))
+        return rows
+    if isinstance(value, list):
+        if any(isinstance(item, (dict, list)) for item in value):
+            return [row for i, item in enumerate(value, start=1) for row in _facts(item, f"{prefix} {i}")]
+        return [(prefix, ", ".join(_fact(item) for item in value) or "none")]
+    return [(prefix, _fact(value))]
+
+
+def _fact(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return {True: "yes", False: "no", None: "none"}[value]
+    if isinstance(value, float):
+        return f"{value:.4f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+    return str(value)
+
+
 class Pages:
     """Renders templates with what every page needs: the form token and the redaction of secrets."""
 
@@ -56,7 +84,7 @@ class Pages:
             loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True, default_for_string=True),
             trim_blocks=True, lstrip_blocks=True,
         )
-        self.env.filters.update(percent=_percent, fixed=_fixed, pretty=_pretty, redact=self.redact)
+        self.env.filters.update(percent=_percent, fixed=_fixed, pretty=_pretty, facts=_facts, redact=self.redact)
 
     def redact(self, text: Any) -> str:
         return redact(str(text), extra=self.secrets)

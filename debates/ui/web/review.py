@@ -20,6 +20,8 @@ from starlette.responses import HTMLResponse
 
 from debates.eval.score.annotations import ANNOTATIONS, Annotation, GoldSource, append_annotation, latest_labels, read_annotations
 from debates.eval.records import MANIFEST, RESULTS, RunManifest
+from debates.eval.run.saved_post import POST
+from debates.eval.score.caveats import planned_samples
 from debates.eval.score.metrics import RunMetrics, compute_metrics
 from debates.eval.records import EvalRow
 from debates.eval.score.report import REPORT, load_run
@@ -27,6 +29,7 @@ from debates.ui.web.app_state import app_state
 from debates.ui.web.errors import PageError
 from debates.ui.web.forms import checked_form, text_field
 from debates.ui.web.security import find_runs, read_member_bytes, resolve_run_ref, run_member
+from m3d_agents.datasets import load_dataset
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import load_image
@@ -105,17 +108,50 @@ def matches(row: EvalRow, show: str, gold_label: str, predicted: str) -> bool:
     return True
 
 
+@dataclass
+class ListedRun:
+    """One line of the list of runs: where it is, what it is, and whether it is done."""
+
+    ref: str
+    name: str
+    """The folder as a person knows it: the run root's own name, then the path under it."""
+    manifest: RunManifest | None
+    samples: int
+    annotated: bool
+    state: str
+    """finished, unfinished (n of m), empty or cannot be read."""
+
+
+def run_state(manifest: RunManifest, done: int) -> str:
+    planned = planned_samples(manifest)
+    if done == 0:
+        return "empty: no sample finished"
+    if planned is not None and done < planned:
+        return f"unfinished: {done} of {planned}"
+    return "finished"
+
+
+def root_names(roots: list[Path]) -> list[str]:
+    """Each run root by its folder's name, with enough of its parents to tell two roots of one name apart."""
+    names = [root.resolve().name or str(root) for root in roots]
+    return [str(root.resolve()) if names.count(name) > 1 else name for root, name in zip(roots, names)]
+
+
 @router.get("/review")
 async def runs(request: Request) -> HTMLResponse:
     state = app_state(request)
-    listed: list[tuple[str, RunManifest | None, int, bool]] = []
+    named = root_names(list(state.settings.run_roots))
+    listed: list[ListedRun] = []
     for ref, folder in find_runs(state.settings.run_roots):
+        index, _, rest = ref.partition("/")
+        name = f"{named[int(index)]}/{rest}" if rest else named[int(index)]
         try:
             manifest, rows = load_run(folder)
-            listed.append((ref, manifest, len(rows), (folder / ANNOTATIONS).is_file()))
+            listed.append(ListedRun(ref, name, manifest, len(rows), (folder / ANNOTATIONS).is_file(),
+                                    run_state(manifest, len(rows))))
         except (InputError, ValueError, ValidationError):
-            listed.append((ref, None, 0, False))
-    roots = [(i, root.name or str(root)) for i, root in enumerate(state.settings.run_roots)]
+            listed.append(ListedRun(ref, name, None, 0, False, "cannot be read"))
+    roots = list(enumerate(named))
     return state.pages.render(request, "runs.html", runs=listed, roots=roots)
 
 
@@ -138,10 +174,29 @@ async def run_page(request: Request, ref: str = "", show: str = "all", gold_labe
     )
 
 
-def dataset_post(request: Request, manifest: RunManifest, sample_id: str) -> Sample | None:
-    """The post itself, when the server was started with the run's data set."""
+def dataset_post(request: Request, manifest: RunManifest, sample_id: str, folder: Path | None = None) -> Sample | None:
+    """The post itself, when the server was started with the run's data set, or when the run folder holds it
+    (a saved debate: :mod:`debates.eval.run.saved_post`)."""
     for sample in app_state(request).settings.datasets.get(manifest.dataset, []):
         if sample.id == sample_id:
+            return sample
+    return saved_post(folder, manifest, sample_id) if folder is not None else None
+
+
+def saved_post(folder: Path, manifest: RunManifest, sample_id: str) -> Sample | None:
+    """The post a saved debate keeps in its own folder; never a file outside it or behind a link."""
+    member = run_member(folder, POST)
+    if not manifest.dataset.startswith("jsonl:") or Path(manifest.dataset[6:]).name != POST:
+        return None
+    if not member.is_file() or member.is_symlink():
+        return None
+    try:
+        loaded = load_dataset(f"jsonl:{member}", {k: str(v) for k, v in manifest.dataset_options.items()})
+    except (InputError, ValueError, ValidationError):
+        return None
+    for sample in loaded.samples:
+        inside = all(Path(p).resolve().parent == folder.resolve() and not Path(p).is_symlink() for p in sample.images)
+        if sample.id == sample_id and inside:
             return sample
     return None
 
@@ -160,7 +215,7 @@ async def sample_page(request: Request, ref: str = "", id: str = "", against: st
     history = [a for a in run.annotations if a.sample_id == id]
     return state.pages.render(
         request, "sample.html", run=run, row=row, verdict=verdict, history=history, saved=bool(saved),
-        post=dataset_post(request, run.manifest, id), query=urlencode({"ref": ref, "against": run.against}),
+        post=dataset_post(request, run.manifest, id, run.folder), query=urlencode({"ref": ref, "against": run.against}),
     )
 
 
@@ -195,7 +250,7 @@ async def run_file(request: Request, ref: str = "", name: str = "") -> Response:
 @router.get("/review/post-image")
 async def post_image(request: Request, ref: str = "", id: str = "", index: int = 0) -> Response:
     run = open_run(request, ref)
-    post = dataset_post(request, run.manifest, id)
+    post = dataset_post(request, run.manifest, id, run.folder)
     if post is None or not 0 <= index < len(post.images):
         raise PageError(404, "This server has no such image: start it with the run's data set to see its posts.")
     try:

@@ -17,6 +17,7 @@ from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
 from m3d_agents.backends.transports.retry import DEFAULT_MAX_ANSWER_BYTES, NO_KEY
+from m3d_agents.backends.transports.shaping import NO_SHAPING, RequestShaping
 from m3d_agents.backends.transports.wire import added, estimated_tokens
 from m3d_agents.errors import BackendError
 
@@ -39,6 +40,7 @@ class EndpointClient(ChatCompletionClient):
         timeout_s: float = 120.0,
         max_retries: int = 3,
         context_window: int | None = None,
+        shaping: RequestShaping = NO_SHAPING,
         max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -52,12 +54,17 @@ class EndpointClient(ChatCompletionClient):
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.context_window = context_window
+        self.shaping = shaping
         self.max_answer_bytes = max_answer_bytes
         self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r})"
+
+    def shaped_args(self, extra_create_args: Mapping[str, Any]) -> dict[str, Any]:
+        """A call's extra arguments as this server takes them (:mod:`~m3d_agents.backends.transports.shaping`)."""
+        return self.shaping.shaped(extra_create_args, self._defaults.get("max_tokens"))
 
     def _count(self, usage: RequestUsage) -> None:
         self._actual = added(self._actual, usage)

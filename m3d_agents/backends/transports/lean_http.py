@@ -92,7 +92,7 @@ class OpenAICompatibleClient(EndpointClient):
         if tools:
             body["tools"] = tool_specs(tools)
             body["tool_choice"] = tool_choice_spec(tool_choice)
-        body.update(extra_create_args)
+        body.update(self.shaped_args(extra_create_args))
         return body
 
     async def _post(self, payload: bytes) -> Any:

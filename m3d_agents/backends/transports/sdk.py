@@ -140,7 +140,7 @@ class SdkClient(EndpointClient):
         if wanted is not None:
             extra["response_format"] = wanted
         body_only: dict[str, Any] = {}
-        for name, value in extra_create_args.items():
+        for name, value in self.shaped_args(extra_create_args).items():
             (extra if name in SDK_CREATE_ARGS else body_only)[name] = value
         if body_only:
             extra["extra_body"] = {**extra.get("extra_body", {}), **body_only}

@@ -82,7 +82,7 @@ async def test_tie_without_consensus_abstains() -> None:
     config.seats = config.seats[:2]
     config, pool, _ = seat_pool(config, {"agent_a": [answer("fake")] * 2, "agent_b": [answer("real")] * 2})
     verdict = await run_sample(config, SAMPLE, pool)
-    assert verdict.abstained and "no consensus and no majority" in (verdict.abstain_reason or "")
+    assert verdict.abstain_reason == "no consensus and no majority: agent_a answered fake and agent_b answered real"
     assert len(verdict.transcript) == 4
 
 
@@ -309,3 +309,21 @@ def test_json_turn_with_an_out_of_range_confidence_keeps_its_label_and_drops_the
     assert reading.rendered == "x\nFINAL ANSWER: fake"
     with pytest.raises(ParseError):
         read_structured('{"argument": "x", "answer": "maybe", "confidence": 0.5}', schema, binary, 2)
+
+
+async def test_a_judged_debaters_turn_without_an_answer_line_is_no_parse_error() -> None:
+    config, pool, _ = seat_pool(load_config("judged"), {"prosecutor": ["P1", "P2"], "defender": ["D1", "D2"],
+                                                        "judge": [answer("fake", confidence=0.9)]})
+    verdict = await run_sample(config, SAMPLE, pool)
+    debaters = [t for t in verdict.transcript if t.role == "debater"]
+    assert len(debaters) == 4 and all(t.parse_error is None for t in debaters)
+
+
+def test_a_confidence_is_given_to_four_places() -> None:
+    """Products and means of stated confidences (0.9750000000000001) reach the verdict rounded, for every strategy."""
+    from debates.strategy import RunContext
+    from m3d_agents.backends.factory import BackendPool
+
+    verdict = RunContext(pool=BackendPool()).verdict(SAMPLE, load_config("async"), backend="b", label="fake",
+                                                     confidence=0.9750000000000001)
+    assert verdict.confidence == 0.975

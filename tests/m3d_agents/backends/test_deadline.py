@@ -35,3 +35,61 @@ def test_the_embedded_backend_has_a_deadline_of_a_few_minutes(monkeypatch: pytes
     monkeypatch.setenv("M3D_LOCAL_BASE_URL", "http://127.0.0.1:9/v1")
     assert local.call_deadline_s(starts_server=True) == 300.0, "no start-up time for a server that is already running"
     assert BackendSettings().get("openai").call_deadline_s() == 300.0
+
+
+class SingleSlot:
+    """A server that answers one request at a time, as llama-cpp-python's does: the others wait inside it."""
+
+    def __init__(self, service_s: float) -> None:
+        import threading
+
+        self.service_s = service_s
+        self.slot = threading.Lock()
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.count = threading.Lock()
+
+    def __call__(self, body: dict[str, object], _n: int) -> tuple[int, dict[str, object], float]:
+        import time
+
+        from tests.support.openai_stub_server import completion_body
+
+        with self.count:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        with self.slot:
+            time.sleep(self.service_s)
+        with self.count:
+            self.in_flight -= 1
+        return 200, completion_body("FINAL ANSWER: fake"), 0.0
+
+
+async def test_a_call_waiting_for_the_single_slot_is_not_timed_out_by_the_calls_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Five calls at once to a one-slot server that takes 0.3 s a call: the last is answered after about 1.5 s, but it
+    is answered for 0.3 s of that, so a deadline of 1 s holds for every call; and the server never holds two at once."""
+    import asyncio
+
+    from tests.support.openai_stub_server import StubOpenAIServer
+
+    server_side = SingleSlot(service_s=0.3)
+    with StubOpenAIServer(server_side) as server:
+        monkeypatch.setenv("M3D_LOCAL_BASE_URL", server.base_url)
+        config = BackendConfig(kind="local", timeout_s=30.0, transport_retries=0, deadline_s=1.0, cache=False)
+        pool = BackendPool(BackendSettings(backends={"local": config}))
+        try:
+            backend = pool.get("local")
+            ledger = UsageLedger()
+            calls = [backend.view(ledger, agent=f"seat_{i}", role="debater").create(
+                [UserMessage(content=f"Is post {i} true?", source="user")]) for i in range(5)]
+            results = await asyncio.gather(*calls)
+        finally:
+            await pool.close()
+    assert [r.content for r in results] == ["FINAL ANSWER: fake"] * 5
+    assert server_side.most_in_flight == 1, "the server's single slot is never asked for twice at once"
+    assert all(record.latency_s < 1.0 for record in ledger.records), "each call's time is the time it was answered"
+
+
+def test_the_local_backend_has_one_slot_unless_its_server_has_more() -> None:
+    assert BackendSettings().get("local").slots == 1
+    assert BackendConfig(kind="local", local={"slots": 4}, concurrency=2).slots == 2  # type: ignore[arg-type]
+    assert BackendSettings().get("vllm").slots is None

@@ -63,3 +63,18 @@ def test_the_running_server_formats_a_chat_in_gemma_turns() -> None:
         assert len(other["tokens"]) != len(gemma["tokens"])
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(("cpus", "threads"), [(1, 1), (2, 1), (4, 2), (8, 4), (64, 4)])
+def test_the_server_takes_half_the_cpus_at_most_four(cpus: int, threads: int) -> None:
+    """Its threads wait for one another at every token: on a shared two-core machine one thread, not two."""
+    from m3d_agents.backends.local_server import default_threads
+
+    assert default_threads(cpus) == threads
+
+
+def test_threads_named_in_the_settings_win(tmp_path: Path) -> None:
+    server = LocalLlamaServer(LocalServerSettings(n_threads=3))
+    server.port = 1
+    command = server.command(tmp_path / "model.gguf")
+    assert command[command.index("--n_threads") + 1] == "3"

@@ -13,6 +13,7 @@ import prompts
 from debates.chat.protocol import protocol
 from debates.chat.protocol import DebateOutcome
 from debates.strategies.debate.protocols.base import DebaterProtocol, single_answer, stated_or_one
+from m3d_agents.grammars import Grammar, prose_or
 from m3d_agents.parsing import strip_reasoning
 
 if TYPE_CHECKING:
@@ -84,6 +85,11 @@ class ActorSkeptic(DebaterProtocol):
 
     def answers_required(self, seat: SeatConfig, config: DebateConfig) -> bool:
         return seat.role == ACTOR
+
+    def turn_grammar(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> Grammar | None:
+        if seat.role == SKEPTIC:
+            return prose_or(NO_OBJECTIONS)
+        return super().turn_grammar(seat, config, taxonomy)
 
     def decide(self, state: DebateState) -> DebateOutcome:
         return single_answer(state, state.seats_with_role(ACTOR)[0], ACTOR)

@@ -16,6 +16,7 @@ from debates.chat.reading import StanceReading, read_message
 from debates.chat.protocol import PROTOCOLS
 from debates.chat.protocol import DebateOutcome
 from m3d_agents.evidence import evidence_block
+from m3d_agents.grammars import Grammar, answer_lines, prose_only
 from m3d_agents.media.post_content import image_context
 from m3d_agents.verdict import Finding
 
@@ -186,6 +187,13 @@ class DebaterProtocol:
     def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int) -> StanceReading:
         return read_message(text, taxonomy, max_queries)
 
+    def turn_grammar(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> Grammar | None:
+        """The answer lines (with the query lines where the protocol asks for queries) for a seat that must
+        answer; prose for one that argues without answering."""
+        if not self.answers_required(seat, config):
+            return prose_only()
+        return answer_lines(taxonomy.labels, config.max_queries_per_turn if self.asks_queries else 0)
+
     # --- outcome -----------------------------------------------------------------------------------
 
     def decide(self, state: DebateState) -> DebateOutcome:
@@ -202,10 +210,10 @@ class DebaterProtocol:
             share = state.config.majority_quorum
             return DebateOutcome(
                 None, f"no consensus and no quorum for a majority: {state.readable_votes()} of {len(state.deciders)} "
-                f"deciders gave a readable answer (more than {share:.0%} needed): {state.latest_labels()}", "")
+                f"deciders gave a readable answer (more than {share:.0%} needed): {answers_in_words(state.latest_labels())}", "")
         majority = state.majority()
         if majority is None:
-            return DebateOutcome(None, f"no consensus and no majority: {state.latest_labels()}", "")
+            return DebateOutcome(None, f"no consensus and no majority: {answers_in_words(state.latest_labels())}", "")
         return DebateOutcome(majority, "majority", rationale_for(state, majority))
 
     def confidence(self, state: DebateState, decision: DebateOutcome) -> float:
@@ -251,9 +259,12 @@ def other_side(view: SeatView) -> dict[str, str]:
 
     Under the ``human`` framing the other side's arguments are presented as the user's own ("this
     is what I think ... Do you agree with me?"), as LLM-Consensus does; under ``ai`` as another
-    model's.
+    model's. A person is told the other seats' names.
     """
     several = len(view.peers()) > 1
+    if view.for_person:
+        names = " and ".join(view.peers()) or "the others"
+        return {"their_view": f"this is what {names} said", "them": names}
     if view.config.framing == "human":
         if several:
             return {"their_view": "this is what the other people in this conversation think", "them": "them"}
@@ -261,6 +272,13 @@ def other_side(view: SeatView) -> dict[str, str]:
     if several:
         return {"their_view": "this is what the other AI models think", "them": "them"}
     return {"their_view": "this is what the other AI model thinks", "them": "it"}
+
+
+def answers_in_words(labels: dict[str, str | None]) -> str:
+    """The deciders' latest answers as a sentence: "agent_a answered fake, agent_b answered real"."""
+    said = [f"{seat} answered {label}" if label is not None else f"{seat} gave no readable answer"
+            for seat, label in labels.items()]
+    return ", ".join(said[:-1]) + f" and {said[-1]}" if len(said) > 1 else (said[0] if said else "nobody answered")
 
 
 def consensus_reason(state: DebateState) -> str:

@@ -26,6 +26,7 @@ from debates.strategies.debate.protocols.base import SoloProtocol
 from m3d_agents.evidence import evidence_block
 from m3d_agents.tools.image_in_words import image_descriptions
 from m3d_agents.errors import ParseError
+from m3d_agents.grammars import Grammar, action_lines
 from m3d_agents.media.post_content import described_images
 from m3d_agents.parsing import parse_finish, strip_reasoning
 from m3d_agents.verdict import Finding
@@ -177,6 +178,11 @@ class Cascade(SoloProtocol):
 
     def structured_turn(self, seat: SeatConfig, config: DebateConfig) -> bool | None:
         return None
+
+    def turn_grammar(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> Grammar | None:
+        """Prose, then the agent's own two ``Finish[...]`` actions and its confidence (prompts/cascade/*_system.md)."""
+        check = CHECKS[seat.role]
+        return action_lines([check.distorted, check.clear])
 
     def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int) -> StanceReading:
         visible = strip_reasoning(text)

@@ -49,6 +49,19 @@
       verdict.innerHTML = message.html;
       if (panel) { panel.hidden = true; }
       say("Finished.");
+    } else if (message.type === "saved") {
+      var note = document.createElement("p");
+      note.id = "saved-run";
+      note.className = "muted";
+      if (message.href) {
+        var link = document.createElement("a");
+        link.href = message.href;
+        link.textContent = message.text;
+        note.appendChild(link);
+      } else {
+        note.textContent = message.text;
+      }
+      verdict.appendChild(note);
     } else if (message.type === "failed") {
       finished = true;
       say(message.text);

@@ -83,7 +83,8 @@ def test_a_tool_given_its_own_backend_is_planned_there_and_no_longer_a_departure
 def test_the_plan_reads_configurations_only(tmp_path: Path) -> None:
     plan = plan_table(PlanRequest(table="factguard-table1", env={}))
     factguard = next(row for row in plan.rows if row.config == "factguard")
-    assert factguard.budget is not None and factguard.budget.calls == 2 and factguard.answer_tokens == 768
+    assert factguard.budget is not None and factguard.budget.calls == 2 and factguard.budget.answer_tokens == 768
+    assert factguard.answer_tokens == 256, "the default backend is the embedded model, whose answers are capped at 256 tokens"
     ids = {group.departure.id for group in plan.departures}
     assert {"provider-serper", "asr-opt-in", "clip-scout-needs-video", "text-only-backend"} <= ids
     off = plan_table(PlanRequest(table="factguard-table1", retrieval="off", env={}))
