@@ -36,11 +36,12 @@ sys.path.insert(0, str(REPO))
 
 from autogen_core.models import LLMMessage  # noqa: E402
 
-from debates.chat.config import DebateConfig, TurnPolicyConfig  # noqa: E402
+from debates.chat.config import TURN_POLICY_SETTINGS, DebateConfig  # noqa: E402
 from debates.config_loader import load_config  # noqa: E402
 from debates.eval.score.report import summarise  # noqa: E402
 from debates.session import run_sample  # noqa: E402
 from m3d_agents.backends.factory import BackendPool  # noqa: E402
+from m3d_agents.diagnostics import DebateDiagnostics  # noqa: E402
 from m3d_agents.sample import Sample  # noqa: E402
 from tests.support.scripted import ScriptedClient, scripted_backend, text_of  # noqa: E402
 
@@ -119,7 +120,7 @@ class SeededScript:
 def with_n(config: DebateConfig, n: int, **policy: object) -> DebateConfig:
     config = config.model_copy(deep=True)
     for seat in config.seats:
-        seat.turn_policy = TurnPolicyConfig.model_validate({**seat.turn_policy.model_dump(), "n": n, **policy})
+        seat.turn_policy = TURN_POLICY_SETTINGS.validate_python({**seat.turn_policy.model_dump(), "n": n, **policy})
     return config
 
 
@@ -144,10 +145,13 @@ async def run_config(name: str, samples: list[Sample], n: int, level1_rate: floa
         verdict = await run_sample(config, sample, pool, backend="bench", seed=i)
         calls.append(verdict.accounting.model_calls)
         by_role.update({role: usage.calls for role, usage in verdict.accounting.by_role.items()})
-        selection = verdict.diagnostics["selection"]
-        escalated += int(verdict.diagnostics.get("escalated", selection["escalated"]))
-        m_star.update(selection["m_star"])
-        saved += selection["saved_calls"]["total"]
+        if not isinstance(verdict.diagnostics, DebateDiagnostics):
+            raise TypeError(f"{name} is not a debate: its verdicts have no turn-policy selection")
+        selection = verdict.diagnostics.selection
+        planner = verdict.diagnostics.planner_escalated
+        escalated += int(planner if planner is not None else selection.escalated)
+        m_star.update(selection.m_star)
+        saved += selection.saved_calls.total or 0
     return Run(calls, by_role, escalated, m_star, saved)
 
 

@@ -91,7 +91,7 @@ def main() -> None:
             (work / "m3d.yaml").write_text(
                 "backends:\n"
                 f"  faulty: {{kind: vllm, base_url: '{url}', model: fault-model, cache: false,"
-                f" timeout_s: {args.timeout}, max_retries: 3}}\n"
+                f" timeout_s: {args.timeout}, transport_retries: 3}}\n"
             )
             counts: Counter[str] = Counter()
             crashes = 0

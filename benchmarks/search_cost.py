@@ -80,6 +80,7 @@ from debates.config_loader import load_config  # noqa: E402
 from debates.session import run_sample  # noqa: E402
 from m3d_agents.backends.factory import BackendPool  # noqa: E402
 from m3d_agents.datasets import load_dataset  # noqa: E402
+from m3d_agents.diagnostics import T2AgentDiagnostics  # noqa: E402
 from m3d_agents.evidence import Evidence  # noqa: E402
 from m3d_agents.sample import Sample  # noqa: E402
 from m3d_agents.verdict import RoleUsage  # noqa: E402
@@ -296,9 +297,9 @@ async def run_config(name: str, samples: list[Sample], *, one_request: bool = Tr
             total.calls += usage.calls
             total.prompt_tokens += usage.prompt_tokens
             total.completion_tokens += usage.completion_tokens
-        if "iterations" in verdict.diagnostics:
-            run.iterations.append(int(verdict.diagnostics["iterations"]))
-            run.revisited.append(bool(verdict.diagnostics["search"]["revisited"]))
+        if isinstance(verdict.diagnostics, T2AgentDiagnostics):
+            run.iterations.append(verdict.diagnostics.iterations)
+            run.revisited.append(bool(verdict.diagnostics.search.revisited))
     return run
 
 

@@ -360,12 +360,12 @@ class Machine:
 
 # ---- the client (this process) --------------------------------------------------------------
 
-def bench_pool(url: str, vision: bool = False, model: str = "bench-model", max_retries: int = 0) -> Any:
+def bench_pool(url: str, vision: bool = False, model: str = "bench-model", transport_retries: int = 0) -> Any:
     from m3d_agents.backends.config import BackendConfig, BackendSettings
     from m3d_agents.backends.factory import BackendPool
 
     backend = BackendConfig(kind="vllm", base_url=url, model=model, cache=False, vision=vision,
-                            concurrency=4096, max_retries=max_retries, timeout_s=120)
+                            concurrency=4096, transport_retries=transport_retries, timeout_s=120)
     return BackendPool(BackendSettings(backend="bench", backends={"bench": backend}))
 
 
@@ -709,7 +709,7 @@ async def prefix_reuse_vllm(args: argparse.Namespace) -> None:
     print(f"Prefix reuse against vLLM at {args.vllm_url} (model {model}): {args.prefix_samples} posts per configuration "
           f"with an image and 3 pieces of evidence; estimate with {tokens.name}")
     for config in ("async", "agentm3d"):
-        pool = bench_pool(args.vllm_url, vision=True, model=model, max_retries=3)
+        pool = bench_pool(args.vllm_url, vision=True, model=model, transport_retries=3)
         reused = total = calls = 0
         hits_before, queries_before = prefix_counters(args.vllm_url)
         try:

@@ -90,6 +90,9 @@ def with_overrides(config: StrategyConfig, **changes: Any) -> StrategyConfig:
     override from the command line cannot slip past a bound (``max_rounds`` at most 20 ...)."""
     unknown = [k for k in changes if k not in type(config).model_fields]
     if unknown:
+        renamed = type(config).renamed_settings.get(unknown[0])
+        if renamed is not None:
+            raise InputError(unknown[0], f"the setting {unknown[0]!r} is now called {renamed!r}")
         raise InputError(unknown[0], f"the {config.name} configuration ({config.strategy}) has no setting {unknown[0]!r}")
     return parse_config({**config.model_dump(), **changes}, f"{config.name} with {', '.join(changes)} overridden")
 

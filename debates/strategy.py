@@ -20,11 +20,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Mapping, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from debates.fidelity import Departure
 from debates.tool_settings import ToolSettings, resolve_tools, tool_problem
 from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.config_types import PARSE_RETRIES_DOC, ParseRetries, Settings
+from m3d_agents.diagnostics import StrategyDiagnostics, UntypedDiagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import collapse_label, get_taxonomy
 from m3d_agents.registry import Registry
@@ -54,14 +56,24 @@ class CallBudget(BaseModel):
     counts: str = Field(description="what the bound counts and what it leaves out, in a few words")
 
 
-class StrategyConfig(BaseModel):
-    """What every configuration has; each strategy's configuration model extends it."""
+class StrategyConfig(Settings):
+    """What every configuration has; each strategy's configuration model extends it.
 
-    model_config = ConfigDict(extra="forbid")
+    ``backend`` and ``parse_retries`` are declared here, once, because every strategy calls models
+    and reads their answers: a front-end or the run session reads ``config.backend`` from any
+    configuration, and the bound on re-asks is one decision for all strategies.
+    """
 
-    name: str
-    description: str = ""
-    strategy: str
+    renamed_settings = {"retries": "parse_retries"}
+
+    name: str = Field(description="the configuration's name: run folders, verdicts and reports carry it")
+    description: str = Field("", description="what this configuration is for: its setting, and where it departs from its paper")
+    strategy: str = Field(description="the registered strategy that runs this configuration")
+    backend: str | None = Field(
+        None, description="the backend of every model call that names none of its own (a seat's or an agent's backend "
+        "wins); None: the run's default backend. --backend overrides both",
+    )
+    parse_retries: ParseRetries = Field(2, description=PARSE_RETRIES_DOC)
     retrieval: RetrievalConfig | None = Field(
         None,
         description="where the run's evidence comes from (providers, pages, summaries, leakage and language "
@@ -105,6 +117,11 @@ class StrategyConfig(BaseModel):
     def call_budget(self) -> CallBudget | None:
         """The most a sample can cost under this configuration's limits; None where the strategy gives no bound."""
         return None
+
+
+def strategy_field(name: str) -> Any:
+    """The ``strategy:`` field of a strategy's own configuration model: fixed to its registered name."""
+    return Field(name, description=f"the registered strategy that runs this configuration: {name}")
 
 
 @dataclass
@@ -170,13 +187,15 @@ class RunContext:
         label: str | None,
         abstain_reason: str = "",
         label_taxonomy: str | None = None,
-        diagnostics: Mapping[str, Any] | None = None,
+        diagnostics: StrategyDiagnostics | None = None,
         **fields: Any,
     ) -> Verdict:
         """The Verdict with the fields every strategy shares filled in.
 
         ``label`` is in ``label_taxonomy`` (default: the sample's) and is carried over to the
-        sample's taxonomy. None gives an abstention whose reason is ``abstain_reason``.
+        sample's taxonomy. None gives an abstention whose reason is ``abstain_reason``. ``diagnostics`` are
+        the strategy's own model; a strategy without one (a plug-in's) gets untyped diagnostics that still
+        carry the wall time.
         """
         taxonomy = get_taxonomy(sample.taxonomy)
         if label is not None and label_taxonomy not in (None, taxonomy.name):
@@ -187,7 +206,9 @@ class RunContext:
             "config": config.name,
             "backend": backend,
             "accounting": self.ledger.accounting(),
-            "diagnostics": {**(diagnostics or {}), "wall_time_s": round(time.perf_counter() - self.started, 3)},
+            "diagnostics": (diagnostics or UntypedDiagnostics(source=config.strategy)).model_copy(
+                update={"wall_time_s": round(time.perf_counter() - self.started, 3)}
+            ),
             **fields,
         }
         if label is None:

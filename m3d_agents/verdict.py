@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from m3d_agents.diagnostics import Diagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import get_taxonomy
 
@@ -182,7 +183,9 @@ class Verdict(BaseModel):
     abstain_reason: str | None = None
     transcript: list[TranscriptTurn] = Field(default_factory=list)
     accounting: Accounting = Field(default_factory=Accounting)
-    diagnostics: dict[str, Any] = Field(default_factory=dict)
+    diagnostics: Diagnostics | None = Field(
+        None, description="how the strategy reached the verdict, in its own typed model; None for a verdict no strategy made"
+    )
     config: str = ""
     backend: str = ""
     evidence_report: EvidenceReport | None = Field(

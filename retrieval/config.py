@@ -20,9 +20,11 @@ WebProviderName = Literal["serper", "duckduckgo"]
 
 
 class SummarySettings(BaseModel):
+    """How fetched pages are summarised before the agents read them."""
+
     model_config = ConfigDict(extra="forbid")
 
-    enabled: bool = True
+    enabled: bool = Field(True, description="summarise each page with a model; False: the agents read the page's text, cut")
     backend: str | None = Field(None, description="the backend that writes summaries; None: the run's backend")
     condition_on_caption: bool = Field(
         True,
@@ -37,13 +39,19 @@ class SummarySettings(BaseModel):
 
 
 class LeakageSettings(BaseModel):
+    """Which evidence is left out because it could give the answer away (a fact-check of the very post)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    enabled: bool = True
-    extra_factcheck_domains: list[str] = Field(default_factory=list)
+    enabled: bool = Field(True, description="apply the rules below; False keeps every item (an upper bound, not a fair run)")
+    extra_factcheck_domains: list[str] = Field(
+        default_factory=list, description="fact-checking sites to drop, beyond the shipped list (snopes.com, ...)"
+    )
     drop_factcheck_paths: bool = Field(True, description="drop pages in a fact-check section of a news site (reuters.com/fact-check/...)")
-    drop_claim_review: bool = True
-    drop_after_claim_date: bool = True
+    drop_claim_review: bool = Field(True, description="drop pages that carry a ClaimReview mark-up (a published verdict)")
+    drop_after_claim_date: bool = Field(
+        True, description="drop pages published after the post's claim date, where the sample has one"
+    )
 
 
 class ProviderEndpoints(BaseModel):
@@ -52,10 +60,10 @@ class ProviderEndpoints(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    google_vision: str | None = None
-    serpapi: str | None = None
-    serper: str | None = None
-    wikipedia: str | None = None
+    google_vision: str | None = Field(None, description="Google Cloud Vision's web detection endpoint")
+    serpapi: str | None = Field(None, description="SerpAPI's endpoint (Google Lens)")
+    serper: str | None = Field(None, description="Serper's web search endpoint")
+    wikipedia: str | None = Field(None, description="Wikipedia's API endpoint")
 
 
 class RetrievalConfig(BaseModel):
@@ -63,8 +71,13 @@ class RetrievalConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reverse_image: list[ReverseProviderName] = Field(default_factory=lambda: list[ReverseProviderName](["google_vision"]))
-    web_search: list[WebProviderName] = Field(default_factory=lambda: list[WebProviderName](["duckduckgo"]))
+    reverse_image: list[ReverseProviderName] = Field(
+        default_factory=lambda: list[ReverseProviderName](["google_vision"]),
+        description="reverse image search providers, in order: google_vision, serpapi_lens",
+    )
+    web_search: list[WebProviderName] = Field(
+        default_factory=lambda: list[WebProviderName](["duckduckgo"]), description="web search providers, in order: serper, duckduckgo"
+    )
     first_available: bool = Field(
         False, description="ask the reverse image providers in order and stop at the first that finds pages "
         "(one provider's answer, as in LLM-Consensus); False asks every one"
@@ -86,9 +99,9 @@ class RetrievalConfig(BaseModel):
     corpus: str | None = Field(
         None, description="a local corpus for agents that search one: 'climate_fever' (shipped) or a JSONL file"
     )
-    endpoints: ProviderEndpoints = Field(default_factory=ProviderEndpoints)
+    endpoints: ProviderEndpoints = Field(default_factory=ProviderEndpoints, description="where each provider's API lives")
     max_pages: int = Field(5, ge=0, description="pages scraped per sample (LLM-Consensus reads the top few)")
-    max_page_chars: int = Field(20_000, gt=0)
+    max_page_chars: int = Field(20_000, gt=0, description="characters of a page's text kept after extraction")
     web_answers: Literal["snippets", "pages"] = Field(
         "snippets", description="how the run's web searcher answers an agent's query: search snippets, or pages read, "
         "rated, filtered and summarised for the query (EvidencePipeline.answer, AgentFact's retrieval)",
@@ -100,11 +113,14 @@ class RetrievalConfig(BaseModel):
         description="template such as 'https://host/images/{sha256}.jpg' for providers that need a public "
         "image URL (SerpAPI Google Lens)",
     )
-    fetch: FetchLimits = Field(default_factory=FetchLimits)
+    fetch: FetchLimits = Field(default_factory=FetchLimits, description="limits on each page fetch")
     store_path: Path | None = Field(None, description="default: <cache dir>/evidence.sqlite")
-    store_mode: StoreMode = "record"
-    summary: SummarySettings = Field(default_factory=SummarySettings)
-    leakage: LeakageSettings = Field(default_factory=LeakageSettings)
+    store_mode: StoreMode = Field(
+        "record", description="record: answer from the evidence store, else ask and save; replay: the store only, no "
+        "network; refresh: always ask and overwrite",
+    )
+    summary: SummarySettings = Field(default_factory=SummarySettings, description="how pages are summarised")
+    leakage: LeakageSettings = Field(default_factory=LeakageSettings, description="which evidence is left out as a leak of the answer")
     reliability_list: Path | None = Field(None, description="a CSV of domain,rating,note that overrides the shipped list")
     judge_unknown_domains: bool = Field(True, description="ask the model about domains that no list rates")
-    wikipedia_language: str = "en"
+    wikipedia_language: str = Field("en", description="the Wikipedia edition searched (en, fr, ...)")

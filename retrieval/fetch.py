@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from m3d_agents.errors import BackendError
 from m3d_agents.redaction import redact, redact_url
@@ -48,9 +48,13 @@ def without_credentials(headers: dict[str, str]) -> dict[str, str]:
 
 
 class FetchLimits(BaseModel):
-    max_bytes: int = Field(5_000_000, gt=0)
+    """How much of the web one page fetch may take."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_bytes: int = Field(5_000_000, gt=0, description="the most bytes of one page's body read; a longer page is cut here")
     timeout_s: float = Field(20.0, gt=0, description="deadline for the whole fetch, redirects and body included")
-    max_redirects: int = Field(5, ge=0)
+    max_redirects: int = Field(5, ge=0, le=20, description="redirects followed, each checked like the first address")
 
 
 class FetchedPage(BaseModel):

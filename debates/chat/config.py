@@ -9,16 +9,18 @@ this model checks what holds for every protocol.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, Field, TypeAdapter, model_validator
 
 from debates.chat.protocol import PROTOCOLS
-from debates.strategy import CallBudget, StrategyConfig
+from debates.strategy import CallBudget, StrategyConfig, strategy_field
+from m3d_agents.config_types import Settings, Temperature
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 
-class RewardConfig(BaseModel):
+
+class RewardConfig(Settings):
     """Where the reward u of a best-of-N candidate comes from.
 
     ``llm_judge`` asks the seat's own backend for a score in [0, 1]. ``sequence_classifier`` runs a
@@ -26,12 +28,10 @@ class RewardConfig(BaseModel):
     is already in the local Hugging Face cache: nothing is downloaded at run time.
     """
 
-    model_config = ConfigDict(extra="forbid")
-
     kind: str = Field("llm_judge", description="a registered reward: llm_judge or sequence_classifier")
     model: str | None = Field(None, description="sequence_classifier: a local directory or a cached model id")
-    device: str = "cpu"
-    max_length: int = Field(2048, gt=0)
+    device: str = Field("cpu", description="sequence_classifier: the torch device it runs on (cpu, cuda, cuda:1 ...)")
+    max_length: int = Field(2048, gt=0, le=131_072, description="sequence_classifier: tokens of prompt and candidate it reads, cut from the left")
 
     @model_validator(mode="after")
     def _needs_model(self) -> "RewardConfig":
@@ -40,19 +40,24 @@ class RewardConfig(BaseModel):
         return self
 
 
-class TurnPolicyConfig(BaseModel):
-    """How a seat produces its message: ``single`` (one pass), ``best_of_n``, or ``planned``.
+class TurnPolicySettings(Settings):
+    """What every turn policy has: its kind, which decides the rest (declared first, so it is listed first)."""
 
-    ``planned`` asks the planner once per sample and then behaves as ``single`` (level 0) or as
-    ``best_of_n`` with the settings below (level 1).
-    """
+    kind: str = Field(description="single, best_of_n, planned or react")
 
-    model_config = ConfigDict(extra="forbid")
 
-    kind: str = "single"
-    n: int = Field(5, ge=1, le=64)
-    tau: float = Field(0.5, ge=0.0)
-    temperature: float | None = Field(None, ge=0.0, le=2.0, description="candidates' temperature; None: the seat's")
+class SinglePolicy(TurnPolicySettings):
+    """``single``: one call per turn; an unreadable answer is asked again, then reported."""
+
+    kind: Literal["single"] = Field("single", description="single: one call per turn")
+
+
+class BestOfNSettings(TurnPolicySettings):
+    """What ``best_of_n`` samples and how it scores: N candidates, s = u + q, the top-m gap rule."""
+
+    n: int = Field(5, ge=1, le=64, description="N, the candidates sampled per turn")
+    tau: float = Field(0.5, ge=0.0, description="τ, the score gap between the top m and the rest that stops at m* (Alg. 1)")
+    temperature: Temperature | None = Field(None, description="candidates' temperature; None: the seat's")
     critique: bool = Field(True, description="add the critique q of the text and image critics to the reward")
     critique_cross_modal: bool = Field(False, description="also critique cross-modal answers (an ablation)")
     early_stop: bool = Field(True, description="apply the top-m gap rule; False scores all N and keeps the best")
@@ -70,45 +75,88 @@ class TurnPolicyConfig(BaseModel):
         description="when every candidate reaches the same answer, keep the first unscored: scores could only "
         "change which rationale is shown, never the decision",
     )
-    reward: RewardConfig = Field(default_factory=RewardConfig)
+    reward: RewardConfig = Field(default_factory=RewardConfig, description="where each candidate's reward u comes from")
+
+
+class BestOfNPolicy(BestOfNSettings):
+    """``best_of_n``: N candidates every turn, the best-scored one is the seat's message."""
+
+    kind: Literal["best_of_n"] = Field(description="best_of_n: N scored candidates per turn")
+
+
+class PlannedPolicy(BestOfNSettings):
+    """``planned``: the planner is asked once per sample; level 0 is a single pass per turn, level 1
+    is best-of-N with these settings."""
+
+    kind: Literal["planned"] = Field(description="planned: the planner picks a single pass or best-of-N per sample")
+
+
+class ReactPolicy(TurnPolicySettings):
+    """``react``: the turn is one ReAct trajectory over the seat's tools, ending in its answer."""
+
+    kind: Literal["react"] = Field(description="react: Thought/Action steps with the seat's tools, then Finish")
     tools: dict[str, str] = Field(
-        default_factory=dict, description="react: action verb -> registered tool (Wikipedia: wikipedia_search)"
+        default_factory=dict, description="action verb -> registered tool (Wikipedia: wikipedia_search)"
     )
-    max_steps: int = Field(4, ge=1, le=12, description="react: the step at which a Finish is demanded")
+    max_steps: int = Field(4, ge=1, le=12, description="the step at which a Finish is demanded")
 
 
-class SeatConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _kind_single_by_default(data: Any) -> Any:
+    """A turn policy that names no kind is ``single``, as it always was."""
+    if isinstance(data, dict) and "kind" not in data:
+        return {**data, "kind": "single"}
+    return data
 
-    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
+
+TurnPolicyConfig = Annotated[
+    Union[SinglePolicy, BestOfNPolicy, PlannedPolicy, ReactPolicy],
+    Field(discriminator="kind"),
+    BeforeValidator(_kind_single_by_default),
+]
+"""How a seat produces its message, by ``kind``: each kind takes only its own settings."""
+
+TURN_POLICY_SETTINGS: TypeAdapter[TurnPolicyConfig] = TypeAdapter(TurnPolicyConfig)
+"""Validates a turn policy on its own (``TURN_POLICY_SETTINGS.validate_python({"kind": "best_of_n", "n": 3})``)."""
+
+
+class SeatConfig(Settings):
+    """One participant of the debate: its role, where its model runs and how it takes a turn."""
+
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", description="the seat's name in transcripts and verdicts (letters, digits, _)")
     role: str = Field("debater", description="a role the protocol accepts (debater, judge, actor, text, ...)")
     backend: str | None = Field(None, description="backend name; default: the debate's backend")
-    model: str | None = None
-    temperature: float | None = Field(None, ge=0.0, le=2.0)
+    model: str | None = Field(None, description="a model name the backend serves, in place of its own; None: the backend's model")
+    temperature: Temperature | None = Field(None, description="this seat's sampling temperature; None: the debate's")
     stance: str | None = Field(None, description="judged debates: the label this seat must defend")
-    turn_policy: TurnPolicyConfig = Field(default_factory=TurnPolicyConfig)
+    turn_policy: TurnPolicyConfig = Field(
+        default_factory=SinglePolicy, description="how the seat produces each message: single, best_of_n, planned or react"
+    )
 
 
 class DebateConfig(StrategyConfig):
     """A group-chat debate: ``strategy: debate`` (the default when a configuration names a protocol)."""
 
-    strategy: Literal["debate"] = "debate"
+    strategy: Literal["debate"] = strategy_field("debate")
     protocol: str = Field(description="a registered debate protocol: async, sync, judged, actor_skeptic, disambiguation, disambiguation_sync, cascade, chained_cascade, standard")
-    framing: Literal["human", "ai"] = "human"
-    backend: str | None = Field(None, description="default backend of every seat; None: the configured default")
-    temperature: float = Field(0.7, ge=0.0, le=2.0)
-    max_rounds: int = Field(3, ge=1, le=20)
-    on_no_consensus: Literal["majority", "judge"] = "majority"
-    use_evidence: bool = True
-    max_queries_per_turn: int = Field(2, ge=0)
-    retries: int = Field(2, ge=0)
+    framing: Literal["human", "ai"] = Field(
+        "human", description="what the seats are told they debate: a human (LLM-Consensus's main setting) or another AI"
+    )
+    temperature: Temperature = Field(0.7, description="every seat's sampling temperature unless the seat sets its own")
+    max_rounds: int = Field(3, ge=1, le=20, description="the most rounds; a debate without consensus by then ends with on_no_consensus")
+    on_no_consensus: Literal["majority", "judge"] = Field(
+        "majority", description="how a debate that ends without consensus is decided: the deciders' majority, or the judge seat"
+    )
+    use_evidence: bool = Field(True, description="show the seats the evidence gathered for the post; False: the post alone")
+    max_queries_per_turn: int = Field(
+        2, ge=0, le=10, description="search queries a debater may ask per turn (the retrieval desk answers them); 0: none"
+    )
     structured_turns: bool = Field(
         True, description="ask schema-capable backends for JSON turns, so answers are valid by construction"
     )
     taxonomy: str | None = Field(
         None, description="the label set the seats answer in; None: the sample's. The cascade always answers in m3d."
     )
-    seats: list[SeatConfig]
+    seats: list[SeatConfig] = Field(description="the participants, in speaking order; which roles are allowed is the protocol's rule")
 
     @model_validator(mode="after")
     def _check_seats(self) -> "DebateConfig":
@@ -132,7 +180,8 @@ class DebateConfig(StrategyConfig):
         raise InputError("seat", f"no seat named {name!r}; seats: {', '.join(s.name for s in self.seats)}")
 
     def tools_used(self) -> list[str]:
-        return list(dict.fromkeys([*(t for s in self.seats for t in s.turn_policy.tools.values()), *self.tools]))
+        react = [t for s in self.seats if isinstance(s.turn_policy, ReactPolicy) for t in s.turn_policy.tools.values()]
+        return list(dict.fromkeys([*react, *self.tools]))
 
     def call_budget(self) -> CallBudget:
         """Each seat's most turns (the protocol's :meth:`~debates.chat.protocol.DebateProtocol.most_turns`) times
@@ -150,8 +199,11 @@ CRITIQUED_ROLES = ("text", "image")
 
 def turn_calls(policy: TurnPolicyConfig, role: str) -> int:
     """The most model calls one turn of ``policy`` makes for a seat of ``role``, retries left out."""
+    if isinstance(policy, ReactPolicy):
+        return 2 * policy.max_steps
+    if not isinstance(policy, BestOfNSettings):
+        return 1
     critiqued = policy.critique and (role in CRITIQUED_ROLES or (role == "cross_modal" and policy.critique_cross_modal))
     scoring = 1 if policy.reward.kind == "llm_judge" else 0
     best_of_n = policy.n * (1 + scoring + int(critiqued)) + int(critiqued and role == "text")
-    react = 2 * policy.max_steps
-    return {"single": 1, "best_of_n": best_of_n, "planned": 1 + best_of_n, "react": react}.get(policy.kind, 1)
+    return best_of_n + (1 if isinstance(policy, PlannedPolicy) else 0)

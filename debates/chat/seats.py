@@ -117,7 +117,7 @@ class ModelSeat(BaseChatAgent):
             client=self._client,
             messages=[SystemMessage(content=self._system), user],
             parse=self._parse,
-            retries=self._config.retries,
+            retries=self._config.parse_retries,
             create_kwargs={"extra_create_args": dict(self._create_kwargs)},
             on_retry=lambda: setattr(self._client.ledger, "parse_retries", self._client.ledger.parse_retries + 1),
             context=TurnContext(self.seat, self._config, self._prepared, self._turn_state, self._vision, self.view.own_round,

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
-
+from typing import Sequence
 from debates.chat.reading import StanceReading
 from debates.chat.config import DebateConfig
 from debates.chat.protocol import PROTOCOLS, DebateProtocol
 from debates.chat.turn_state import TurnPolicyState
+from m3d_agents.diagnostics import AnswerTaxonomy, DebateDiagnostics
 from m3d_agents.labels import Taxonomy
 from m3d_agents.verdict import TranscriptTurn
 
@@ -184,8 +184,12 @@ class DebateState:
     def transcript(self) -> list[TranscriptTurn]:
         return [t.transcript_turn() for t in self.turns]
 
-    def diagnostics(self, label: str | None) -> dict[str, Any]:
-        """How the debate went: why it stopped, the round of consensus, who changed their answer."""
+    def diagnostics(
+        self, label: str | None, decided_by: str | None = None, image_descriptions: Sequence[str] = ()
+    ) -> DebateDiagnostics:
+        """How the debate went: why it stopped, what decided, the round of consensus, who changed their answer.
+
+        ``label`` is the decided label in the answering taxonomy (None: no decision)."""
         deciders = self.deciders
         first = [t.reading.label for t in self.turns if t.speaker in deciders and t.round == 1]
         counts = Counter(x for x in first if x is not None)
@@ -196,12 +200,17 @@ class DebateState:
             labels = [t.reading.label for t in self.turns if t.speaker == name and t.reading.label is not None]
             changes[name] = sum(1 for a, b in zip(labels, labels[1:]) if a != b)
         agreed = self.consensus_turn()
-        return {
-            "stop_reason": self.stop_reason,
-            "rounds": self.current_round(),
-            "consensus_round": agreed.round if agreed is not None else None,
-            "answer_changes": changes,
-            "first_round_majority": first_majority,
-            "overturned_first_round_majority": bool(first_majority and label and label != first_majority),
-            "queries_answered": self.answered_queries,
-        }
+        return DebateDiagnostics(
+            stop_reason=self.stop_reason,
+            decided_by=decided_by if label is not None else None,
+            rounds=self.current_round(),
+            consensus_round=agreed.round if agreed is not None else None,
+            answer_changes=changes,
+            first_round_majority=first_majority,
+            overturned_first_round_majority=bool(first_majority and label and label != first_majority),
+            queries_answered=self.answered_queries,
+            answer=AnswerTaxonomy(taxonomy=self.taxonomy.name, label=label),
+            selection=self.turn_state.diagnostics(),
+            planner_escalated=None if (escalated := self.turn_state.planner_escalated()) is None else bool(escalated),
+            image_descriptions=list(image_descriptions),
+        )

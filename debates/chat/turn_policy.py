@@ -71,7 +71,9 @@ class TurnPolicy(Protocol):
     async def produce(self, request: TurnRequest[T]) -> Answer[T]: ...
 
 
-TurnPolicyFactory = Callable[[TurnPolicyConfig], TurnPolicy]
+TurnPolicyFactory = Callable[[Any], TurnPolicy]
+"""Builds a turn policy from the seat's settings of the factory's own kind (the registry is keyed by ``kind``,
+the settings are a union on it, so a factory is only ever handed its own variant)."""
 TURN_POLICIES: Registry[TurnPolicyFactory] = Registry("turn policy", field="turn_policy.kind")
 """Turn policies by name, each a factory from the seat's turn-policy settings; the built-in ones
 register when :mod:`debates.turns` is imported."""

@@ -10,6 +10,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from m3d_agents.diagnostics import BestOfNTurn, CandidateScore, PlannerDecision, SavedCalls, SelectionDiagnostics
+
 
 @dataclass
 class TurnSelection:
@@ -21,27 +23,20 @@ class TurnSelection:
     readable: int
     m_star: int
     chosen: int | None
-    scores: list[dict[str, Any]]
+    scores: list[CandidateScore]
     saved_reward_calls: int
     saved_critique_calls: int
     reward: str
     critic: str | None
     note: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "speaker": self.speaker,
-            "round": self.round,
-            "n": self.n,
-            "readable_candidates": self.readable,
-            "m_star": self.m_star,
-            "chosen": self.chosen,
-            "scores": self.scores,
-            "saved_calls": {"reward": self.saved_reward_calls, "critique": self.saved_critique_calls},
-            "reward": self.reward,
-            "critic": self.critic,
-            "note": self.note,
-        }
+    def report(self) -> BestOfNTurn:
+        return BestOfNTurn(
+            speaker=self.speaker, round=self.round, n=self.n, readable_candidates=self.readable, m_star=self.m_star,
+            chosen=self.chosen, scores=list(self.scores),
+            saved_calls=SavedCalls(reward=self.saved_reward_calls, critique=self.saved_critique_calls),
+            reward=self.reward, critic=self.critic, note=self.note,
+        )
 
 
 @dataclass
@@ -80,14 +75,14 @@ class TurnPolicyState:
         chose a single pass, None when no planner was asked (a configuration without one)."""
         return None if self.plan is None else int(self.plan.level == 1)
 
-    def diagnostics(self) -> dict[str, Any]:
+    def diagnostics(self) -> SelectionDiagnostics:
         saved_reward = sum(t.saved_reward_calls for t in self.turns)
         saved_critique = sum(t.saved_critique_calls for t in self.turns)
-        return {
-            "escalated": bool(self.turns),
-            "planner": None if self.plan is None else {"level": self.plan.level, "error": self.plan.error},
-            "best_of_n_turns": [t.as_dict() for t in self.turns],
-            "single_pass_turns": self.single_pass_turns,
-            "m_star": [t.m_star for t in self.turns],
-            "saved_calls": {"reward": saved_reward, "critique": saved_critique, "total": saved_reward + saved_critique},
-        }
+        return SelectionDiagnostics(
+            escalated=bool(self.turns),
+            planner=None if self.plan is None else PlannerDecision(level=self.plan.level, error=self.plan.error),
+            best_of_n_turns=[t.report() for t in self.turns],
+            single_pass_turns=self.single_pass_turns,
+            m_star=[t.m_star for t in self.turns],
+            saved_calls=SavedCalls(reward=saved_reward, critique=saved_critique, total=saved_reward + saved_critique),
+        )

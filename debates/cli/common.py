@@ -288,7 +288,7 @@ def print_verdict(
     console.print(
         f"[dim]{verdict.config} on {verdict.backend}: {acc.model_calls} model calls, "
         f"{acc.prompt_tokens}+{acc.completion_tokens} tokens, {acc.cache_hits} cache hits, "
-        f"wall {verdict.diagnostics.get('wall_time_s', 0):.2f}s[/]"
+        f"wall {verdict.diagnostics.wall_time_s if verdict.diagnostics else 0.0:.2f}s[/]"
     )
     demo = demo_backends(verdict, settings) if settings is not None else []
     if demo:
@@ -328,7 +328,7 @@ async def run_post(
             verdict = await run_sample(config, sample, pool, backend=backend, **{**sources.context_options(), **options})
         finally:
             await sources.close()
-        name = backend or getattr(config, "backend", None) or pool.default_backend
+        name = backend or config.backend or pool.default_backend
         return verdict, pool.get(name).vision
     finally:
         await pool.close()

@@ -10,12 +10,13 @@ import typer
 from rich.table import Table
 
 from debates.cli.common import console, run_cli
+from m3d_agents.config_types import SEED_MAX
 
 
 def compare(
     runs: list[Path] = typer.Argument(..., help="Run folders; the first is the baseline."),
     resamples: int = typer.Option(2000, "--resamples", min=100, help="Bootstrap resamples."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Seed of the bootstrap."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write comparison.json and the trade-off plots here."),
     as_json: bool = typer.Option(False, "--json"),
     gold: str = typer.Option(

@@ -9,6 +9,7 @@ import typer
 
 from debates.config_loader import available_configs
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, retrieval_option, run_cli
+from m3d_agents.config_types import SEED_MAX
 
 
 def _rate_limits(pairs: list[str]) -> dict[str, float]:
@@ -37,8 +38,8 @@ def ray_address_option() -> Any:
                         "or auto); workers default to one per CPU of the cluster.")
 
 
-def max_tries_option() -> Any:
-    return typer.Option(3, "--max-tries", min=1, help="With Ray: a sample that kills its worker this many times "
+def max_worker_deaths_option() -> Any:
+    return typer.Option(3, "--max-worker-deaths", min=1, help="With Ray: a sample that kills its worker this many times "
                         "is recorded as an error.")
 
 
@@ -51,10 +52,10 @@ def evaluate(
     out: Optional[Path] = typer.Option(None, "--out", help="Run folder; default runs/<config name or file stem>-<dataset kind>-<backend>."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat (default: the configuration's own)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
-    seed: int = typer.Option(0, "--seed", help="Run seed; each sample's seed derives from it and the sample id."),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Run seed; each sample's seed derives from it and the sample id."),
     rate_limit: list[str] = typer.Option([], "--rate-limit", help="NAME=RPM: requests per minute for a backend; repeat."),
     prices: Optional[Path] = typer.Option(None, "--prices", help="YAML of model prices per 1M tokens, added to the built-in table."),
-    retry_errors: bool = typer.Option(False, "--retry-errors", help="Run failed samples of an earlier attempt again."),
+    rerun_errors: bool = typer.Option(False, "--rerun-errors", help="Run failed samples of an earlier attempt again."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bar."),
     retrieval: Optional[str] = retrieval_option(),
     evidence_store: Optional[Path] = evidence_store_option(),
@@ -63,7 +64,7 @@ def evaluate(
     ),
     workers: Optional[int] = workers_option(),
     ray_address: Optional[str] = ray_address_option(),
-    max_tries: int = max_tries_option(),
+    max_worker_deaths: int = max_worker_deaths_option(),
 ) -> None:
     """Run a configuration over a data set; rerun the same command to resume an interrupted run."""
     from m3d_agents.datasets import parse_option_pairs
@@ -73,9 +74,9 @@ def evaluate(
         request = EvaluateRequest(
             config=config, dataset=dataset, dataset_options=parse_option_pairs(dataset_option), limit=limit,
             concurrency=concurrency, out=out, backend=backend, config_file=config_file, seed=seed,
-            rate_limits=_rate_limits(rate_limit), prices=prices, retry_errors=retry_errors, retrieval=retrieval,
+            rate_limits=_rate_limits(rate_limit), prices=prices, rerun_errors=rerun_errors, retrieval=retrieval,
             evidence_store=evidence_store, record_trajectories=record_trajectories, workers=workers, ray_address=ray_address,
-            max_tries=max_tries,
+            max_worker_deaths=max_worker_deaths,
         )
         checked = check_request(request)
         with ProgressBar(progress) as bar:

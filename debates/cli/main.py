@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import typer
 
-from debates.cli import backends, check, compare, debate, evaluate, evidence, report, reproduce, serve, tools, training
+from debates.cli import (
+    backends, check, compare, debate, describe_config, evaluate, evidence, report, reproduce, serve, tools, training,
+)
 from debates.cli.common import OneLineErrors, guarded, set_debug
 
 app = typer.Typer(
@@ -32,6 +34,7 @@ app.command("evidence")(guarded(evidence.evidence))
 app.command("select-tools")(guarded(tools.select_tools))
 app.command("tools")(guarded(tools.list_tools))
 app.command("backends")(guarded(backends.backends))
+app.command("config")(guarded(describe_config.describe_config))
 app.command("report")(guarded(report.report))
 app.command("serve")(guarded(serve.serve))
 app.command("export-sft")(guarded(training.export_sft_command))

@@ -9,7 +9,8 @@ import typer
 from rich.table import Table
 
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli
-from debates.cli.evaluate import _rate_limits, max_tries_option, ray_address_option, workers_option
+from debates.cli.evaluate import _rate_limits, max_worker_deaths_option, ray_address_option, workers_option
+from m3d_agents.config_types import SEED_MAX
 
 
 def list_tables() -> None:
@@ -53,17 +54,17 @@ def reproduce(
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples (the table then says it is a subset)."),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once, per row (with --workers, in all workers together)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
-    seed: int = typer.Option(0, "--seed", help="Run seed, as m3d evaluate's."),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Run seed, as m3d evaluate's."),
     rate_limit: list[str] = typer.Option([], "--rate-limit", help="NAME=RPM: requests per minute for a backend; repeat."),
     prices: Optional[Path] = typer.Option(None, "--prices", help="YAML of model prices per 1M tokens."),
-    retry_errors: bool = typer.Option(False, "--retry-errors", help="Run failed samples of an earlier attempt again."),
+    rerun_errors: bool = typer.Option(False, "--rerun-errors", help="Run failed samples of an earlier attempt again."),
     retrieval: Optional[str] = retrieval_option(),
     evidence_store: Optional[Path] = evidence_store_option(),
     workers: Optional[int] = workers_option(),
     ray_address: Optional[str] = ray_address_option(),
-    max_tries: int = max_tries_option(),
+    max_worker_deaths: int = max_worker_deaths_option(),
     resamples: int = typer.Option(2000, "--resamples", min=100, help="Bootstrap resamples for the 95% intervals."),
-    bootstrap_seed: int = typer.Option(0, "--bootstrap-seed", help="Seed of the bootstrap."),
+    bootstrap_seed: int = typer.Option(0, "--bootstrap-seed", min=0, max=SEED_MAX, help="Seed of the bootstrap."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show the progress bars."),
 ) -> None:
     """Reproduce a paper's table: every row runs as an m3d evaluate run under --out (rerun to resume),
@@ -96,8 +97,8 @@ def reproduce(
         request = ReproduceRequest(
             table=table, dataset=dataset, backend=backend, out=out, dataset_options=parse_option_pairs(dataset_option),
             limit=limit, concurrency=concurrency, config_file=config_file, seed=seed, rate_limits=_rate_limits(rate_limit),
-            prices=prices, retry_errors=retry_errors, retrieval=retrieval, evidence_store=evidence_store, workers=workers,
-            ray_address=ray_address, max_tries=max_tries, resamples=resamples, bootstrap_seed=bootstrap_seed,
+            prices=prices, rerun_errors=rerun_errors, retrieval=retrieval, evidence_store=evidence_store, workers=workers,
+            ray_address=ray_address, max_worker_deaths=max_worker_deaths, resamples=resamples, bootstrap_seed=bootstrap_seed,
         )
         checked = check_reproduction(request)
         err_console.print(f"[dim]{checked.table.id}: {len(checked.runs)} configuration(s) to run into {out}/<configuration>[/]")

@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from debates.cli.common import console, fail, run_cli
+from m3d_agents.config_types import SEED_MAX
 from m3d_agents.errors import InputError
 from m3d_agents.media.images import load_image
 from m3d_agents.tools.forensics.base import ForensicResult
@@ -71,7 +72,7 @@ def select_tools(
                                    " configuration: its own base_tools when not given)."),
     candidate: list[str] = typer.Option([], "--candidate", help="Tools to try, in order (default: all others)."),
     threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="forensic-fusion: the fused score called fake."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the balanced subset draw and of every run."),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Seed of the balanced subset draw and of every run."),
     compare_to: str = typer.Option("running", "--compare-to", help="running: beat the best so far; baseline: Alg. 2 as printed."),
     mode: str = typer.Option("greedy", "--mode", help="greedy: grow one set; independent: judge each tool alone (OctoTools)."),
     backend: Optional[str] = typer.Option(None, "--backend", help="A configuration's backend for every call."),

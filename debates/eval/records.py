@@ -18,6 +18,7 @@ from debates.fidelity import StatedDeparture
 from m3d_agents.datasets.base import LoadReport
 from m3d_agents.errors import InputError
 from m3d_agents.redaction import redact_data
+from m3d_agents.diagnostics import DIAGNOSTICS, Diagnostics
 from m3d_agents.verdict import Verdict
 
 Status = Literal["ok", "abstained", "error"]
@@ -93,6 +94,12 @@ class EvalRow(BaseModel):
     config: str
     backend: str
     verdict: dict[str, Any] | None = Field(None, description="the full Verdict, transcript included")
+
+    def diagnostics(self) -> Diagnostics | None:
+        """How this row's verdict was reached, typed: a row written before diagnostics were typed is read
+        into its strategy's model (or kept untyped), so an old run folder reports like a new one."""
+        raw = (self.verdict or {}).get("diagnostics")
+        return None if raw is None else DIAGNOSTICS.validate_python(raw)
 
     @property
     def scored(self) -> bool:

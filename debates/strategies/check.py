@@ -8,20 +8,17 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field
-
-from debates.strategy import CallBudget, RunContext, StrategyConfig, strategy
+from debates.strategy import CallBudget, RunContext, StrategyConfig, strategy, strategy_field
 from debates.strategies.checker import CheckerAgent, checked, checker_turn
 from m3d_agents.labels import get_taxonomy
+from m3d_agents.diagnostics import CheckDiagnostics
 from m3d_agents.media.images import prepare_sample
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Finding, Verdict
 
 
 class CheckConfig(StrategyConfig):
-    strategy: Literal["check"] = "check"
-    backend: str | None = Field(None, description="None: the configured default backend")
-    retries: int = Field(2, ge=0, description="asks again this many times when the answer cannot be read")
+    strategy: Literal["check"] = strategy_field("check")
 
     def call_budget(self) -> CallBudget:
         return CallBudget(calls=1, counts="one check")
@@ -46,14 +43,14 @@ class Check:
         backend_name = ctx.backend_name(self.config.backend)
         evidence = await ctx.gather_evidence(sample)
         agent = CheckerAgent(
-            "checker", ctx.pool.get(backend_name), ctx.ledger, prepared, taxonomy, retries=self.config.retries, evidence=evidence
+            "checker", ctx.pool.get(backend_name), ctx.ledger, prepared, taxonomy, retries=self.config.parse_retries, evidence=evidence
         )
         await agent.run(task=f"Check post {sample.id}.")
         answer = agent.answer
         assert answer is not None
         turn = checker_turn("checker", answer)
         await ctx.emit(turn)
-        diagnostics = {"attempts": answer.attempts}
+        diagnostics = CheckDiagnostics(attempts=answer.attempts)
         post = checked(answer)
         if post is None:
             return ctx.verdict(

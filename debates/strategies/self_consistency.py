@@ -23,22 +23,24 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from debates.strategy import CallBudget, RunContext, StrategyConfig, strategy
+from debates.strategy import CallBudget, RunContext, StrategyConfig, strategy, strategy_field
 from debates.strategies.checker import CheckerAgent, checked, checker_turn
 from m3d_agents.labels import get_taxonomy
+from m3d_agents.config_types import Temperature
+from m3d_agents.diagnostics import SelfConsistencyDiagnostics
 from m3d_agents.media.images import prepare_sample
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Finding, Verdict
 
 
 class SelfConsistencyConfig(StrategyConfig):
-    strategy: Literal["self-consistency"] = "self-consistency"
+    strategy: Literal["self-consistency"] = strategy_field("self-consistency")
     n: int = Field(9, ge=1, le=64, description="independent checks per post")
-    temperature: float = Field(0.7, ge=0.0, le=2.0, description="sampling temperature of every check")
-    backend: str | None = Field(None, description="None: the configured default backend")
-    retries: int = Field(2, ge=0)
+    temperature: Temperature = Field(0.7, description="sampling temperature of every check")
     min_readable: int = Field(1, ge=1, description="abstain when fewer checks than this give a readable answer")
-    on_tie: Literal["abstain"] = "abstain"
+    on_tie: Literal["abstain"] = Field(
+        "abstain", description="what a tie between the top labels gives: an abstention (the only choice, as a debate's majority vote)"
+    )
 
     def call_budget(self) -> CallBudget:
         return CallBudget(calls=self.n, counts="n independent checks")
@@ -70,7 +72,7 @@ class SelfConsistency:
         evidence = await ctx.gather_evidence(sample)
         agents = [
             CheckerAgent(
-                f"check_{i + 1}", backend, ctx.ledger, prepared, taxonomy, retries=config.retries,
+                f"check_{i + 1}", backend, ctx.ledger, prepared, taxonomy, retries=config.parse_retries,
                 sampling={"temperature": config.temperature, "seed": ctx.seed * 1009 + i}, evidence=evidence,
             )
             for i in range(config.n)
@@ -86,7 +88,7 @@ class SelfConsistency:
             if turn.stance is not None:
                 labels.append(turn.stance)
         votes = dict(Counter(labels))
-        diagnostics = {"votes": votes, "readable": len(labels), "n": config.n}
+        diagnostics = SelfConsistencyDiagnostics(votes=votes, readable=len(labels), n=config.n)
         winner = majority(labels) if len(labels) >= config.min_readable else None
         if winner is None:
             reason = (
@@ -100,5 +102,5 @@ class SelfConsistency:
         return ctx.verdict(
             sample, config, backend=backend_name, label=winner, confidence=round(votes[winner] / config.n, 4),
             rationale=rationale, findings=[Finding(modality="overall", label=winner, summary=rationale)],
-            transcript=turns, evidence_ids=[e.id for e in evidence], diagnostics={**diagnostics, "decided_by": "majority"},
+            transcript=turns, evidence_ids=[e.id for e in evidence], diagnostics=diagnostics.model_copy(update={"decided_by": "majority"}),
         )

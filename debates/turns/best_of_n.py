@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from autogen_core.models import LLMMessage
 
-from debates.chat.config import TurnPolicyConfig
+from debates.chat.config import BestOfNSettings
 from debates.turns.critics import Critic, ForgeryReport, critic_for
 from debates.turns.rewards import RewardScorer, build_reward_scorer
 from debates.turns.scoring import CandidateScore, best_index, early_stop_m, gap_exceeds
@@ -24,6 +24,7 @@ from debates.chat.turn_state import TurnSelection
 from debates.chat.turn_policy import TURN_POLICIES, TurnContext, TurnRequest
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.metering import MeteredClient
+from m3d_agents.diagnostics import CandidateScore as CandidateReport
 
 T = TypeVar("T")
 
@@ -43,7 +44,7 @@ def candidate_seed(base: int, index: int) -> int:
 class BestOfN:
     def __init__(
         self,
-        config: TurnPolicyConfig,
+        config: BestOfNSettings,
         reward: RewardScorer | None = None,
         forgery_report: ForgeryReport | None = None,
     ) -> None:
@@ -87,7 +88,7 @@ class BestOfN:
                 m_star=m_star,
                 chosen=chosen,
                 scores=[
-                    {"candidate": s.index, "u": s.reward, "q": s.critique, "s": s.total, "errors": s.errors}
+                    CandidateReport(candidate=s.index, u=s.reward, q=s.critique, s=s.total, errors=s.errors)
                     for s in scores
                 ],
                 saved_reward_calls=unscored if self.reward.counts_model_calls else 0,

@@ -20,7 +20,7 @@ from typing import Callable, Protocol
 from autogen_core.models import SystemMessage, UserMessage
 
 import prompts
-from debates.chat.config import TurnPolicyConfig
+from debates.chat.config import BestOfNSettings
 from debates.turns.logic_check import logic_consistency_report
 from debates.turns.rewards import Score
 from debates.turns.scoring import unit_from_ten_point
@@ -63,7 +63,8 @@ class Critic(Protocol):
 
 
 async def _ask_critic(
-    client: MeteredClient, name: str, template: str, context: TurnContext, retries: int, with_images: bool, **values: str
+    client: MeteredClient, name: str, template: str, context: TurnContext, retries: int, with_images: bool, prose: bool,
+    **values: str,
 ) -> Score:
     """One critique, in the seat's critic format: a bare score in [0, 1] with anchors 0, 0.5 and 1
     (AgentM3D's critics), or a short critique ending in a 1-10 score (``critic_format: prose``).
@@ -78,7 +79,6 @@ async def _ask_critic(
         candidate=_CANDIDATE, **values,
     )
     fixed, varying = split_before_candidate(task)
-    prose = context.seat.turn_policy.critic_format == "prose"
     parse: Callable[[str], float] = parse_ten_point_score if prose else parse_unit_score
     answer = await ask(
         client.with_role("critique", agent=name),
@@ -111,9 +111,13 @@ def split_before_candidate(task: str) -> tuple[str, str]:
 class TextCritic:
     name = "text_critic"
 
+    def __init__(self, prose: bool = False) -> None:
+        self.prose = prose
+
     async def critique(self, client: MeteredClient, candidate: str, context: TurnContext, retries: int) -> Score:
         report = await logic_consistency_report(client, context, retries)
-        return await _ask_critic(client, self.name, "turns/critic_text", context, retries, False, report=report, candidate=candidate)
+        return await _ask_critic(client, self.name, "turns/critic_text", context, retries, False, self.prose,
+                                 report=report, candidate=candidate)
 
 
 def learned_detector_report(model: str | Path, positive_label: str | None = None) -> ForgeryReport:
@@ -139,8 +143,9 @@ _FORGERY_KEY = "forgery_report"
 class ImageCritic:
     name = "image_critic"
 
-    def __init__(self, forgery_report: ForgeryReport | None = None) -> None:
+    def __init__(self, forgery_report: ForgeryReport | None = None, prose: bool = False) -> None:
         self._forgery_report = forgery_report
+        self.prose = prose
 
     async def report(self, context: TurnContext) -> str:
         """The forgery report on the post's images, made once per sample (a learned detector is a
@@ -158,28 +163,34 @@ class ImageCritic:
 
     async def critique(self, client: MeteredClient, candidate: str, context: TurnContext, retries: int) -> Score:
         report = await self.report(context)
-        return await _ask_critic(client, self.name, "turns/critic_image", context, retries, True, report=report, candidate=candidate)
+        return await _ask_critic(client, self.name, "turns/critic_image", context, retries, True, self.prose,
+                                 report=report, candidate=candidate)
 
 
 class CrossModalCritic:
     name = "cross_modal_critic"
 
+    def __init__(self, prose: bool = False) -> None:
+        self.prose = prose
+
     async def critique(self, client: MeteredClient, candidate: str, context: TurnContext, retries: int) -> Score:
-        return await _ask_critic(client, self.name, "turns/critic_cross_modal", context, retries, True, candidate=candidate)
+        return await _ask_critic(client, self.name, "turns/critic_cross_modal", context, retries, True, self.prose,
+                                 candidate=candidate)
 
 
-CriticFactory = Callable[[TurnPolicyConfig, "ForgeryReport | None"], "Critic | None"]
+CriticFactory = Callable[[BestOfNSettings, "ForgeryReport | None"], "Critic | None"]
 CRITICS: Registry[CriticFactory] = Registry("critic")
 """Critics by the seat role they critique; a factory may return None when the settings switch it off."""
-CRITICS.add("text", lambda config, report: TextCritic(), "a logic-consistency check of the claim")
-CRITICS.add("image", lambda config, report: ImageCritic(report), "the forgery tool's report on each image")
+CRITICS.add("text", lambda config, report: TextCritic(config.critic_format == "prose"), "a logic-consistency check of the claim")
+CRITICS.add("image", lambda config, report: ImageCritic(report, config.critic_format == "prose"), "the forgery tool's report on each image")
 CRITICS.add(
-    "cross_modal", lambda config, report: CrossModalCritic() if config.critique_cross_modal else None,
+    "cross_modal",
+    lambda config, report: CrossModalCritic(config.critic_format == "prose") if config.critique_cross_modal else None,
     "off unless critique_cross_modal (the paper's ablation)",
 )
 
 
-def critic_for(role: str, config: TurnPolicyConfig, forgery_report: ForgeryReport | None = None) -> Critic | None:
+def critic_for(role: str, config: BestOfNSettings, forgery_report: ForgeryReport | None = None) -> Critic | None:
     """The critic of a seat's role, or None where the config or the role has none (then s = u)."""
     if not config.critique or role not in CRITICS:
         return None

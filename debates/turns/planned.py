@@ -13,7 +13,7 @@ from autogen_core.models import SystemMessage, UserMessage
 
 import prompts
 from debates.turns.best_of_n import BestOfN
-from debates.chat.config import TurnPolicyConfig
+from debates.chat.config import BestOfNSettings
 from debates.chat.turn_state import PlanDecision
 from debates.chat.turn_policy import TURN_POLICIES, TurnContext, TurnRequest
 from debates.turns.single import SinglePass
@@ -52,7 +52,7 @@ async def plan_for_sample(client: MeteredClient, context: TurnContext, retries: 
 
 
 class Planned:
-    def __init__(self, config: TurnPolicyConfig, best_of_n: BestOfN | None = None) -> None:
+    def __init__(self, config: BestOfNSettings, best_of_n: BestOfN | None = None) -> None:
         self.single = SinglePass()
         self.best_of_n = best_of_n or BestOfN(config)
 

@@ -16,7 +16,7 @@ from typing import Any, Sequence, TypeVar
 from autogen_core.models import LLMMessage, UserMessage
 
 import prompts
-from debates.chat.config import TurnPolicyConfig
+from debates.chat.config import ReactPolicy
 from m3d_agents.tools.actions import ActionRunner
 from m3d_agents.tools.react import FINISH, Step, action_menu, action_specs, parse_step
 from debates.chat.turn_policy import TURN_POLICIES, TurnRequest
@@ -39,7 +39,7 @@ def with_appended(messages: Sequence[LLMMessage], text: str) -> list[LLMMessage]
 class ReactTurn:
     """Thought/Action steps with the seat's tools until ``Finish[...]``; at ``max_steps`` a Finish is demanded."""
 
-    def __init__(self, config: TurnPolicyConfig) -> None:
+    def __init__(self, config: ReactPolicy) -> None:
         self.registry = default_registry()
         self.specs = action_specs(config.tools, self.registry)
         self.max_steps = config.max_steps

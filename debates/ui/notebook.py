@@ -20,6 +20,7 @@ from debates.chat.human_input import QueueInput
 from debates.chat.state import DESK_NAME, DebateState, TurnRecord
 from m3d_agents.backends.config import BackendConfig, load_backend_settings
 from m3d_agents.backends.factory import BackendPool
+from m3d_agents.diagnostics import DebateDiagnostics
 from m3d_agents.labels import Taxonomy, get_taxonomy
 from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample
@@ -80,16 +81,21 @@ def verdict_html(verdict: Verdict) -> str:
         confidence = f"{verdict.confidence:.2f}" if verdict.confidence is not None else "n/a"
         head = (f'<b style="color: {colour}">{escape(verdict.label or "")}</b> '
                 f"(misinformation: {verdict.is_misinformation}, confidence {confidence}, decided by "
-                f"{escape(str(d.get('decided_by')))})")
+                f"{escape(str(d.decided_by if d else None))})")
     acc = verdict.accounting
     facts = [
         ("configuration", f"{verdict.config} on {verdict.backend}"),
-        ("why the debate stopped", str(d.get("stop_reason") or "")),
-        ("rounds / consensus in round", f"{d.get('rounds')} / {d.get('consensus_round')}"),
-        ("answer changes per agent", str(d.get("answer_changes", {}))),
-        ("overturned the first round's majority", str(d.get("overturned_first_round_majority"))),
+        ("why it stopped", d.stop_reason if d else ""),
+    ]
+    if isinstance(d, DebateDiagnostics):
+        facts += [
+            ("rounds / consensus in round", f"{d.rounds} / {d.consensus_round}"),
+            ("answer changes per agent", str(d.answer_changes)),
+            ("overturned the first round's majority", str(d.overturned_first_round_majority)),
+        ]
+    facts += [
         ("model calls / tokens (prompt + completion)", f"{acc.model_calls} / {acc.prompt_tokens} + {acc.completion_tokens}"),
-        ("cache hits / wall time", f"{acc.cache_hits} / {d.get('wall_time_s', 0):.1f} s"),
+        ("cache hits / wall time", f"{acc.cache_hits} / {d.wall_time_s if d else 0.0:.1f} s"),
     ]
     if verdict.evidence_report is not None:
         facts.append(("evidence", "\n".join(verdict.evidence_report.lines())))
@@ -108,10 +114,12 @@ def verdicts_table_html(verdicts: Sequence[Verdict]) -> str:
     rows = []
     for v in verdicts:
         answer = "abstained" if v.abstained else str(v.label)
-        why = v.abstain_reason if v.abstained else str(v.diagnostics.get("decided_by"))
+        d = v.diagnostics
+        why = v.abstain_reason if v.abstained else str(d.decided_by if d else None)
         confidence = "" if v.confidence is None else f"{v.confidence:.2f}"
-        cells = (v.sample_id, v.config, answer, confidence, why or "", str(v.diagnostics.get("rounds")), str(v.accounting.model_calls),
-                 f"{v.diagnostics.get('wall_time_s', 0):.1f}")
+        rounds = str(d.rounds) if isinstance(d, DebateDiagnostics) else ""
+        cells = (v.sample_id, v.config, answer, confidence, why or "", rounds, str(v.accounting.model_calls),
+                 f"{d.wall_time_s if d else 0.0:.1f}")
         rows.append("<tr>" + "".join(f"<td style='text-align:left'>{escape(c)}</td>" for c in cells) + "</tr>")
     return f"<table><tr>{header}</tr>{''.join(rows)}</table>"
 

@@ -17,8 +17,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
+from m3d_agents.config_types import MaxTokens, Seed, Settings, Temperature
 from m3d_agents.errors import InputError
 from m3d_agents.redaction import register_secret_env
 from m3d_agents.safe_yaml import load_yaml
@@ -58,35 +59,41 @@ def _installed(distribution: str) -> str | None:
         return None
 
 
-class LocalServerSettings(BaseModel):
+class LocalServerSettings(Settings):
     """How the embedded llama.cpp server is started."""
 
-    model_config = ConfigDict(extra="forbid")
-
     model_path: Path | None = Field(None, description="a GGUF file; default: the packaged 270M model")
-    n_ctx: int = Field(8192, gt=0)
-    n_threads: int | None = Field(None, gt=0)
-    startup_timeout_s: float = Field(180.0, gt=0)
+    n_ctx: int = Field(8192, gt=0, le=1_048_576, description="the context window in tokens, prompt and answer together")
+    n_threads: int | None = Field(None, gt=0, le=1024, description="CPU threads the server uses; None: llama.cpp's choice")
+    startup_timeout_s: float = Field(180.0, gt=0, description="how long the server may take to load its model and answer")
 
 
-class BackendConfig(BaseModel):
+class BackendConfig(Settings):
     """Everything that decides which model answers and how it is called."""
 
-    model_config = ConfigDict(extra="forbid")
+    renamed_settings = {"max_retries": "transport_retries"}
 
-    kind: BackendKind = "local"
-    model: str | None = None
-    base_url: str | None = None
+    kind: BackendKind = Field(
+        "local", description="local: the embedded llama.cpp server (no GPU, no key); vllm: a vLLM server; openai: the OpenAI API"
+    )
+    model: str | None = Field(None, description="the model name sent with every call; None: the kind's default model")
+    base_url: str | None = Field(
+        None, description="the OpenAI-compatible endpoint (http://host:port/v1); None: the kind's own (M3D_VLLM_BASE_URL, "
+        "M3D_LOCAL_BASE_URL, or the OpenAI API)",
+    )
     api_key_env: str | None = Field(
         None,
         description="the environment variable holding this backend's key (never the key itself); default: "
         "OPENAI_API_KEY for openai, M3D_VLLM_API_KEY for vllm, none for local",
     )
-    temperature: float = Field(0.2, ge=0.0, le=2.0)
-    seed: int | None = 0
-    max_tokens: int = Field(512, gt=0)
+    temperature: Temperature = Field(0.2, description="the temperature of calls that set none of their own")
+    seed: Seed | None = Field(0, description="the seed sent with calls that set none of their own; None: send no seed")
+    max_tokens: MaxTokens = Field(512, description="the cap on an answer's tokens for calls that set none of their own")
     timeout_s: float = Field(120.0, gt=0, description="one HTTP attempt")
-    max_retries: int = Field(3, ge=0)
+    transport_retries: int = Field(
+        3, ge=0, description="re-sends of one request after a transient failure (timeout, lost connection, 408, 409, "
+        "429, 5xx), with backoff; an answer that cannot be read is re-asked by the strategy's parse_retries instead",
+    )
     deadline_s: float = Field(
         300.0, gt=0, description="one whole model call, every attempt and backoff included; a hung server is given up "
         "on after this (a local server's start-up is counted separately, in local.startup_timeout_s)"
@@ -94,16 +101,19 @@ class BackendConfig(BaseModel):
     transport: Literal["http", "sdk"] = Field(
         "http", description="http: our lean OpenAI-compatible client; sdk: AutoGen's client over the OpenAI SDK"
     )
-    concurrency: int = Field(8, gt=0)
-    cache: bool = True
-    cache_dir: Path | None = None
+    concurrency: int = Field(8, gt=0, description="model calls in flight at once on this backend")
+    cache: bool = Field(True, description="keep answers in the response cache and replay an identical request from it")
+    cache_dir: Path | None = Field(None, description="the response cache's folder; None: <cache dir>/responses")
     checkpoint: str | None = Field(
         None, description="your name for the weights a vllm server serves (a version, a training run's id): when set, "
         "the response cache keys answers by it instead of by the server's start, so they outlive restarts of the same "
         "weights; change it whenever the weights change (see m3d_agents/backends/checkpoint.py)",
     )
-    vision: bool | None = None
-    local: LocalServerSettings = Field(default_factory=LocalServerSettings)
+    vision: bool | None = Field(
+        None, description="whether the model sees images; None: yes for vllm and openai, no for local (text-only seats "
+        "then read forensic and OCR findings)",
+    )
+    local: LocalServerSettings = Field(default_factory=LocalServerSettings, description="kind local: how the embedded server starts")
 
     @field_validator("api_key_env")
     @classmethod
@@ -223,7 +233,7 @@ class BackendConfig(BaseModel):
         return BackendConfig.model_validate(data)
 
 
-class ToolBinding(BaseModel):
+class ToolBinding(Settings):
     """Where one tool's model calls go and which weights it loads: a tool of its own, apart from the agent.
 
     A paper often runs a tool on a model other than the agent's (T2Agent's counterfactual detector
@@ -231,8 +241,6 @@ class ToolBinding(BaseModel):
     model, metered under the tool's name and that backend. Unset fields leave the tool as it is: on
     the calling agent's backend, with no checkpoint.
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     backend: str | None = Field(
         None, description="one of the configured backends (m3d backends lists them) that answers this tool's model "
@@ -255,13 +263,11 @@ class ToolBinding(BaseModel):
         return self.model_copy(update=update)
 
 
-class BackendSettings(BaseModel):
+class BackendSettings(Settings):
     """The config file: named backends plus the default one, and tools that run on backends of their own."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    backend: str = "local"
-    backends: dict[str, BackendConfig] = Field(default_factory=dict)
+    backend: str = Field("local", description="the default backend: a name under backends, or local, vllm, openai")
+    backends: dict[str, BackendConfig] = Field(default_factory=dict, description="named backends, each a backend configuration")
     tools: dict[str, ToolBinding] = Field(
         default_factory=dict, description="per tool name, for every configuration run with this file: the backend "
         "and weights it uses (a configuration's own tools block wins where both set a field)"

@@ -6,7 +6,7 @@ All three backends speak the OpenAI chat-completions API; they differ only in UR
 or AutoGen's ``OpenAIChatCompletionClient`` over the OpenAI SDK (``transport: sdk``,
 :class:`~m3d_agents.backends.transports.sdk.SdkClient`). Both keep one contract, held by one
 conformance suite: the same request bodies, the same retries (408, 409, 429, 5xx, bodies that are
-not JSON, connection errors, timeouts; ``max_retries``) and the same error types.
+not JSON, connection errors, timeouts; ``transport_retries``) and the same error types.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _openai_client(config: BackendConfig, base_url: str) -> ChatCompletionClient
         "max_tokens": config.max_tokens,
         "seed": config.seed,
         "timeout_s": config.timeout_s,
-        "max_retries": config.max_retries,
+        "max_retries": config.transport_retries,
         "context_window": config.local.n_ctx if config.kind == "local" else None,
     }
     if config.transport == "http":

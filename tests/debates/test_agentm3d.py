@@ -9,7 +9,7 @@ import pytest
 from autogen_core import Image as AgentImage
 from autogen_core.models import LLMMessage
 
-from debates.chat.config import DebateConfig, TurnPolicyConfig
+from debates.chat.config import TURN_POLICY_SETTINGS, DebateConfig
 from debates.session import run_sample
 from debates.config_loader import load_config
 from m3d_agents.evidence import Evidence
@@ -68,7 +68,7 @@ async def test_each_cascade_agent_sees_only_its_own_inputs(vision: bool) -> None
             assert "File metadata:" in call.prompt and "OCR" in call.prompt, "OCR and metadata stand in for the description"
     descriptions = [c for client in clients.values() for c in client.calls if "Describe the attached image" in c.prompt]
     assert len(descriptions) == int(vision), "one description per sample, shared by the image and cross-modal agents"
-    assert len(verdict.diagnostics["image_descriptions"]) == 1
+    assert len(verdict.diagnostics.image_descriptions) == 1
 
 
 @pytest.mark.parametrize("name", ["mmd-agent-decoupled", "agentm3d"])
@@ -84,10 +84,10 @@ async def test_the_image_description_is_made_only_when_an_agent_that_reads_it_is
     for script, label, described in ((text_refutes, "textual_veracity_distortion", 0), (respond, "original", 1)):
         config, pool, clients = seat_pool(cascade(name), {n: script for n in seats}, vision=True)
         verdict = await run_sample(config, SAMPLE, pool, evidence=[WIKI])
-        assert verdict.diagnostics["answer"]["label"] == label
+        assert verdict.diagnostics.answer.label == label
         descriptions = [c for client in clients.values() for c in client.calls if "Describe the attached image" in c.prompt]
         assert len(descriptions) == described
-        assert ("image_descriptions" in verdict.diagnostics) is bool(described)
+        assert bool(verdict.diagnostics.image_descriptions) is bool(described)
 
 
 def by_candidate(scores: dict[int, float]) -> Any:
@@ -111,14 +111,14 @@ async def test_alg1_as_written_and_the_lazy_variant_choose_different_candidates(
                             reward=by_candidate({0: 0.6, 1: 0.5, 2: 0.0, 3: 0.0, 4: 1.0}))
     config = cascade(name).model_copy(deep=True)
     config.seats = config.seats[:1]
-    config.seats[0].turn_policy = TurnPolicyConfig.model_validate(
+    config.seats[0].turn_policy = TURN_POLICY_SETTINGS.validate_python(
         {**config.seats[0].turn_policy.model_dump(), "kind": "best_of_n", "critique": False, "tau": 0.3, "skip_unanimous": False})
     config, pool, _ = seat_pool(config, {"text_agent": script})
     verdict = await run_sample(config, SAMPLE, pool)
-    turn = verdict.diagnostics["selection"]["best_of_n_turns"][0]
-    assert turn["chosen"] == chosen and verdict.diagnostics["answer"]["label"] == label
-    assert turn["m_star"] == (2 if name == "agentm3d" else 3)
-    assert len(turn["scores"]) == (5 if name == "agentm3d" else 3)
+    turn = verdict.diagnostics.selection.best_of_n_turns[0]
+    assert turn.chosen == chosen and verdict.diagnostics.answer.label == label
+    assert turn.m_star == (2 if name == "agentm3d" else 3)
+    assert len(turn.scores) == (5 if name == "agentm3d" else 3)
 
 
 async def test_critics_answer_a_bare_score_and_only_the_image_critic_gets_the_forgery_report() -> None:
@@ -145,8 +145,8 @@ async def test_critics_answer_a_bare_score_and_only_the_image_critic_gets_the_fo
     config, pool, clients = seat_pool(cascade("agentm3d"), {n: critic_aware for n in ("text_agent", "image_agent", "cross_modal_agent")})
     verdict = await run_sample(config, SAMPLE, pool)
     assert verdict.label == "visual_veracity_distortion"
-    turns = verdict.diagnostics["selection"]["best_of_n_turns"]
-    assert all(s["q"] == 0.75 for t in turns for s in t["scores"])
+    turns = verdict.diagnostics.selection.best_of_n_turns
+    assert all(s.q == 0.75 for t in turns for s in t.scores)
     image_critiques = [p for p in seen if "What the forgery tool reports" in p]
     text_critiques = [p for p in seen if "logic-consistency check" in p]
     assert image_critiques and all("fused forgery score" in p and CAPTION not in p for p in image_critiques)
@@ -165,8 +165,8 @@ async def test_the_prose_critic_stays_an_option() -> None:
     config.seats[0].turn_policy = config.seats[0].turn_policy.model_copy(update={"critique": True, "critic_format": "prose", "n": 2})
     config, pool, _ = seat_pool(config, {"text_agent": script})
     verdict = await run_sample(config, SAMPLE, pool)
-    scores = verdict.diagnostics["selection"]["best_of_n_turns"][0]["scores"]
-    assert [s["q"] for s in scores] == [pytest.approx(6 / 9)] * 2
+    scores = verdict.diagnostics.selection.best_of_n_turns[0].scores
+    assert [s.q for s in scores] == [pytest.approx(6 / 9)] * 2
 
 
 async def test_the_planner_weighs_the_papers_three_questions_without_tools() -> None:

@@ -118,7 +118,7 @@ async def test_disambiguation_takes_turns_and_the_desk_answers_before_the_next_s
     assert [t.speaker for t in verdict.transcript] == ["agent_a", "retrieval_desk", "agent_b", "agent_a"]
     assert "ANSWER-TO" not in prompts_of(clients["agent_b"])[0], "a first answer stays independent"
     assert "ANSWER-TO[who took the photo]" in prompts_of(clients["agent_a"])[1]
-    assert verdict.diagnostics["consensus_round"] == 2 and verdict.label == "fake"
+    assert verdict.diagnostics.consensus_round == 2 and verdict.label == "fake"
     for prompt in prompts_of(clients["agent_a"]) + prompts_of(clients["agent_b"]):
         assert "agent_a" not in prompt and "agent_b" not in prompt, "the desk's answers name no seat"
     assert verdict.transcript[1].text.startswith("QUERY: who took the photo\n")

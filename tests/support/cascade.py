@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from debates.chat.config import DebateConfig, TurnPolicyConfig
+from debates.chat.config import TURN_POLICY_SETTINGS, DebateConfig
 from debates.config_loader import load_config
 from m3d_agents.sample import Sample
 from tests.support.paths import EXAMPLE_IMAGE
@@ -17,7 +17,7 @@ def finish(action: str, marker: str = "", confidence: float = 0.8) -> str:
 def bon_config(name: str, **policy: object) -> DebateConfig:
     config = load_config(name)
     for seat in config.seats:
-        seat.turn_policy = TurnPolicyConfig.model_validate({**seat.turn_policy.model_dump(), **policy})
+        seat.turn_policy = TURN_POLICY_SETTINGS.validate_python({**seat.turn_policy.model_dump(), **policy})
     return config
 
 

@@ -73,7 +73,7 @@ def loopback_world(folder: Path, mediaeval: Path, posts: int) -> Iterator[World]
         config.write_text(
             "backends:\n"
             f"  stub: {{kind: vllm, base_url: '{model.base_url}', model: test-model, vision: true, cache: true,"
-            f" cache_dir: '{folder / 'responses'}', max_retries: 0, concurrency: 8}}\n"
+            f" cache_dir: '{folder / 'responses'}', transport_retries: 0, concurrency: 8}}\n"
         )
         saved = {k: os.environ.get(k) for k in providers.environment()}
         os.environ.update(providers.environment())

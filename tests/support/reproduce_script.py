@@ -117,4 +117,4 @@ def scripted_table_server(delay_s: float = 0.0) -> StubOpenAIServer:
 def backend_file(base_url: str, name: str = "scripted", model: str = "scripted-model") -> str:
     """A backends file naming the scripted server (vLLM's kind, no response cache: each run asks again)."""
     return (f"backends:\n  {name}: {{kind: vllm, model: {model}, base_url: '{base_url}', cache: false, "
-            "max_retries: 0, concurrency: 8}\n")
+            "transport_retries: 0, concurrency: 8}\n")

@@ -46,7 +46,7 @@ async def ask(config: BackendConfig) -> CreateResult:
 async def test_both_transports_retry_until_the_server_is_back(restartable: VllmServer) -> None:
     restartable.stop()
     configs = [BackendConfig(kind="vllm", base_url=restartable.base_url, model=MODEL_NAME, transport=transport,
-                             cache=False, max_tokens=16, max_retries=12) for transport in ("http", "sdk")]
+                             cache=False, max_tokens=16, transport_retries=12) for transport in ("http", "sdk")]
     # Both start while nothing listens on the port: each attempt is refused until the restart finishes.
     calls = [asyncio.ensure_future(ask(config)) for config in configs]
     await asyncio.sleep(1.0)

@@ -19,6 +19,7 @@ import pytest
 from debates.session import run_sample
 from m3d_agents.backends.config import BackendConfig, BackendSettings
 from m3d_agents.backends.factory import BackendPool
+from m3d_agents.diagnostics import FactGuardDiagnostics
 from m3d_agents.sample import Sample, VideoRef
 from m3d_agents.verdict import Verdict
 from tests.support.paths import EXAMPLE_IMAGE, REPO
@@ -33,7 +34,7 @@ LABELS = {"real", "fake", "original", "textual_veracity_distortion", "visual_ver
 
 def pool_for(server: VllmServer) -> BackendPool:
     tiny = BackendConfig(kind="vllm", base_url=server.base_url, model=MODEL_NAME, cache=False, max_tokens=256,
-                         max_retries=1, timeout_s=120)
+                         transport_retries=1, timeout_s=120)
     return BackendPool(BackendSettings(backend="tiny", backends={"tiny": tiny}))
 
 
@@ -74,7 +75,7 @@ async def test_factguard_runs_on_the_video_post(vllm_server: VllmServer) -> None
     finally:
         await pool.close()
     settled(verdict)
-    assert verdict.diagnostics["video_seen"] is True
+    assert isinstance(verdict.diagnostics, FactGuardDiagnostics) and verdict.diagnostics.video_seen is True
 
 
 def test_m3d_check_on_the_vllm_backend(vllm_server: VllmServer, tmp_path: Path) -> None:

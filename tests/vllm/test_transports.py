@@ -34,7 +34,7 @@ class Finding(BaseModel):
 
 def backend_for(server: VllmServer, transport: str, **changes: object) -> Backend:
     settings: dict[str, object] = dict(kind="vllm", base_url=server.base_url, model=MODEL_NAME, transport=transport,
-                                       cache=False, max_tokens=64, max_retries=0)
+                                       cache=False, max_tokens=64, transport_retries=0)
     return build_backend(BackendConfig.model_validate({**settings, **changes}))
 
 

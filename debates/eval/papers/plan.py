@@ -109,7 +109,7 @@ def plan_table(request: PlanRequest) -> TablePlan:
     runs: dict[str, PlannedRun] = {}
     for name in table.configs():
         config = load_config(name)
-        agents = override or getattr(config, "backend", None) or default
+        agents = override or config.backend or default
         runs[name] = PlannedRun(config=config, backend_name=agents, backend=settings.get(agents), mode=mode,
                                 file_tools=settings.tools, env=request.env)
     by_config: dict[str, list[StatedDeparture]] = {name: planned_departures(run) for name, run in runs.items()}

@@ -57,12 +57,12 @@ class ReproduceRequest:
     seed: int = 0
     rate_limits: dict[str, float] = field(default_factory=dict)
     prices: Path | None = None
-    retry_errors: bool = False
+    rerun_errors: bool = False
     retrieval: str | None = None
     evidence_store: Path | None = None
     workers: int | None = None
     ray_address: str | None = None
-    max_tries: int = 3
+    max_worker_deaths: int = 3
     resamples: int = 2000
     bootstrap_seed: int = 0
 
@@ -70,9 +70,9 @@ class ReproduceRequest:
         return EvaluateRequest(
             config=config, dataset=self.dataset, dataset_options=dict(self.dataset_options), limit=self.limit,
             concurrency=self.concurrency, out=self.out / config, backend=self.backend, config_file=self.config_file,
-            seed=self.seed, rate_limits=dict(self.rate_limits), prices=self.prices, retry_errors=self.retry_errors,
+            seed=self.seed, rate_limits=dict(self.rate_limits), prices=self.prices, rerun_errors=self.rerun_errors,
             retrieval=self.retrieval, evidence_store=self.evidence_store, workers=self.workers, ray_address=self.ray_address,
-            max_tries=self.max_tries,
+            max_worker_deaths=self.max_worker_deaths,
         )
 
 

@@ -15,13 +15,14 @@ before its end) gets its own resamples and is marked unpaired.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Mapping, Sequence
+from typing import Callable, Literal, Mapping, Sequence
 
 import numpy as np
 from pydantic import BaseModel
 
 from debates.eval.score.metrics import NO_ANSWER, binary_name, predicted
 from debates.eval.records import EvalRow
+from m3d_agents.diagnostics import Diagnostics, T2AgentDiagnostics
 
 View = Literal["labels", "binary", "diagnostic", "cost"]
 Average = Literal["accuracy", "macro", "weighted", "positive", "mean"]
@@ -35,8 +36,9 @@ class MetricSpec:
     view: View
     average: Average
     score: Score = "f1"
-    diagnostic: str = ""
-    """For ``view == "diagnostic"``: the key of a number in each verdict's diagnostics, averaged over samples."""
+    diagnostic: Callable[[Diagnostics], float | None] | None = None
+    """For ``view == "diagnostic"``: a number read from each verdict's diagnostics (None where that verdict has
+    none, a failed or another strategy's), averaged over the samples that have one."""
     factor: float = 1.0
     """For ``view == "cost"``: the mean dollars of a sample times this (1000: dollars per 1000 posts)."""
     places: int | None = None
@@ -46,6 +48,11 @@ class MetricSpec:
     def rate(self) -> bool:
         """A share of samples (accuracy, F1 ...), shown in percent on a percent table; the others are shown as they are."""
         return self.view in ("labels", "binary")
+
+
+def search_iterations(diagnostics: Diagnostics) -> float | None:
+    """T2Agent's search iterations for one post (Table 7's mean iterations); None for other strategies."""
+    return float(diagnostics.iterations) if isinstance(diagnostics, T2AgentDiagnostics) else None
 
 
 POSITIVE = "misinformation"
@@ -63,7 +70,7 @@ METRICS: dict[str, MetricSpec] = {m.name: m for m in [
     MetricSpec("fake_precision", "fake P", "binary", "positive", "precision"),
     MetricSpec("fake_recall", "fake R", "binary", "positive", "recall"),
     MetricSpec("fake_f1", "fake F1", "binary", "positive", "f1"),
-    MetricSpec("mean_iterations", "iterations", "diagnostic", "mean", diagnostic="iterations", places=2),
+    MetricSpec("mean_iterations", "iterations", "diagnostic", "mean", diagnostic=search_iterations, places=2),
     MetricSpec("usd_per_1000_posts", "USD / 1000 posts", "cost", "mean", factor=1000.0, places=1),
 ]}
 
@@ -147,14 +154,14 @@ def classification_metric(spec: MetricSpec, weights: np.ndarray, data: Encoded) 
     return _ratio((scores * supports).sum(axis=0), supports.sum(axis=0))
 
 
-def diagnostic_values(rows: Sequence[EvalRow], key: str) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's number under ``key`` in its verdict's diagnostics, and whether it has one (failed rows have none)."""
+def diagnostic_values(rows: Sequence[EvalRow], read: Callable[[Diagnostics], float | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's number that ``read`` takes from its verdict's diagnostics, and whether it has one (failed rows have none)."""
     values, present = [], []
     for row in rows:
-        raw = ((row.verdict or {}).get("diagnostics") or {}).get(key) if row.status != "error" else None
-        ok = isinstance(raw, (int, float)) and not isinstance(raw, bool)
-        values.append(float(raw) if ok else 0.0)  # type: ignore[arg-type]
-        present.append(1.0 if ok else 0.0)
+        diagnostics = row.diagnostics() if row.status != "error" else None
+        number = read(diagnostics) if diagnostics is not None else None
+        values.append(float(number) if number is not None else 0.0)
+        present.append(1.0 if number is not None else 0.0)
     return np.array(values), np.array(present)
 
 
@@ -168,7 +175,12 @@ def cost_values(rows: Sequence[EvalRow]) -> tuple[np.ndarray, np.ndarray]:
 def metric_values(spec: MetricSpec, weights: np.ndarray, rows: Sequence[EvalRow]) -> np.ndarray | None:
     """The metric under each resample; None when no sample has what it needs."""
     if spec.view in ("diagnostic", "cost"):
-        values, present = diagnostic_values(rows, spec.diagnostic) if spec.view == "diagnostic" else cost_values(rows)
+        if spec.view == "cost":
+            values, present = cost_values(rows)
+        elif spec.diagnostic is None:
+            raise ValueError(f"{spec.name} is a diagnostic metric without a reader")
+        else:
+            values, present = diagnostic_values(rows, spec.diagnostic)
         if not present.any():
             return None
         return _ratio(weights @ (values * present), weights @ present) * spec.factor

@@ -4,7 +4,7 @@ The results file is the run's only state. A resumed run reads it, cuts off a tor
 left by a hard kill, and skips every sample id already there, so an interruption (Ctrl-C,
 SIGTERM, kill -9) loses no finished row and repeats none. Samples in flight when the run stops
 leave no row and run again on resume. A sample that fails is recorded with its error and the
-run goes on; ``retry_errors`` runs such samples again.
+run goes on; ``rerun_errors`` runs such samples again.
 
 Each sample gets a seed derived from the run seed and its id, so it gets the same seed whatever
 the order, concurrency or resumption.
@@ -186,7 +186,7 @@ class BatchRunner:
         concurrency: int = 4,
         backend: str | None = None,
         prices: PriceTable | None = None,
-        retry_errors: bool = False,
+        rerun_errors: bool = False,
         on_progress: Callable[[Tally], None] | None = None,
         context_options: Mapping[str, Any] | None = None,
         recorder: SampleRecorder | None = None,
@@ -208,7 +208,7 @@ class BatchRunner:
         self.concurrency = concurrency
         self.backend = backend
         self.prices = prices or PriceTable()
-        self.retry_errors = retry_errors
+        self.rerun_errors = rerun_errors
         self.on_progress = on_progress
         self.context_options = dict(context_options or {})
         self.recorder = recorder
@@ -226,7 +226,7 @@ class BatchRunner:
     def pending(self) -> tuple[list[tuple[int, Sample]], list[EvalRow], bool]:
         prepare_run_dir(self.out_dir, self.manifest)
         rows, torn = read_rows(self.out_dir / RESULTS, repair=True)
-        done = {r.sample_id for r in rows if not (self.retry_errors and r.status == "error")}
+        done = {r.sample_id for r in rows if not (self.rerun_errors and r.status == "error")}
         wanted = {s.id for s in self.samples}
         kept = [r for r in rows if r.sample_id in wanted]
         for row in kept:

@@ -7,7 +7,7 @@ blown by one huge image) use up the tries of every innocent sample beside it. So
 samples are *suspects*, and suspects run in isolation: a worker that takes a group of suspects
 runs nothing else. A group that dies is split in two; a group that finishes clears its members.
 A sample is charged a try only when a worker dies while it was the only sample in flight there,
-so only the sample that kills is ever charged; after ``max_tries`` charges it is given up (and
+so only the sample that kills is ever charged; after ``max_worker_deaths`` charges it is given up (and
 recorded as an error). A group of k suspects holding one killer is resolved in about log2(k)
 rounds of isolated runs.
 
@@ -46,13 +46,13 @@ class GivenUp:
 
 
 class Dispatcher:
-    def __init__(self, todo: list[Item], slots: list[Slot], max_tries: int) -> None:
-        if max_tries < 1:
-            raise ValueError("max_tries must be at least 1")
+    def __init__(self, todo: list[Item], slots: list[Slot], max_worker_deaths: int) -> None:
+        if max_worker_deaths < 1:
+            raise ValueError("max_worker_deaths must be at least 1")
         self.pending: deque[Item] = deque(todo)
         self.suspects: deque[list[Item]] = deque()
         self.slots = slots
-        self.max_tries = max_tries
+        self.max_worker_deaths = max_worker_deaths
         self.tries: dict[str, int] = {}
         self.deaths = 0
         self.retried: set[str] = set()
@@ -106,7 +106,7 @@ class Dispatcher:
         index, sample = lost[0]
         tries = self.tries.get(sample.id, 0) + 1
         self.tries[sample.id] = tries
-        if tries >= self.max_tries:
+        if tries >= self.max_worker_deaths:
             return [GivenUp((index, sample), tries)]
         self.suspects.appendleft(lost)
         return []

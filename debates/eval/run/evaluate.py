@@ -27,6 +27,7 @@ from debates.eval.score.report import RunSummary, write_report
 from debates.strategy import StrategyConfig
 from debates.config_loader import load_config
 from m3d_agents.backends.config import BackendSettings, load_backend_settings, resolve_backend_name
+from m3d_agents.config_types import SEED_MAX
 from m3d_agents.datasets import LoadedDataset, load_dataset, parse_spec
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
@@ -52,13 +53,13 @@ class EvaluateRequest:
     seed: int = 0
     rate_limits: dict[str, float] = field(default_factory=dict)
     prices: Path | None = None
-    retry_errors: bool = False
+    rerun_errors: bool = False
     retrieval: str | None = None
     evidence_store: Path | None = None
     record_trajectories: bool = False
     workers: int | None = None
     ray_address: str | None = None
-    max_tries: int = 3
+    max_worker_deaths: int = 3
 
 
 @dataclass
@@ -115,8 +116,10 @@ def check_request(request: EvaluateRequest) -> CheckedRequest:
         raise InputError("limit", "must be at least 1")
     if request.workers is not None and request.workers < 1:
         raise InputError("workers", "must be at least 1")
-    if request.max_tries < 1:
-        raise InputError("max-tries", "must be at least 1")
+    if request.max_worker_deaths < 1:
+        raise InputError("max-worker-deaths", "must be at least 1")
+    if not 0 <= request.seed <= SEED_MAX:
+        raise InputError("seed", f"must be between 0 and {SEED_MAX}")
     kind, _ = parse_spec(request.dataset)
     for name, rpm in request.rate_limits.items():
         if rpm <= 0:
@@ -221,7 +224,7 @@ def _runner(checked: CheckedRequest, samples: list[Sample], pool: RateLimitedPoo
 
     request = checked.request
     options: dict[str, Any] = dict(concurrency=request.concurrency, backend=checked.override, prices=checked.price_table,
-                                   retry_errors=request.retry_errors, recorder=recorder, gold_evidence=gold_evidence,
+                                   rerun_errors=request.rerun_errors, recorder=recorder, gold_evidence=gold_evidence,
                                    strategy=checked.strategy,
                                    on_progress=progress.update if progress is not None else None)
     if on_ray(request.workers, request.ray_address):
@@ -232,7 +235,7 @@ def _runner(checked: CheckedRequest, samples: list[Sample], pool: RateLimitedPoo
                          store_path=request.evidence_store.resolve() if request.evidence_store else None,
                          backend=checked.override)
         return RayBatchRunner(checked.config_label, samples, pool, checked.run_dir, manifest, workers=request.workers,
-                              address=request.ray_address, max_tries=request.max_tries, worker_context=opener, **options)
+                              address=request.ray_address, max_worker_deaths=request.max_worker_deaths, worker_context=opener, **options)
     return BatchRunner(checked.config_label, samples, pool, checked.run_dir, manifest, context_options=sources.context_options(),
                        **options)
 

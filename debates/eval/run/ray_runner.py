@@ -12,7 +12,7 @@ fsynced rows. Workers only turn samples into rows.
 - A worker dies: the driver replaces it, and the samples it had in flight run again on another
   worker, isolated until the one that kills workers is found (:mod:`debates.eval.run.dispatch`); a
   sample that keeps killing workers is recorded as an error (:class:`WorkerDied`) after
-  ``max_tries``.
+  ``max_worker_deaths``.
 - Per-backend concurrency and ``--rate-limit`` hold for the cluster, through one permit broker
   (:mod:`debates.eval.run.permits`).
 
@@ -72,7 +72,7 @@ class RayBatchRunner(BatchRunner):
     - ``workers``: how many worker processes (default: one per CPU of the cluster);
     - ``address``: an existing Ray cluster (default: a local one for this run, or the one this
       process is already connected to);
-    - ``max_tries``: how many times a sample may kill its worker before it is recorded as an error;
+    - ``max_worker_deaths``: how many times a sample may kill its worker before it is recorded as an error;
     - ``worker_imports``: modules each worker imports first (plug-ins that register themselves);
     - ``worker_context``: opens each worker's own run context (evidence sources) on its own pool,
       in place of ``context_options``, whose live objects cannot leave this process (see
@@ -81,17 +81,17 @@ class RayBatchRunner(BatchRunner):
       many times a slot tries before the run goes on without it.
     """
 
-    def __init__(self, *args: Any, workers: int | None = None, address: str | None = None, max_tries: int = 3,
+    def __init__(self, *args: Any, workers: int | None = None, address: str | None = None, max_worker_deaths: int = 3,
                  worker_imports: Iterable[str] = (), start_timeout_s: float = 300.0, start_attempts: int = 3,
                  worker_context: Callable[[BackendPool], Any] | None = None, **options: Any) -> None:
         super().__init__(*args, **options)
         if workers is not None and workers < 1:
             raise InputError("workers", "must be at least 1")
-        if max_tries < 1:
-            raise InputError("max_tries", "must be at least 1")
+        if max_worker_deaths < 1:
+            raise InputError("max_worker_deaths", "must be at least 1")
         self.workers = workers
         self.address = address
-        self.max_tries = max_tries
+        self.max_worker_deaths = max_worker_deaths
         self.worker_imports = tuple(worker_imports)
         self.start_timeout_s = start_timeout_s
         self.start_attempts = start_attempts
@@ -145,7 +145,7 @@ class RayBatchRunner(BatchRunner):
         outcome.workers = count
         slots = [Slot(f"worker-{i}", self.concurrency // count + (1 if i < self.concurrency % count else 0))
                  for i in range(count)]
-        dispatcher = Dispatcher([(index, absolute_paths(sample)) for index, sample in todo], slots, self.max_tries)
+        dispatcher = Dispatcher([(index, absolute_paths(sample)) for index, sample in todo], slots, self.max_worker_deaths)
         spec = self._spec()
         broker = session.start_broker()
         handles: dict[str, Any] = {}

@@ -31,6 +31,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from debates.eval.records import Escalation, EvalRow
+from m3d_agents.diagnostics import AgentFactDiagnostics, DebateDiagnostics, FactGuardDiagnostics
 from m3d_agents.labels import get_taxonomy
 
 ABSTAIN = "(abstained)"
@@ -80,8 +81,9 @@ class ToolStatistics(BaseModel):
 
 def escalation(rows: Sequence[EvalRow]) -> Escalation | None:
     """The planner's escalation over the finished rows that report one; None when no row had a planner."""
-    flags = [((r.verdict or {}).get("diagnostics") or {}).get("escalated") for r in rows if r.status != "error"]
-    planned = [int(f) for f in flags if isinstance(f, (int, float)) and not isinstance(f, bool)]
+    diagnostics = [r.diagnostics() for r in rows if r.status != "error"]
+    planned = [int(d.planner_escalated) for d in diagnostics
+               if isinstance(d, DebateDiagnostics) and d.planner_escalated is not None]
     if not planned:
         return None
     return Escalation(planned=len(planned), escalated=sum(planned), share=sum(planned) / len(planned))
@@ -124,21 +126,26 @@ def fake_class_row(binary: ClassificationScores | None) -> FakeClassRow | None:
 
 def tool_statistics(rows: Sequence[EvalRow]) -> ToolStatistics | None:
     """Tool use over the finished rows whose verdict reports tool calls; None when no row does."""
-    used = [r for r in rows if r.status != "error" and r.verdict and "tool_calls" in r.verdict.get("diagnostics", {})]
+    used: list[EvalRow] = []
+    diagnostics: list[FactGuardDiagnostics] = []
+    for row in rows:
+        d = row.diagnostics() if row.status != "error" else None
+        if isinstance(d, FactGuardDiagnostics):
+            used.append(row)
+            diagnostics.append(d)
     if not used:
         return None
-    names = sorted({name for r in used for name in r.verdict["diagnostics"]["tool_calls"]})  # type: ignore[index]
-    diagnostics = [r.verdict["diagnostics"] for r in used]  # type: ignore[index]
+    names = sorted({name for d in diagnostics for name in d.tool_calls})
     refusals: dict[str, int] = {}
     for d in diagnostics:
-        for name, count in (d.get("tool_refusals") or {}).items():
-            refusals[name] = refusals.get(name, 0) + int(count)
+        for name, count in d.tool_refusals.items():
+            refusals[name] = refusals.get(name, 0) + count
     return ToolStatistics(
         samples=len(used),
-        share_using_tools=float(np.mean([bool(d.get("used_tools")) for d in diagnostics])),
-        mean_calls={name: float(np.mean([d["tool_calls"].get(name, 0) for d in diagnostics])) for name in names},
+        share_using_tools=float(np.mean([d.used_tools for d in diagnostics])),
+        mean_calls={name: float(np.mean([d.tool_calls.get(name, 0) for d in diagnostics])) for name in names},
         refusals=refusals,
-        mean_turns=float(np.mean([d.get("turns", 0) for d in diagnostics])),
+        mean_turns=float(np.mean([d.turns for d in diagnostics])),
         tokens_per_sample=float(np.mean([r.prompt_tokens + r.completion_tokens for r in used])),
         latency_per_sample_s=float(np.mean([r.latency_s for r in used])),
     )
@@ -247,8 +254,10 @@ def citation_counts(rows: Sequence[EvalRow]) -> tuple[int, int]:
 def leakage_counts(rows: Sequence[EvalRow]) -> dict[str, int]:
     totals: dict[str, int] = {}
     for row in rows:
-        for rule, count in ((row.verdict or {}).get("diagnostics", {}).get("leakage") or {}).items():
-            totals[rule] = totals.get(rule, 0) + int(count)
+        d = row.diagnostics()
+        if isinstance(d, AgentFactDiagnostics):
+            for rule, count in d.leakage.items():
+                totals[rule] = totals.get(rule, 0) + count
     return totals
 
 

@@ -13,9 +13,8 @@ check each citation without the evidence store.
 
 from __future__ import annotations
 
-from typing import Any
-
 from debates.strategies.agentfact.board import Board
+from m3d_agents.diagnostics import AgentFactDiagnostics, PoolItem
 from m3d_agents.evidence import Evidence
 from m3d_agents.verdict import Explanation, Finding, KeyPoint
 
@@ -59,25 +58,25 @@ def findings_of(board: Board, explanation: Explanation | None, label: str | None
     return findings
 
 
-def diagnostics_of(board: Board) -> dict[str, Any]:
+def diagnostics_of(board: Board) -> AgentFactDiagnostics:
     data = board.explanation or {}
     model_two = data.get("label_2class")
     derived = None if not data else ("true" if data["label_3class"] == "true" else "false")
-    return {
-        "setting": board.config.setting,
-        "stop_reason": board.stop_reason,
-        "steps": board.steps,
-        "plans": len(board.plans),
-        "queries": list(board.queries_run),
-        "leakage": board.leakage_counts(),
-        "dropped_citations": dict(board.dropped_citations),
-        "label_2class_model": model_two,
-        "label_2class_disagrees": bool(data) and model_two != derived,
-        "explainer_attempts": board.explanation_attempts,
-        "pool": [
-            {"id": d, "evidence_id": e.id, "kept": e.kept, "useful": d in board.eu, "reliability": e.reliability,
-             "source": e.url or e.title or e.kind, "reason": e.reason}
+    return AgentFactDiagnostics(
+        setting=board.config.setting,
+        stop_reason=board.stop_reason,
+        steps=board.steps,
+        plans=len(board.plans),
+        queries=list(board.queries_run),
+        leakage=board.leakage_counts(),
+        dropped_citations=dict(board.dropped_citations),
+        label_2class_model=None if model_two is None else str(model_two),
+        label_2class_disagrees=bool(data) and model_two != derived,
+        explainer_attempts=board.explanation_attempts,
+        pool=[
+            PoolItem(id=d, evidence_id=e.id, kept=e.kept, useful=d in board.eu, reliability=e.reliability,
+                     source=e.url or e.title or e.kind, reason=e.reason)
             for d, e in board.er.items()
         ],
-        "errors": list(board.errors),
-    }
+        errors=list(board.errors),
+    )

@@ -159,7 +159,7 @@ class Participant(BaseChatAgent):
             backend.view(flow.ctx.ledger, agent=self.name, role=call or self.role),
             [SystemMessage(content=prompts.load("agentfact/system")), UserMessage(content=task, source="user")],
             lambda text: parse_model(text, schema),
-            retries=flow.config.retries, create_kwargs=create, on_retry=count_retry,
+            retries=flow.config.parse_retries, create_kwargs=create, on_retry=count_retry,
         )
 
 

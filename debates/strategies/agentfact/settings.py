@@ -11,34 +11,32 @@ from __future__ import annotations
 import warnings
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from debates.strategy import CallBudget, StrategyConfig
+from debates.strategy import CallBudget, StrategyConfig, strategy_field
+from m3d_agents.config_types import MaxTokens, Settings, Temperature
 
 Role = Literal["strategist", "retriever", "visual_analyst", "screener", "reasoner", "explainer"]
 ROLES: tuple[Role, ...] = get_args(Role)
 Setting = Literal["closed_book", "evidence_bounded", "open_web"]
 
 
-class AgentFactSeat(BaseModel):
+class AgentFactSeat(Settings):
     """One agent of the workflow; its name is its role."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    role: Role
+    role: Role = Field(description="strategist, retriever, visual_analyst, screener, reasoner or explainer")
     backend: str | None = Field(None, description="None: the configuration's backend")
-    model: str | None = None
+    model: str | None = Field(None, description="a model name the backend serves, in place of its own; None: the backend's model")
 
 
 class AgentFactConfig(StrategyConfig):
-    strategy: Literal["agentfact"] = "agentfact"
+    strategy: Literal["agentfact"] = strategy_field("agentfact")
     setting: Setting = Field(
         "open_web",
         description="closed_book: no evidence; evidence_bounded: the data set's gold evidence only; open_web: the full "
         "search loop (the paper's main results)",
     )
-    backend: str | None = Field(None, description="None: the configured default backend")
-    seats: list[AgentFactSeat]
+    seats: list[AgentFactSeat] = Field(description="the agents of the workflow, one per role; an explainer and a screener or reasoner are required")
     screen_threshold: int = Field(3, ge=1, description="unscreened items that call the screener (the paper's R-T trigger)")
     screen_batch: int = Field(10, ge=1, description="items the screener reads at once; the rest wait for the next turn")
     stop_confidence: int = Field(4, ge=1, le=5, description="sufficiency at which a label other than unproven ends the loop")
@@ -56,9 +54,8 @@ class AgentFactConfig(StrategyConfig):
     evidence_chars: int = Field(800, ge=100, description="characters of each evidence item shown in a prompt")
     miscaption: bool = Field(True, description="ask whether each matched page captions the image differently")
     forensics: bool = Field(True, description="add the fused forensic score of the post image as a finding")
-    retries: int = Field(2, ge=0, description="asks again this many times when an answer cannot be read")
-    temperature: float | None = Field(None, ge=0.0, le=2.0, description="None: the backend's own")
-    max_tokens: int | None = Field(None, gt=0, description="a cap on each answer's length; None: the backend's own")
+    temperature: Temperature | None = Field(None, description="every agent's sampling temperature; None: the backend's own")
+    max_tokens: MaxTokens | None = Field(None, description="a cap on each answer's length; None: the backend's own")
     text_chars: int | None = Field(
         None, ge=20, description="a cap on every free-text field of an answer (reasons, analyses, key points); None: "
         "the schemas' own bounds (160 to 800 characters)",

@@ -120,7 +120,6 @@ class DebateStrategy:
         answered = [e for agent in extra for e in getattr(agent, "evidence", [])]
         cited = [e.id for e in kept] + [e.id for e in answered]
         backends = ",".join(sorted({seat_backend_name(s, config, ctx) for s in config.seats}))
-        escalated = state.turn_state.planner_escalated()
         return ctx.verdict(
             sample,
             config,
@@ -134,12 +133,5 @@ class DebateStrategy:
             findings=protocol.findings(state),
             evidence_ids=cited,
             evidence=(gathered if config.use_evidence else []) + answered,
-            diagnostics={
-                **state.diagnostics(decision.label),
-                "decided_by": decision.decided_by if decision.label is not None else None,
-                "answer": {"taxonomy": answering.name, "label": decision.label},
-                "selection": state.turn_state.diagnostics(),
-                **({"escalated": escalated} if escalated is not None else {}),
-                **({"image_descriptions": preparation.prepared.descriptions} if preparation.prepared.descriptions else {}),
-            },
+            diagnostics=state.diagnostics(decision.label, decision.decided_by, preparation.prepared.descriptions),
         )

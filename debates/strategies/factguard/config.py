@@ -7,14 +7,14 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from debates.strategy import CallBudget, StrategyConfig
+from debates.strategy import CallBudget, StrategyConfig, strategy_field
+from m3d_agents.config_types import MaxTokens, Temperature
 
 KNOWN_TOOLS = ("fact_probe", "clip_scout")
 
 
 class FactGuardConfig(StrategyConfig):
-    strategy: Literal["factguard"] = "factguard"
-    backend: str | None = Field(None, description="None: the configured default backend")
+    strategy: Literal["factguard"] = strategy_field("factguard")
     verifier_tools: list[str] = Field(
         default_factory=lambda: list(KNOWN_TOOLS), description="tools the verifier may call (the tools: block sets "
         "per-tool backends and weights, as in every configuration)"
@@ -31,9 +31,8 @@ class FactGuardConfig(StrategyConfig):
     answer_style: Literal["label", "yes_no"] = Field("label", description="answer fake/real, or yes/no to 'is it misinformation'")
     teacher_gold_hint: bool = Field(False, description="tell the model the gold label (SFT data generation only)")
     describe_frames: bool = Field(True, description="text-only backends: read on-screen text in the frames with OCR")
-    retries: int = Field(2, ge=0, le=5, description="asks again this many times when a turn cannot be read")
-    temperature: float | None = Field(None, ge=0.0, le=2.0)
-    max_tokens: int | None = Field(768, ge=16, description="tokens per turn; 768 is the paper's response length in training")
+    temperature: Temperature | None = Field(None, description="the verifier's sampling temperature; None: the backend's own")
+    max_tokens: MaxTokens | None = Field(768, description="tokens per turn; 768 is the paper's response length in training")
     artifacts_dir: Path | None = Field(None, description="where frame grids are saved; default: the cache folder")
 
     @field_validator("verifier_tools")

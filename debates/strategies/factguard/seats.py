@@ -177,7 +177,7 @@ class VerifierSeat(BaseChatAgent):
         def count_retry() -> None:
             self._ledger.parse_retries += 1
 
-        asking = asyncio.ensure_future(ask(self._client, list(self._history), parse, retries=self._config.retries,
+        asking = asyncio.ensure_future(ask(self._client, list(self._history), parse, retries=self._config.parse_retries,
                                            create_kwargs={"extra_create_args": dict(self._create)}, on_retry=count_retry))
         cancellation_token.link_future(asking)
         answer = await asking

@@ -25,6 +25,7 @@ from debates.strategies.factguard.seats import DESK, VERIFIER, FactGuardState, T
 from debates.strategy import RunContext, StrategyConfig, strategy
 from m3d_agents.backends.config import default_cache_root
 from m3d_agents.backends.factory import Backend
+from m3d_agents.diagnostics import AgentTurnRecord, FactGuardDiagnostics, RecordedToolCall
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import prepare_sample
@@ -133,24 +134,25 @@ class FactGuard:
         for turn in turns:
             for call in turn.turn.tool_calls if turn.turn is not None else []:
                 requested[call.name] = requested.get(call.name, 0) + 1
-        diagnostics: dict[str, Any] = {
-            "turns": len(turns),
-            "tool_calls": requested,
-            "used_tools": bool(requested),
-            "tool_refusals": dict(context.refusals),
-            "tool_stats": dict(context.stats),
-            "video_seen": bool(frames),
-            "format_ok": bool(turns) and all(t.turn is not None and t.turn.well_formed and t.attempts == 1 for t in turns),
-            "agent_turns": [
-                {"attempts": t.attempts, "error": t.error,
-                 "tool_calls": [c.model_dump() for c in t.turn.tool_calls] if t.turn else [],
-                 "answer": t.turn.answer if t.turn else None, "lenient": t.turn.lenient if t.turn else []}
+        diagnostics = FactGuardDiagnostics(
+            turns=len(turns),
+            tool_calls=requested,
+            used_tools=bool(requested),
+            tool_refusals=dict(context.refusals),
+            tool_stats=dict(context.stats),
+            video_seen=bool(frames),
+            format_ok=bool(turns) and all(t.turn is not None and t.turn.well_formed and t.attempts == 1 for t in turns),
+            agent_turns=[
+                AgentTurnRecord(
+                    attempts=t.attempts, error=t.error, answer=t.turn.answer if t.turn else None,
+                    tool_calls=[RecordedToolCall(name=c.name, arguments=c.arguments) for c in t.turn.tool_calls] if t.turn else [],
+                    lenient=list(t.turn.lenient) if t.turn else [],
+                )
                 for t in turns
             ],
-            "stop_reason": state.stop_reason,
-        }
-        if hint:
-            diagnostics["teacher_hint"] = hint
+            stop_reason=state.stop_reason,
+            teacher_hint=hint,
+        )
         evidence_ids = [e.id for e in [*context.evidence, *context.retrieved]]
         rationale = turns[-1].turn.think or "" if turns and turns[-1].turn is not None else ""
         return ctx.verdict(

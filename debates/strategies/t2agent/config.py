@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 import prompts
-from debates.strategy import CallBudget, StrategyConfig
+from debates.strategy import CallBudget, StrategyConfig, strategy_field
+from m3d_agents.config_types import MaxTokens, Seed, Settings, Temperature
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.tools.catalogue import default_registry
 from m3d_agents.verdict import Modality
@@ -21,12 +22,10 @@ from m3d_agents.verdict import Modality
 from m3d_agents.tools.react import FINISH, MenuDetail, canonical_answer
 
 
-class SubtaskConfig(BaseModel):
+class SubtaskConfig(Settings):
     """One forgery source: what it checks, its two Finish answers, the label it proves, its actions."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="the subtask's id (lower case), in diagnostics and findings")
     title: str = Field(description="what the check decides, for prompts and transcripts (\"text veracity\")")
     label: str = Field(description="the label of the configuration's taxonomy that a confident fake answer proves")
     fake_answer: str = Field(description="the Finish answer that says the post is forged through this source")
@@ -45,10 +44,8 @@ class SubtaskConfig(BaseModel):
         return (self.fake_answer, self.real_answer)
 
 
-class SearchSettings(BaseModel):
+class SearchSettings(Settings):
     """Alg. 1's knobs; see the module docstring and the README for which the paper fixes."""
-
-    model_config = ConfigDict(extra="forbid")
 
     iterations: int | None = Field(
         None, ge=1, le=50, description="K, the most iterations per post; None: one more than the number of subtasks."
@@ -66,7 +63,7 @@ class SearchSettings(BaseModel):
     threshold_on: Literal["confidence", "reward"] = Field("confidence", description="what τ is compared with: S_C or the reward")
     uct: Literal["eq3", "alg1"] = Field("eq3", description="eq3: V/(N+1) + exploration; alg1: V + exploration")
     priors: Literal["lvlm", "uniform", "random"] = Field("lvlm", description="lvlm: one model call; random: Table 7's ablation")
-    prior_seed: int | None = Field(None, description="random priors: the seed (None: the run's seed)")
+    prior_seed: Seed | None = Field(None, description="random priors: the seed (None: the run's seed)")
     memory: int = Field(2, ge=0, le=10, description="M, earlier failed trajectories of the subtask shown in its step prompts")
     force_finish: bool = Field(True, description="at depth d the step must be a Finish, so every rollout ends in an answer")
     prune: bool = Field(True, description="stop exploring a subtask confirmed real")
@@ -79,9 +76,11 @@ class SearchSettings(BaseModel):
         "every_child", description="every_child: S_T of every new child (eq. 1); ranked_only: a step that is its parent's"
         " only child is not scored, since its first visit, at once, replaces its value before anything reads it",
     )
-    step_temperature: float = Field(0.7, ge=0.0, le=2.0)
-    score_temperature: float = Field(0.0, ge=0.0, le=2.0)
-    prior_temperature: float = Field(0.0, ge=0.0, le=2.0)
+    step_temperature: Temperature = Field(0.7, description="temperature of the step calls that expand the tree (ours)")
+    score_temperature: Temperature = Field(
+        0.0, description="temperature of the S_T and S_C score calls; 0 makes a score a function of its prompt (ours)"
+    )
+    prior_temperature: Temperature = Field(0.0, description="temperature of the one call that gives the subtask priors (ours)")
 
     def k(self, subtasks: int) -> int:
         """K for a search over ``subtasks`` subtasks: ``iterations``, or one more than the number of subtasks when it is None."""
@@ -95,12 +94,10 @@ class SearchSettings(BaseModel):
 class T2AgentConfig(StrategyConfig):
     """Tree search over forgery-source subtasks (T2Agent): ``strategy: t2agent``."""
 
-    strategy: Literal["t2agent"] = "t2agent"
+    strategy: Literal["t2agent"] = strategy_field("t2agent")
     taxonomy: str = Field("m3d", description="the label set of the subtasks' labels; the verdict is carried over to the sample's")
     real_label: str = Field("original", description="the label when no subtask proves a forgery")
-    backend: str | None = Field(None, description="None: the configured default backend")
-    retries: int = Field(2, ge=0, description="asks again this many times when a step or score cannot be read")
-    max_tokens: int | None = Field(None, gt=0, description="caps every call's answer (None: the backend's)")
+    max_tokens: MaxTokens | None = Field(None, description="caps every call's answer (None: the backend's)")
     prior_prompt: str = Field("t2agent/priors", description="the prior template under prompts/")
     describe_images: bool = Field(True, description="text-only backends see forensic and OCR findings in place of the image")
     scores_see_image: bool = Field(
@@ -127,8 +124,10 @@ class T2AgentConfig(StrategyConfig):
     reuse_scores: bool = Field(
         True, description="score an identical prompt once per post (scores are asked at temperature 0)"
     )
-    search: SearchSettings = Field(default_factory=SearchSettings)
-    subtasks: list[SubtaskConfig] = Field(min_length=1)
+    search: SearchSettings = Field(default_factory=SearchSettings, description="the tree search's settings (Alg. 1)")
+    subtasks: list[SubtaskConfig] = Field(
+        min_length=1, description="the forgery sources searched, one subtree each; the verdict fuses their answers"
+    )
     base_tools: list[str] = Field(
         default_factory=list, description="D_base of greedy tool selection (Alg. 2): the action verbs it starts from"
         " (m3d select-tools without --base); empty: every verb is a candidate but the first"

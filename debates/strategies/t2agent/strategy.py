@@ -36,7 +36,8 @@ from debates.strategies.t2agent.prompting import (
     trajectory_score_messages,
 )
 from m3d_agents.tools.react import ActionSpec, Step, action_specs, parse_step
-from debates.strategies.t2agent.report import NodeReport, PriorReport, SearchReport, SubtaskReport, ToolReport
+from debates.strategies.t2agent.report import node_report
+from m3d_agents.diagnostics import PriorReport, SearchReport, SubtaskReport, T2AgentDiagnostics, ToolReport
 from debates.strategies.t2agent.scoring import read_score
 from debates.strategies.t2agent.search import Iteration, Memory, SearchOutcome, run_search
 from debates.strategies.t2agent.tree import Node, SearchTree
@@ -124,7 +125,7 @@ class ModelRollout:
         else:
             priors = await model_priors(
                 self.client("prior", "prior"), prior_messages(self.config, self.prepared, self.vision), k,
-                retries=self.config.retries, create_kwargs=self.create_kwargs(self.settings.prior_temperature, self.ctx.seed),
+                retries=self.config.parse_retries, create_kwargs=self.create_kwargs(self.settings.prior_temperature, self.ctx.seed),
                 on_retry=self.count_retry,
             )
         listed = ", ".join(f"{s.name} {v:.2f}" for s, v in zip(self.config.subtasks, priors.values))
@@ -151,7 +152,7 @@ class ModelRollout:
     async def _ask_score(self, kind: str, agent: str, messages: list[LLMMessage]) -> float | None:
         answer = await ask(
             self.client(agent, kind), messages, lambda text: read_score(text, self.settings.score_map),
-            retries=self.config.retries, create_kwargs=self.create_kwargs(self.settings.score_temperature, self.ctx.seed),
+            retries=self.config.parse_retries, create_kwargs=self.create_kwargs(self.settings.score_temperature, self.ctx.seed),
             on_retry=self.count_retry,
         )
         if answer.value is None:
@@ -176,7 +177,7 @@ class ModelRollout:
             return parse_step(text, specs, subtask.answers, must_finish=must_finish)
 
         answers = await ask_choices(
-            client, messages, parse, self.settings.children, retries=self.config.retries,
+            client, messages, parse, self.settings.children, retries=self.config.parse_retries,
             create_kwargs=self.create_kwargs(self.settings.step_temperature, _seed(self.ctx.seed, node.id, 0)),
             on_retry=self.count_retry, one_request=self.config.children_in_one_request,
         )
@@ -324,7 +325,7 @@ def _report(
                          errors=list(runner.errors)),
         subtasks=subtasks,
         path_per_iteration=[i.path for i in outcome.iterations],
-        tree=NodeReport.of(tree.root),
+        tree=node_report(tree.root),
     )
 
 
@@ -375,13 +376,10 @@ class T2Agent:
         outcome = await run_search(tree, rollout, config.search, memory, on_iteration=rollout.iteration_turn)
         decision, chosen = _decision(config, tree, outcome)
         report = _report(config, tree, priors, outcome, decision, chosen, rollout, runner)
-        diagnostics = {
-            "stop_reason": outcome.stop_reason,
-            "iterations": tree.iterations,
-            "revisited": int(bool(report.revisited)),
-            "decided_by": decision.decided_by,
-            "search": report.model_dump(mode="json"),
-        }
+        diagnostics = T2AgentDiagnostics(
+            stop_reason=outcome.stop_reason, iterations=tree.iterations, revisited=bool(report.revisited),
+            decided_by=decision.decided_by, search=report,
+        )
         common: dict[str, Any] = {
             "transcript": transcript,
             "findings": _findings(config, tree, chosen, decision),

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from pydantic import BaseModel
 from starlette.requests import HTTPConnection
 from starlette.responses import HTMLResponse
 
@@ -39,6 +40,8 @@ def _fixed(value: float | None, digits: int = 3) -> str:
 
 
 def _pretty(value: Any) -> str:
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
     return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
 
 

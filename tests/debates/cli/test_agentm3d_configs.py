@@ -18,7 +18,8 @@ def test_every_selector_config_runs_from_the_command_line(name: str, tmp_path: P
     from typer.testing import CliRunner
 
     from debates.cli.main import app
-    pass
+    from m3d_agents.diagnostics import DebateDiagnostics
+    from m3d_agents.verdict import Verdict
     from tests.support.paths import REPO
     from tests.support.openai_stub_server import StubOpenAIServer, completion_body
     from tests.support.selector_script import stub_answer
@@ -31,12 +32,14 @@ def test_every_selector_config_runs_from_the_command_line(name: str, tmp_path: P
             "--text", (REPO / "examples" / "sample.txt").read_text().strip(), "--image", str(REPO / "examples" / "sandy_fake_29.jpg"),
         ])
     assert result.exit_code == 0, result.output
-    verdict = json.loads(result.stdout)
-    assert verdict["config"] == name and verdict["label"] == "fake"
-    assert verdict["diagnostics"]["answer"] == {"taxonomy": "m3d", "label": "visual_veracity_distortion"}
+    verdict = Verdict.model_validate(json.loads(result.stdout))
+    assert verdict.config == name and verdict.label == "fake"
+    diagnostics = verdict.diagnostics
+    assert isinstance(diagnostics, DebateDiagnostics)
+    assert diagnostics.answer.model_dump() == {"taxonomy": "m3d", "label": "visual_veracity_distortion"}
     escalated = name in ("bon", "mmd-agent-bon", "mmd-agent-decoupled-bon", "agentm3d")
-    assert verdict["diagnostics"]["selection"]["escalated"] is escalated
-    assert verdict["diagnostics"].get("escalated") == (1 if name == "agentm3d" else None), "only a planner's decision counts"
+    assert diagnostics.selection.escalated is escalated
+    assert diagnostics.planner_escalated == (True if name == "agentm3d" else None), "only a planner's decision counts"
     assert server.requests and all(r["model"] for r in server.requests)
 
 

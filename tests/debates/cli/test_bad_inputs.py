@@ -156,7 +156,7 @@ def write_inputs(folder: Path, refusing: str) -> None:
         "be_laughs.yaml": LAUGHS,
         "be_pasted_key.yaml": f"backends:\n  gpu: {{kind: openai, api_key_env: {SECRET}}}\n",
         "be_ghost.yaml": "backend: ghost\n",
-        "refusing.yaml": f"backends:\n  refusing: {{kind: vllm, base_url: '{refusing}', vision: false, max_retries: 0, cache: false}}\n",
+        "refusing.yaml": f"backends:\n  refusing: {{kind: vllm, base_url: '{refusing}', vision: false, transport_retries: 0, cache: false}}\n",
         "laughs.yaml": "name: laughs\nprotocol: async\nseats: [{name: a}]\n" + LAUGHS,
         "zero_rounds.yaml": "name: z\nprotocol: async\nmax_rounds: 0\nseats: [{name: a}, {name: b}]\n",
         "unknown_keys.yaml": "name: u\nprotocol: async\ncolour: red\nseats: [{name: a}, {name: b}]\n",

@@ -25,7 +25,7 @@ def test_one_line_no_traceback_no_key(tmp_path: Path, transport: str, reply: Rep
         config = tmp_path / "m3d.yaml"
         config.write_text(
             "backends:\n"
-            f"  stub: {{kind: vllm, base_url: '{server.base_url}', transport: {transport}, max_retries: 1,"
+            f"  stub: {{kind: vllm, base_url: '{server.base_url}', transport: {transport}, transport_retries: 1,"
             " cache: false, vision: false}\n"
         )
         result = CliRunner().invoke(

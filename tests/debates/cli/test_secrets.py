@@ -58,9 +58,9 @@ def workspace(tmp_path: Path, servers: dict[str, FaultServer], monkeypatch: pyte
     echo, good = servers["echo"].base_url, servers["good"].base_url
     (tmp_path / "m3d.yaml").write_text(
         "backends:\n"
-        f"  echo: {{kind: openai, base_url: '{echo}', api_key_env: M3D_GATEWAY, max_retries: 0}}\n"
-        f"  echo-openai: {{kind: openai, base_url: '{echo}', max_retries: 0}}\n"
-        f"  echo-sdk: {{kind: openai, base_url: '{echo}', api_key_env: M3D_GATEWAY, transport: sdk, max_retries: 0}}\n"
+        f"  echo: {{kind: openai, base_url: '{echo}', api_key_env: M3D_GATEWAY, transport_retries: 0}}\n"
+        f"  echo-openai: {{kind: openai, base_url: '{echo}', transport_retries: 0}}\n"
+        f"  echo-sdk: {{kind: openai, base_url: '{echo}', api_key_env: M3D_GATEWAY, transport: sdk, transport_retries: 0}}\n"
         f"  good: {{kind: vllm, base_url: '{good}', vision: false}}\n"
         f"  vllm: {{kind: vllm, base_url: '{servers['vllm'].base_url}', vision: false}}\n"
     )

@@ -23,8 +23,8 @@ async def test_async_turn_order_and_consensus_after_first_round() -> None:
     verdict = await run_sample(config, SAMPLE, pool)
     assert [t.speaker for t in verdict.transcript] == ["agent_a", "agent_b", "agent_c"]
     assert verdict.label == "fake" and verdict.is_misinformation
-    assert verdict.diagnostics["consensus_round"] == 1
-    assert verdict.diagnostics["decided_by"] == "consensus"
+    assert verdict.diagnostics.consensus_round == 1
+    assert verdict.diagnostics.decided_by == "consensus"
     assert verdict.accounting.model_calls == 3
     assert verdict.confidence == 1.0
 
@@ -44,10 +44,10 @@ async def test_async_first_round_is_independent_then_agents_see_latest_answers()
     b_round2 = prompts_of(clients["agent_b"])[1]
     assert "A-TWO" in b_round2, "async: agent_b sees agent_a's answer from this round"
     assert [t.speaker for t in verdict.transcript] == ["agent_a", "agent_b", "agent_c"] * 2
-    assert verdict.diagnostics["consensus_round"] == 2
-    assert verdict.diagnostics["answer_changes"] == {"agent_a": 0, "agent_b": 1, "agent_c": 1}
-    assert verdict.diagnostics["first_round_majority"] == "real"
-    assert verdict.diagnostics["overturned_first_round_majority"] is True
+    assert verdict.diagnostics.consensus_round == 2
+    assert verdict.diagnostics.answer_changes == {"agent_a": 0, "agent_b": 1, "agent_c": 1}
+    assert verdict.diagnostics.first_round_majority == "real"
+    assert verdict.diagnostics.overturned_first_round_majority is True
 
 
 async def test_prompts_tell_agents_they_debate_a_human_or_an_ai() -> None:
@@ -71,9 +71,9 @@ async def test_sync_rounds_are_concurrent_and_see_only_the_previous_round() -> N
     assert "B-ONE" in a_round2 and "C-ONE" in a_round2
     a_round3 = prompts_of(clients["agent_a"])[2]
     assert "B-TWO" in a_round3 and "B-ONE" not in a_round3
-    assert verdict.diagnostics["rounds"] == 3
-    assert "maximum of 3 rounds" in verdict.diagnostics["stop_reason"]
-    assert verdict.label == "fake" and verdict.diagnostics["decided_by"] == "majority"
+    assert verdict.diagnostics.rounds == 3
+    assert "maximum of 3 rounds" in verdict.diagnostics.stop_reason
+    assert verdict.label == "fake" and verdict.diagnostics.decided_by == "majority"
     assert verdict.confidence == pytest.approx(2 / 3, abs=1e-3)
 
 
@@ -98,7 +98,7 @@ async def test_unreadable_answers_are_retried_then_count_as_abstentions() -> Non
     assert len(clients["agent_a"].calls) == 3
     assert verdict.accounting.parse_retries == 2
     assert verdict.transcript[0].stance is None and verdict.transcript[0].parse_error
-    assert verdict.label == "fake" and verdict.diagnostics["decided_by"] == "majority"
+    assert verdict.label == "fake" and verdict.diagnostics.decided_by == "majority"
 
 
 async def test_judged_debate_judge_never_sees_the_evidence() -> None:
@@ -119,7 +119,7 @@ async def test_judged_debate_judge_never_sees_the_evidence() -> None:
     assert "NOT misinformation" in prompts_of(clients["defender"])[0]
     assert "PROS-1" not in prompts_of(clients["defender"])[0], "opening statements are independent"
     assert verdict.label == "fake" and verdict.confidence == 0.9
-    assert verdict.diagnostics["decided_by"] == "judge"
+    assert verdict.diagnostics.decided_by == "judge"
     assert verdict.evidence_ids == [evidence[0].id]
 
 
@@ -145,7 +145,7 @@ async def test_actor_skeptic_order_and_only_the_actor_counts() -> None:
     config, pool, clients = seat_pool(load_config("actor-skeptic"), scripts)
     verdict = await run_sample(config, SAMPLE, pool)
     assert [t.speaker for t in verdict.transcript] == ["actor", "skeptic", "actor", "skeptic", "actor"]
-    assert verdict.label == "fake" and verdict.diagnostics["decided_by"] == "actor"
+    assert verdict.label == "fake" and verdict.diagnostics.decided_by == "actor"
     assert "ACT-1" in prompts_of(clients["skeptic"])[0]
     assert "Why trust the lighting?" in prompts_of(clients["actor"])[1]
 
@@ -155,7 +155,7 @@ async def test_actor_skeptic_stops_when_the_skeptic_has_no_objections() -> None:
     verdict = await run_sample(config, SAMPLE, pool)
     assert [t.speaker for t in verdict.transcript] == ["actor", "skeptic"]
     assert verdict.label == "real"
-    assert "no objections" in verdict.diagnostics["stop_reason"]
+    assert "no objections" in verdict.diagnostics.stop_reason
 
 
 class DictAnswerer:
@@ -182,7 +182,7 @@ async def test_disambiguation_queries_are_answered_into_the_next_round() -> None
     for name in ("agent_a", "agent_b", "agent_c"):
         assert "ANSWER-TO[who took" in prompts_of(clients[name])[1]
         assert "ANSWER-TO[" not in prompts_of(clients[name])[0]
-    assert verdict.label == "fake" and verdict.diagnostics["queries_answered"] == 1
+    assert verdict.label == "fake" and verdict.diagnostics.queries_answered == 1
     assert len(verdict.evidence_ids) == 1
 
 
@@ -215,7 +215,7 @@ async def test_a_human_can_be_the_judge_with_a_sync_input_function() -> None:
     config, pool, _ = seat_pool(load_config("judged"), scripts)
     verdict = await run_sample(config, SAMPLE, pool, human_seats={"judge": person},
                                evidence=[Evidence(kind="web_page", text="SECRET-EVIDENCE")])
-    assert verdict.label == "real" and verdict.diagnostics["decided_by"] == "judge"
+    assert verdict.label == "real" and verdict.diagnostics.decided_by == "judge"
     assert "P2" in seen[0] and "D2" in seen[0] and "SECRET-EVIDENCE" not in seen[0]
 
 
@@ -241,7 +241,7 @@ async def test_mixed_backends_per_seat_and_judge_rule_without_consensus() -> Non
     config, pool, clients = seat_pool(config, scripts)
     verdict = await run_sample(config, SAMPLE, pool)
     assert all(len(clients[n].calls) == 1 for n in scripts)
-    assert verdict.label == "fake" and verdict.diagnostics["decided_by"] == "judge"
+    assert verdict.label == "fake" and verdict.diagnostics.decided_by == "judge"
     assert verdict.backend == "b_agent_a,b_agent_b,b_agent_c,b_referee"
 
 

@@ -43,5 +43,5 @@ async def test_disambiguation_debate_runs_offline_on_a_recorded_mr2_trace() -> N
     assert "quoted-evidence" in first_prompt and kept[0].id in first_prompt
     assert verdict.taxonomy == "factcheck" and verdict.label == "false"
     assert set(e.id for e in kept) <= set(verdict.evidence_ids)
-    assert verdict.diagnostics["queries_answered"] == 1
+    assert verdict.diagnostics.queries_answered == 1
     assert any(t.speaker == "retrieval_desk" for t in verdict.transcript)

@@ -37,9 +37,9 @@ async def run(labels: Sequence[str | None], **settings: object) -> tuple[Any, Sc
 
 
 async def test_majority_label_with_the_agreement_rate_as_confidence() -> None:
-    verdict, client = await run(["fake", "fake", "real", "fake", None], retries=0)
+    verdict, client = await run(["fake", "fake", "real", "fake", None], parse_retries=0)
     assert verdict.label == "fake" and verdict.confidence == 0.6, "3 of all 5 checks agree; the unreadable one counts against"
-    assert verdict.diagnostics["votes"] == {"fake": 3, "real": 1} and verdict.diagnostics["readable"] == 4
+    assert verdict.diagnostics.votes == {"fake": 3, "real": 1} and verdict.diagnostics.readable == 4
     seeds = [call.kwargs["seed"] for call in client.calls]
     assert len(seeds) == 5 and len(set(seeds)) == 5, "independent checks use distinct seeds"
     assert {call.kwargs["temperature"] for call in client.calls} == {0.7}
@@ -47,7 +47,7 @@ async def test_majority_label_with_the_agreement_rate_as_confidence() -> None:
 
 
 async def test_a_tie_abstains() -> None:
-    verdict, _ = await run(["fake", "real"], retries=0)
+    verdict, _ = await run(["fake", "real"], parse_retries=0)
     assert verdict.abstained and "no majority" in (verdict.abstain_reason or "")
 
 

@@ -22,14 +22,14 @@ async def test_lazy_scoring_stops_at_m_star_and_reports_saved_calls() -> None:
     config, pool, clients = seat_pool(config, {"text_agent": script})
     verdict = await run_sample(config, M3D_SAMPLE, pool)
     assert verdict.label == "textual_veracity_distortion" and "CAND-0" in verdict.transcript[0].text
-    turn = verdict.diagnostics["selection"]["best_of_n_turns"][0]
-    assert turn["m_star"] == 2 and turn["chosen"] == 0 and turn["critic"] == "text_critic"
-    assert [s["s"] for s in turn["scores"]] == [pytest.approx(1.9), pytest.approx(0.1)]
-    assert turn["saved_calls"] == {"reward": 3, "critique": 3}
+    turn = verdict.diagnostics.selection.best_of_n_turns[0]
+    assert turn.m_star == 2 and turn.chosen == 0 and turn.critic == "text_critic"
+    assert [s.s for s in turn.scores] == [pytest.approx(1.9), pytest.approx(0.1)]
+    assert turn.saved_calls.model_dump(exclude_none=True) == {"reward": 3, "critique": 3}
     roles = verdict.accounting.by_role
     assert roles["candidate"].calls == 5 and roles["reward"].calls == 2
     assert roles["critique"].calls == 3, "two critiques plus one logic check for the sample"
-    assert verdict.diagnostics["selection"]["escalated"] is True
+    assert verdict.diagnostics.selection.escalated is True
     assert verdict.accounting.by_agent.keys() >= {"text_agent", "turns/reward_judge", "text_critic", "logic_check"}
     logic_prompts = [c.prompt for c in clients["text_agent"].calls if "logic-consistency check of the post" in c.prompt]
     assert len(logic_prompts) == 2 and all("internally consistent" in p for p in logic_prompts)
@@ -44,16 +44,16 @@ async def test_uniform_best_of_n_scores_every_candidate_and_cross_modal_uses_the
     config = bon_config("agentm3d-lazy", kind="best_of_n", skip_unanimous=False)
     config, pool, clients = seat_pool(config, {"text_agent": script, "image_agent": script, "cross_modal_agent": script})
     verdict = await run_sample(config, M3D_SAMPLE, pool)
-    turns = verdict.diagnostics["selection"]["best_of_n_turns"]
-    assert [t["critic"] for t in turns] == ["text_critic", "image_critic", None]
-    assert verdict.label == "cross_modal_consistency_distortion" and turns[2]["chosen"] == 3
-    assert turns[2]["scores"][-1]["s"] == pytest.approx(0.9) and turns[2]["m_star"] == 4
+    turns = verdict.diagnostics.selection.best_of_n_turns
+    assert [t.critic for t in turns] == ["text_critic", "image_critic", None]
+    assert verdict.label == "cross_modal_consistency_distortion" and turns[2].chosen == 3
+    assert turns[2].scores[-1].s == pytest.approx(0.9) and turns[2].m_star == 4
     image_critique = next(c.prompt for c in clients["image_agent"].calls if "What the forgery tool reports" in c.prompt)
     assert "fused forgery score" in image_critique, "the image critic is given the real forensic report"
 
     uniform, pool, _ = seat_pool(load_config("mmd-agent-decoupled-bon"), {"text_agent": script, "image_agent": script, "cross_modal_agent": script})
     verdict = await run_sample(uniform, M3D_SAMPLE, pool)
-    assert [t["m_star"] for t in verdict.diagnostics["selection"]["best_of_n_turns"]] == [5, 5, 5]
+    assert [t.m_star for t in verdict.diagnostics.selection.best_of_n_turns] == [5, 5, 5]
     assert verdict.accounting.by_role["reward"].calls == 15 and "critique" not in verdict.accounting.by_role
 
 
@@ -98,10 +98,10 @@ async def test_an_async_debate_whose_seats_use_best_of_n_turns() -> None:
     config = bon_config("async-three", kind="best_of_n", n=3)
     config, pool, _ = seat_pool(config, {n: script for n in ("agent_a", "agent_b", "agent_c")})
     verdict = await run_sample(config, M3D_SAMPLE.model_copy(update={"taxonomy": "binary"}), pool)
-    assert verdict.label == "fake" and verdict.diagnostics["consensus_round"] == 1
-    turns = verdict.diagnostics["selection"]["best_of_n_turns"]
-    assert [t["speaker"] for t in turns] == ["agent_a", "agent_b", "agent_c"]
-    assert all(t["chosen"] == 2 and t["critic"] is None for t in turns)
+    assert verdict.label == "fake" and verdict.diagnostics.consensus_round == 1
+    turns = verdict.diagnostics.selection.best_of_n_turns
+    assert [t.speaker for t in turns] == ["agent_a", "agent_b", "agent_c"]
+    assert all(t.chosen == 2 and t.critic is None for t in turns)
     assert all("CAND-2" in t.text for t in verdict.transcript)
     assert verdict.accounting.by_role["candidate"].calls == 9 and verdict.accounting.by_role["reward"].calls == 9
     assert verdict.accounting.by_agent["agent_b"].calls == 3
@@ -123,6 +123,6 @@ async def test_unanimous_candidates_skip_scoring_when_asked_and_disagreeing_ones
         verdict = await run_sample(config, M3D_SAMPLE.model_copy(update={"taxonomy": "binary"}), pool)
         rewards = verdict.accounting.by_role.get("reward")
         assert (rewards.calls if rewards else 0) == expected_rewards
-        turn = verdict.diagnostics["selection"]["best_of_n_turns"][0]
+        turn = verdict.diagnostics.selection.best_of_n_turns[0]
         if expected_rewards == 0:
-            assert turn["chosen"] == 0 and "scoring was skipped" in turn["note"]
+            assert turn.chosen == 0 and "scoring was skipped" in turn.note

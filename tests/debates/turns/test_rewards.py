@@ -58,7 +58,7 @@ async def test_best_of_n_with_a_sequence_classifier_reward_makes_no_reward_calls
     config = bon_config("mmd-agent-decoupled-bon", n=3, reward={"kind": "sequence_classifier", "model": str(folder)})
     config, pool, _ = seat_pool(config, {"text_agent": script})
     verdict = await run_sample(config, M3D_SAMPLE, pool)
-    turn = verdict.diagnostics["selection"]["best_of_n_turns"][0]
-    assert turn["reward"] == "sequence_classifier" and len(turn["scores"]) == 3
-    assert all(0.0 < s["u"] < 1.0 for s in turn["scores"])
+    turn = verdict.diagnostics.selection.best_of_n_turns[0]
+    assert turn.reward == "sequence_classifier" and len(turn.scores) == 3
+    assert all(0.0 < s.u < 1.0 for s in turn.scores)
     assert "reward" not in verdict.accounting.by_role and verdict.accounting.by_role["candidate"].calls == 3

@@ -70,7 +70,7 @@ async def test_a_person_debates_through_the_widget_and_the_agents_answer_their_a
     for agent in ("agent_b", "agent_c"):  # in round 2 each agent is shown the person's latest argument
         assert "the shadows disagree" in prompts_of(clients[agent])[1]
     assert [t.stance for t in verdict.transcript if t.speaker == "agent_a"] == ["fake", "fake"]
-    assert verdict.label == "fake" and verdict.diagnostics["decided_by"] == "majority"
+    assert verdict.label == "fake" and verdict.diagnostics.decided_by == "majority"
     await asyncio.sleep(0)  # the done-callback shows the verdict
     assert sum("agent_a (you)" in h for h in shown.html) == 2
     assert sum("round " in h and "agent_b</b>" in h for h in shown.html) == 2
@@ -170,7 +170,7 @@ def test_in_a_real_kernel_the_debate_waits_for_the_click_between_cells() -> None
         assert run("print('P I looked' in person.screen.value and 'D I looked' in person.screen.value)") == "True"
         run("person.box.value = 'The defender ignores the pasted clouds.\\nFINAL ANSWER: fake'; person.send.click()")
         poll("print(task.done())", "True")
-        assert run("v = task.result(); print(v.label, v.diagnostics['decided_by'])") == "fake judge"
+        assert run("v = task.result(); print(v.label, v.diagnostics.decided_by)") == "fake judge"
         assert run("print(sum('Verdict on post' in o['data']['text/html'] for o in view.output.outputs))") == "1"
     finally:
         kc.stop_channels()

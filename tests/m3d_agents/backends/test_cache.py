@@ -62,7 +62,7 @@ async def test_servers_chosen_by_environment_never_share_answers(
 
 async def test_a_dead_server_gets_no_answers_replayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit's case: pointing ``local`` at nothing must fail, not print the first server's verdict."""
-    config = BackendConfig(kind="local", cache_dir=tmp_path, max_retries=0)
+    config = BackendConfig(kind="local", cache_dir=tmp_path, transport_retries=0)
     with named("first") as first:
         monkeypatch.setenv("M3D_LOCAL_BASE_URL", first.base_url)
         await ask(config)
@@ -93,7 +93,7 @@ def test_what_changes_the_fingerprint(tmp_path: Path, monkeypatch: pytest.Monkey
     ]
     for other in changed:
         assert other.fingerprint() != base.fingerprint()
-    same = [base.with_overrides(transport="sdk"), base.with_overrides(timeout_s=5, max_retries=0, concurrency=2),
+    same = [base.with_overrides(transport="sdk"), base.with_overrides(timeout_s=5, transport_retries=0, concurrency=2),
             base.with_overrides(api_key_env="SOME_KEY"), base.with_overrides(base_url="http://127.0.0.1:8000/v1/")]
     for other in same:
         assert other.fingerprint() == base.fingerprint()

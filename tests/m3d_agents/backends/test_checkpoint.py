@@ -51,7 +51,7 @@ async def ask(config: BackendConfig) -> CreateResult:
 
 
 def config_for(server: StubOpenAIServer, tmp_path: Path, **changes: object) -> BackendConfig:
-    return BackendConfig(kind="vllm", base_url=server.base_url, model="m", cache_dir=tmp_path, max_retries=0,
+    return BackendConfig(kind="vllm", base_url=server.base_url, model="m", cache_dir=tmp_path, transport_retries=0,
                          **changes)  # type: ignore[arg-type]
 
 

@@ -16,7 +16,7 @@ async def test_a_hung_local_server_is_given_up_on_at_the_deadline(monkeypatch: p
     with FaultServer(rate=1.0, faults=("hang",), hang_s=5.0) as server:
         monkeypatch.setenv("M3D_LOCAL_BASE_URL", server.base_url)
         # 21 attempts of 1 s each would hold the call for over 20 s without the deadline.
-        config = BackendConfig(kind="local", timeout_s=1.0, max_retries=20, deadline_s=2.0, cache=False)
+        config = BackendConfig(kind="local", timeout_s=1.0, transport_retries=20, deadline_s=2.0, cache=False)
         pool = BackendPool(BackendSettings(backends={"local": config}))
         try:
             client = pool.get("local").view(UsageLedger(), agent="checker", role="checker")

@@ -89,7 +89,7 @@ async def test_http_retries_on_429_and_5xx_then_answers() -> None:
         return 200, completion_body("hello"), 0.0
 
     with StubOpenAIServer(respond) as server:
-        backend = build_backend(BackendConfig(kind="vllm", base_url=server.base_url, cache=False, max_retries=3))
+        backend = build_backend(BackendConfig(kind="vllm", base_url=server.base_url, cache=False, transport_retries=3))
         ledger = UsageLedger()
         result = await backend.view(ledger, "a", "test").create([UserMessage(content="hi", source="user")])
         await backend.close()
@@ -116,7 +116,7 @@ async def test_response_cache_hits_are_counted() -> None:
 
 async def test_call_timeout_is_a_backend_error() -> None:
     with StubOpenAIServer(lambda body, n: (200, completion_body("late"), 1.5)) as server:
-        config = BackendConfig(kind="vllm", base_url=server.base_url, cache=False, timeout_s=0.3, max_retries=0)
+        config = BackendConfig(kind="vllm", base_url=server.base_url, cache=False, timeout_s=0.3, transport_retries=0)
         backend = build_backend(config)
         with pytest.raises(BackendError, match="timed out"):
             await backend.view(UsageLedger(), "a", "test").create([UserMessage(content="hi", source="user")])
@@ -167,7 +167,7 @@ async def test_check_recovers_on_retry() -> None:
     pool.add(scripted_backend(client, name="scripted"))
     verdict = await run_sample("check", Sample(text="a claim"), pool, backend="scripted")
     assert verdict.label == "fake"
-    assert verdict.diagnostics["attempts"] == 2
+    assert verdict.diagnostics.attempts == 2
 
 
 async def test_vision_backend_receives_the_image() -> None:

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from debates.strategies.factguard.training.trajectories import TrajectoryRow, read_trajectories
+from m3d_agents.diagnostics import FactGuardDiagnostics
 
 Format = Literal["hf", "llamafactory"]
 
@@ -41,19 +42,25 @@ class ExportReport(BaseModel):
 
 
 def drop_reason(row: TrajectoryRow) -> str | None:
-    """Why the rule filter drops a trajectory, or None to keep it."""
+    """Why the rule filter drops a trajectory, or None to keep it.
+
+    A trajectory of a strategy that records no FactGuard format check (a debate, a single check) is
+    dropped as ``no_format_check``: the filter cannot tell whether its structure is intact, and
+    passing it unread would put unchecked rows in the SFT data."""
     if not row.calls:
         return "no_model_calls"
     if row.gold_binary is None:
         return "no_gold_label"
-    if row.abstained or row.predicted_binary is None or not row.diagnostics.get("format_ok", True):
+    checked = row.diagnostics
+    if not isinstance(checked, FactGuardDiagnostics):
+        return "no_format_check"
+    if row.abstained or row.predicted_binary is None or not checked.format_ok:
         return "malformed"
-    for turn in row.diagnostics.get("agent_turns", []):
-        if turn.get("error") or turn.get("lenient"):
-            return "malformed"
-    if row.diagnostics.get("tool_refusals"):
+    if any(turn.error or turn.lenient for turn in checked.agent_turns):
+        return "malformed"
+    if checked.tool_refusals:
         return "invalid_tool_action"
-    stats = row.diagnostics.get("tool_stats") or {}
+    stats = checked.tool_stats
     if any(count for name, count in stats.items() if name.endswith(".errors")):
         return "invalid_tool_action"
     if any(count for name, count in stats.items() if name.endswith(".unavailable")):
@@ -120,7 +127,7 @@ def export_sft(run_dir: Path, out: Path, fmt: Format = "hf", review: int = 20, s
             dropped[reason] = dropped.get(reason, 0) + 1
             continue
         kept += 1
-        hint = str(row.diagnostics.get("teacher_hint", ""))
+        hint = row.diagnostics.teacher_hint if isinstance(row.diagnostics, FactGuardDiagnostics) else ""
         for conversation in conversations(row):
             messages, images = export_messages(conversation, run_dir, fmt, hint)
             written.append({

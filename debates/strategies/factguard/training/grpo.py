@@ -36,6 +36,7 @@ from debates.strategies.factguard.training.trajectories import binary
 from debates.strategy import RunContext
 from m3d_agents.backends.config import BackendConfig
 from m3d_agents.backends.factory import Backend, BackendPool
+from m3d_agents.config_types import Seed, Temperature
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample
 from retrieval.runpath import RunRetrieval
@@ -54,10 +55,10 @@ class GRPOSettings(BaseModel):
     num_train_epochs: float = Field(1.0, gt=0, description="the paper's one epoch")
     max_completion_length: int = Field(768, ge=8, description="tokens per model turn of a rollout (the paper's 768)")
     max_prompt_length: int = Field(16384, ge=64, description="tokens of a sample's first prompt; longer samples are left out (the paper's 16,384)")
-    temperature: float = Field(1.0, ge=0, description="sampling temperature of rollouts (unstated; ours)")
+    temperature: Temperature = Field(1.0, description="sampling temperature of rollouts (unstated; ours)")
     epsilon: float = Field(0.2, gt=0, description="the clipping range of the importance ratio (unstated; TRL's default)")
     max_steps: int = Field(-1, description="-1: as many as the epochs give")
-    seed: int = 0
+    seed: Seed = Field(0, description="the trainer's seed (data order, initialisation) and the rollouts' first seed")
     vllm_server: str | None = Field(None, description="URL of a `trl vllm-serve` server to sample rollouts from; None: HF generate")
     reward: RewardConfig = Field(default_factory=RewardConfig)
     scale: ScaleSettings = Field(default_factory=ScaleSettings)

@@ -32,6 +32,7 @@ from debates.strategies.factguard.training.trajectories import binary
 from m3d_agents.backends.config import BackendConfig
 from m3d_agents.backends.factory import Backend, BackendPool
 from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.diagnostics import FactGuardDiagnostics
 from m3d_agents.sample import Sample
 from retrieval.runpath import RunRetrieval
 
@@ -63,7 +64,7 @@ class FactGuardRollout:
     def __init__(self, config: FactGuardConfig, samples: Sequence[Sample], template: TrainingTemplate, max_new_tokens: int,
                  temperature: float, seed: int = 0, retrieval: RunRetrieval | None = None,
                  images: RolloutImages | None = None) -> None:
-        trained = with_overrides(config, retries=0, describe_frames=False)
+        trained = with_overrides(config, parse_retries=0, describe_frames=False)
         assert isinstance(trained, FactGuardConfig)
         self.config: FactGuardConfig = trained
         self.samples = {s.id: s for s in samples}
@@ -122,9 +123,10 @@ class FactGuardRollout:
             out["prompt_ids"].append(prompt.ids)
             out["completion_ids"].append(completion)
             out["env_mask"].append(mask)
+            checked = verdict.diagnostics if isinstance(verdict.diagnostics, FactGuardDiagnostics) else None
             out["outcome"].append({
                 "predicted": binary(verdict.label, verdict.taxonomy), "gold": binary(sample.gold_label, sample.taxonomy),
-                "well_formed": bool(verdict.diagnostics.get("format_ok")), "used_tool": bool(verdict.diagnostics.get("used_tools")),
+                "well_formed": checked is not None and checked.format_ok, "used_tool": checked is not None and checked.used_tools,
             })
         return {**out, "logprobs": None}
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from debates.strategies.factguard.training.chat_template import TrainingTemplate, training_template
 from debates.strategies.factguard.training.rendering import is_vision, load_processing_class, render, text_only
 from debates.strategies.factguard.training.scale import ScaleSettings
+from m3d_agents.config_types import Seed
 from m3d_agents.errors import InputError
 
 
@@ -37,7 +38,7 @@ class SFTSettings(BaseModel):
     gradient_accumulation_steps: int = Field(8, ge=1, description="the paper accumulates without saying how much; ours 8")
     max_length: int = Field(16384, ge=16, description="tokens per row, images included")
     max_steps: int = -1
-    seed: int = 0
+    seed: Seed = Field(0, description="the trainer's seed (data order, initialisation)")
     scale: ScaleSettings = Field(default_factory=ScaleSettings)
 
 

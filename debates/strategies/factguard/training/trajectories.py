@@ -18,14 +18,13 @@ from pydantic import BaseModel, Field
 
 from debates.strategies.factguard.training.rewards import Outcome, RewardBreakdown, RewardConfig, trajectory_reward
 from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.diagnostics import Diagnostics, FactGuardDiagnostics
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
 
 TRAJECTORIES = "trajectories.jsonl"
-KEPT_DIAGNOSTICS = ("turns", "tool_calls", "used_tools", "tool_refusals", "tool_stats", "format_ok", "teacher_hint", "agent_turns",
-                    "stop_reason")
 
 
 class RecordedCall(BaseModel):
@@ -46,7 +45,9 @@ class TrajectoryRow(BaseModel):
     predicted_binary: str | None
     abstained: bool
     abstain_reason: str | None = None
-    diagnostics: dict[str, Any] = Field(default_factory=dict)
+    diagnostics: Diagnostics | None = Field(
+        None, description="the verdict's diagnostics; a row written before they were typed is read into its strategy's model"
+    )
     calls: list[RecordedCall]
     reward: RewardBreakdown | None = None
 
@@ -58,12 +59,14 @@ def binary(label: str | None, taxonomy: str) -> str | None:
 
 
 def outcome_of(row: TrajectoryRow) -> Outcome | None:
-    """The reward's view of a recorded run: format from the strategy's own check when it made one."""
+    """The reward's view of a recorded run: FactGuard's own format check and tool use where it made them;
+    another strategy's answer is well formed when it gave one, and it used no tool the reward counts."""
     if row.gold_binary is None:
         return None
-    well_formed = bool(row.diagnostics.get("format_ok", not row.abstained))
+    checked = row.diagnostics if isinstance(row.diagnostics, FactGuardDiagnostics) else None
+    well_formed = checked.format_ok if checked is not None else not row.abstained
     return Outcome(predicted=row.predicted_binary, gold=row.gold_binary, well_formed=well_formed,
-                   used_tool=bool(row.diagnostics.get("used_tools", False)))
+                   used_tool=checked.used_tools if checked is not None else False)
 
 
 class TrajectoryRecorder:
@@ -91,7 +94,7 @@ class TrajectoryRecorder:
             gold_binary=binary(sample.gold_label, sample.taxonomy), label=verdict.label,
             predicted_binary=binary(verdict.label, verdict.taxonomy), abstained=verdict.abstained,
             abstain_reason=verdict.abstain_reason,
-            diagnostics={k: verdict.diagnostics[k] for k in KEPT_DIAGNOSTICS if k in verdict.diagnostics},
+            diagnostics=verdict.diagnostics,
             calls=[RecordedCall(agent=e.agent, role=e.role, messages=e.messages, completion=e.completion, options=e.options)
                    for e in ledger.exchanges],
         )

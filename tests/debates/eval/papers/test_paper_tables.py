@@ -17,6 +17,7 @@ from debates.eval.papers.table_figures import METRICS, row_figures
 from debates.config_loader import available_configs, load_config
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
+from tests.support.diagnostics import t2agent_diagnostics
 from tests.support.paths import REPO
 
 REQUIRED = {"agentm3d-table1", "t2agent-table1", "t2agent-table3", "llm-consensus-table1", "agentfact-table3",
@@ -148,7 +149,7 @@ def test_a_bad_table_is_refused_with_the_row_and_the_problem() -> None:
 
 def row(i: int, gold: str, label: str | None, status: str = "ok", taxonomy: str = "m3d", iterations: int | None = None) -> EvalRow:
     tax = get_taxonomy(taxonomy)
-    verdict = {"diagnostics": {"iterations": iterations}} if iterations is not None else {"diagnostics": {}}
+    verdict = {"diagnostics": t2agent_diagnostics(iterations).model_dump(mode="json") if iterations is not None else None}
     return EvalRow(sample_id=f"s{i:02d}", index=i, seed=i, status=status, taxonomy=taxonomy, gold=gold,  # type: ignore[arg-type]
                    label=label if status == "ok" else None, gold_misinformation=tax.is_misinformation(gold),
                    is_misinformation=tax.is_misinformation(label) if label and status == "ok" else None,

@@ -170,7 +170,7 @@ def test_bad_requests_get_one_line_before_any_work(tmp_path: Path, scripted: Pat
 
 
 def test_workers_run_every_row_on_the_ray_runner(tmp_path: Path, scripted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """--workers, --ray-address and --max-tries reach each row's runner the way m3d evaluate hands them over;
+    """--workers, --ray-address and --max-worker-deaths reach each row's runner the way m3d evaluate hands them over;
     the Ray runner itself is tested in test_ray_runner.py (here it runs in this process)."""
     import debates.eval.run.ray_runner as ray_runner
     from debates.eval.run.batch import BatchRunner
@@ -178,15 +178,15 @@ def test_workers_run_every_row_on_the_ray_runner(tmp_path: Path, scripted: Path,
     seen: list[tuple[str, int | None, str | None, int, bool]] = []
 
     class InProcess(BatchRunner):
-        def __init__(self, *args: Any, workers: int | None = None, address: str | None = None, max_tries: int = 3,
+        def __init__(self, *args: Any, workers: int | None = None, address: str | None = None, max_worker_deaths: int = 3,
                      worker_context: Any = None, **options: Any) -> None:
-            seen.append((args[0], workers, address, max_tries, callable(worker_context)))
+            seen.append((args[0], workers, address, max_worker_deaths, callable(worker_context)))
             super().__init__(*args, **options)
 
     monkeypatch.setattr(ray_runner, "RayBatchRunner", InProcess)
     dataset = f"mmfakebench:{FIXTURE / 'source' / 'MMFakeBench_val.json'}"
     result = CliRunner().invoke(app, arguments("t2agent-table3", dataset, tmp_path / "t", scripted, "--limit", "1",
-                                               "--workers", "2", "--max-tries", "4"), env={"COLUMNS": "320"})
+                                               "--workers", "2", "--max-worker-deaths", "4"), env={"COLUMNS": "320"})
     assert result.exit_code == 0, result.output
     assert seen == [(c, 2, None, 4, True) for c in ("mmd-agent-wikipedia", "mmd-agent-tools", "t2agent-base-tools", "t2agent")]
     seen.clear()

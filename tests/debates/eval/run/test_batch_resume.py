@@ -47,7 +47,7 @@ def workspace(tmp_path: Path, stub_url: str) -> Path:
     (tmp_path / "m3d.yaml").write_text(
         "backends:\n"
         f"  stub: {{kind: vllm, base_url: '{stub_url}', model: test-model, cache: false, vision: false,"
-        " concurrency: 8, max_retries: 0}\n"
+        " concurrency: 8, transport_retries: 0}\n"
     )
     posts = [{"id": f"p{i:02d}", "text": f"Post number {i} about event {i * 7 % 11}", "label": ["fake", "real"][i % 2]}
              for i in range(SAMPLES)]
@@ -183,7 +183,7 @@ def test_sigterm_stops_a_debate_in_the_middle_of_a_slow_model_call(tmp_path: Pat
         url = server.stdout.readline().strip()
         (tmp_path / "m3d.yaml").write_text(
             f"backends:\n  stub: {{kind: vllm, base_url: '{url}', model: test-model, cache: false, vision: false,"
-            " max_retries: 0, timeout_s: 120}\n"
+            " transport_retries: 0, timeout_s: 120}\n"
         )
         (tmp_path / "posts.jsonl").write_text(json.dumps({"id": "slow", "text": "A post", "label": "fake"}) + "\n")
         args = arguments("runs/slow")

@@ -21,7 +21,7 @@ def ready(*shares: int) -> list[Slot]:
 def test_samples_go_out_in_order_up_to_each_share_and_not_to_a_worker_that_is_not_ready() -> None:
     slots = ready(2, 3)
     slots.append(Slot("starting", 4))
-    dispatcher = Dispatcher(items(10), slots, max_tries=3)
+    dispatcher = Dispatcher(items(10), slots, max_worker_deaths=3)
     assert ids(dispatcher.assign(slots[0])) == ["s0", "s1"]
     assert ids(dispatcher.assign(slots[1])) == ["s2", "s3", "s4"]
     assert dispatcher.assign(slots[2]) == []
@@ -32,7 +32,7 @@ def test_samples_go_out_in_order_up_to_each_share_and_not_to_a_worker_that_is_no
 
 def test_the_samples_of_a_dead_worker_run_again_isolated_and_an_innocent_one_is_never_charged() -> None:
     slots = ready(4, 4)
-    dispatcher = Dispatcher(items(12), slots, max_tries=2)
+    dispatcher = Dispatcher(items(12), slots, max_worker_deaths=2)
     dispatcher.assign(slots[0])
     dispatcher.assign(slots[1])
     assert dispatcher.lost(slots[0]) == []
@@ -53,7 +53,7 @@ def test_the_samples_of_a_dead_worker_run_again_isolated_and_an_innocent_one_is_
     assert ids(dispatcher.assign(slots[0])) == ["s2"]
     assert ids(dispatcher.assign(slots[1])) == ["s3"]
     dispatcher.finished(slots[0], "s2")
-    # Alone, s3 dies: now it is charged, and at max_tries it is given up.
+    # Alone, s3 dies: now it is charged, and at max_worker_deaths it is given up.
     assert dispatcher.lost(slots[1]) == []
     assert dispatcher.tries == {"s3": 1}
     slots[1].ready = True
@@ -73,7 +73,7 @@ def test_the_samples_of_a_dead_worker_run_again_isolated_and_an_innocent_one_is_
 
 def test_one_worker_alone_runs_the_suspects_one_group_at_a_time() -> None:
     slots = ready(3)
-    dispatcher = Dispatcher(items(5), slots, max_tries=3)
+    dispatcher = Dispatcher(items(5), slots, max_worker_deaths=3)
     dispatcher.assign(slots[0])
     dispatcher.lost(slots[0])
     slots[0].ready = True

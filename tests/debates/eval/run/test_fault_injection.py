@@ -31,7 +31,7 @@ def server() -> Iterator[FaultServer]:
 def workspace(tmp_path: Path, server: FaultServer) -> Path:
     (tmp_path / "m3d.yaml").write_text(
         f"backends:\n  faulty: {{kind: vllm, base_url: '{server.base_url}', model: fault-model, cache: false,"
-        " timeout_s: 1.0, max_retries: 3}\n"
+        " timeout_s: 1.0, transport_retries: 3}\n"
     )
     (tmp_path / "posts.jsonl").write_text("".join(
         json.dumps({"id": f"p{i:02d}", "text": f"Post {i}: flood waters reach the station #{i * 7 % 13}", "label": ["fake", "real"][i % 2]})

@@ -32,7 +32,7 @@ def workspace(tmp_path: Path) -> Iterator[Path]:
         assert server.stdout is not None
         url = server.stdout.readline().strip()
         (tmp_path / "m3d.yaml").write_text(
-            f"backends:\n  stub: {{kind: vllm, base_url: '{url}', model: test-model, cache: false, vision: false, max_retries: 0}}\n"
+            f"backends:\n  stub: {{kind: vllm, base_url: '{url}', model: test-model, cache: false, vision: false, transport_retries: 0}}\n"
         )
         (tmp_path / "posts.jsonl").write_text(
             "".join(json.dumps({"id": f"p{i:02d}", "text": f"Post {i}", "label": "fake"}) + "\n" for i in range(SAMPLES))

@@ -76,7 +76,7 @@ class CountingServer:
 
 def stub_pool(url: str, concurrency: int) -> BackendPool:
     backend = BackendConfig(kind="vllm", base_url=url, model="test-model", cache=False, vision=False,
-                            concurrency=concurrency, max_retries=0)
+                            concurrency=concurrency, transport_retries=0)
     return BackendPool(BackendSettings(backend="stub", backends={"stub": backend}))
 
 
@@ -131,7 +131,7 @@ async def test_a_sample_that_keeps_killing_its_worker_is_recorded_as_an_error(tm
     config.write_text("name: crash\nstrategy: crash_on_marker\ndelay_s: 0.2\n")
     samples = posts(8, marked=2)
     distributed = runner(RayBatchRunner, str(config), samples, stub_pool("http://127.0.0.1:9/v1", 8), tmp_path / "run",
-                         concurrency=4, workers=2, max_tries=2, worker_imports=["tests.support.crashing_strategy"])
+                         concurrency=4, workers=2, max_worker_deaths=2, worker_imports=["tests.support.crashing_strategy"])
     outcome: RayOutcome = await distributed.run()
     rows = one_row_each(tmp_path / "run" / "results.jsonl")
     assert len(rows) == 8
@@ -197,7 +197,7 @@ def test_a_killed_driver_resumes_to_every_row_once(tmp_path: Path, monkeypatch: 
         (tmp_path / "m3d.yaml").write_text(
             "backends:\n"
             f"  stub: {{kind: vllm, base_url: '{server.server.base_url}', model: test-model, cache: false, vision: false,"
-            " concurrency: 8, max_retries: 0}\n"
+            " concurrency: 8, transport_retries: 0}\n"
         )
         (tmp_path / "posts.jsonl").write_text("".join(
             json.dumps({"id": s.id, "text": s.text, "label": s.gold_label}) + "\n" for s in posts(30)))

@@ -12,6 +12,7 @@ import pytest
 from debates.eval.score.metrics import ABSTAIN, classification_scores, compute_metrics
 from debates.eval.records import EvalRow
 from m3d_agents.labels import collapse_label, get_taxonomy
+from tests.support.diagnostics import agentfact_diagnostics
 
 GOLD = ["true", "false", "false", "unproven", "false", "true", "false", "unproven", "false", "true", "false", "false"]
 PRED = ["true", "false", "unproven", "unproven", "false", "false", "false", "true", ABSTAIN, "true", "false", "unproven"]
@@ -74,11 +75,11 @@ def test_citation_validity_counts_ids_before_clean_up_and_leakage_sums_per_rule(
     explained = rows()[:2]
     explained[0].verdict = {
         "explanation": {"key_points": [{"text": "a", "evidence_ids": ["ev-1", "ev-2"]}], "dropped_citations": 1},
-        "diagnostics": {"leakage": {"factcheck_domain": 2, "factcheck_path": 1}},
+        "diagnostics": agentfact_diagnostics({"factcheck_domain": 2, "factcheck_path": 1}).model_dump(mode="json"),
     }
     explained[1].verdict = {
         "explanation": {"key_points": [{"text": "b", "evidence_ids": ["ev-3"]}], "dropped_citations": 0},
-        "diagnostics": {"leakage": {"factcheck_domain": 1, "after_claim_date": 1}},
+        "diagnostics": agentfact_diagnostics({"factcheck_domain": 1, "after_claim_date": 1}).model_dump(mode="json"),
     }
     metrics = compute_metrics(explained, "factcheck")
     assert metrics.citation_validity == pytest.approx(3 / 4) and metrics.cited_ids == 4

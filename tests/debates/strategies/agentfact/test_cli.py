@@ -29,7 +29,7 @@ def config_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         url = server.stdout.readline().strip()
         path = tmp_path_factory.mktemp("stub") / "m3d.yaml"
         path.write_text(
-            f"backends:\n  stub: {{kind: vllm, base_url: '{url}', model: test-model, cache: false, vision: false, max_retries: 0}}\n"
+            f"backends:\n  stub: {{kind: vllm, base_url: '{url}', model: test-model, cache: false, vision: false, transport_retries: 0}}\n"
         )
         yield path
     finally:

@@ -87,7 +87,7 @@ async def test_agentfact_runs_offline_on_a_recorded_mr2_claim(name: str, recorde
     factcheck = DomainRatings.shipped().domains("factcheck")
     prompts = [call.prompt for client in clients.values() for call in client.calls]
     assert not any(domain in prompt for domain in factcheck for prompt in prompts)
-    assert verdict.diagnostics["stop_reason"] in {"plans exhausted", "step limit", "confident"}
+    assert verdict.diagnostics.stop_reason in {"plans exhausted", "step limit", "confident"}
     if name == "agentfact-no-sp":
         assert "strategist" not in [t.speaker for t in verdict.transcript]
         assert verdict.accounting.by_role["query_writer"].calls == 1, "the post went through the query writer"

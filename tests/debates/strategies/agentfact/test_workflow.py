@@ -150,8 +150,8 @@ async def test_the_golden_trace_runs_as_scripted() -> None:
     assert speakers[2:] == ["retriever", "retriever", "screener", "retriever", "screener", "reasoner", "explainer"]
     assert [t.speaker for t in streamed] == speakers, "every finished turn is streamed as it finishes"
     diagnostics = verdict.diagnostics
-    assert diagnostics["steps"] == 6 and diagnostics["stop_reason"] == "confident"
-    assert diagnostics["leakage"] == {"factcheck_domain": 2, "factcheck_path": 1, "claim_review": 0, "after_claim_date": 1}
+    assert diagnostics.steps == 6 and diagnostics.stop_reason == "confident"
+    assert diagnostics.leakage == {"factcheck_domain": 2, "factcheck_path": 1, "claim_review": 0, "after_claim_date": 1}
 
     assert verdict.taxonomy == "factcheck" and verdict.label == "false" and verdict.confidence == 1.0
     assert verdict.accounting.parse_retries == 1
@@ -162,13 +162,13 @@ async def test_the_golden_trace_runs_as_scripted() -> None:
     assert set(explained.cited_ids()) <= set(verdict.evidence_ids) <= {e.id for e in verdict.evidence}
     assert sorted(display.values()) == ["E1", "E3", "E5", "I1"], "the explainer was shown the useful pool and the image"
 
-    pool = {row["id"]: row for row in diagnostics["pool"]}
-    assert [pool[d]["source"].split("/")[2] for d in ("E1", "E2", "E3", "E4", "E5")] == [
+    pool = {row.id: row for row in diagnostics.pool}
+    assert [pool[d].source.split("/")[2] for d in ("E1", "E2", "E3", "E4", "E5")] == [
         "harbourton.gov.example", "harbourton-eats.example", "harbourton-herald.example", "www.theonion.com",
         "harbourtongazette.example"]
     for dropped in ("E2", "E4"):
-        assert pool[dropped]["kept"] is False and pool[dropped]["reason"] == "not used by the screener"
-    assert pool["E4"]["reliability"] == "satire"
+        assert pool[dropped].kept is False and pool[dropped].reason == "not used by the screener"
+    assert pool["E4"].reliability == "satire"
 
     prompts = [call.prompt for client in clients.values() for call in client.calls]
     for leaked in LEAKED:
@@ -213,7 +213,7 @@ async def test_the_bounded_setting_reasons_over_the_gold_evidence_only() -> None
     config, pool, clients = seat_pool(load_config("agentfact-bounded"), answers)  # type: ignore[arg-type]
     verdict = await run_sample(config, post, pool, gold_evidence=loaded.gold_evidence[post.id])
     assert [t.speaker for t in verdict.transcript] == ["strategist", "reasoner", "explainer"]
-    assert verdict.diagnostics["stop_reason"] == "single pass" and verdict.accounting.model_calls == 3
+    assert verdict.diagnostics.stop_reason == "single pass" and verdict.accounting.model_calls == 3
     reasoner_prompt = clients["reasoner"].calls[0].prompt
     assert all(f"[E{i}]" in reasoner_prompt for i in (1, 2, 3))
     assert "14 March 2023" in reasoner_prompt

@@ -59,7 +59,7 @@ async def test_an_immediate_answer_takes_one_call(clip: Path) -> None:
     verdict, client, turns = await run(["<think>The title is plain news.</think><answer>fake</answer>"], post(clip))
     assert verdict.label == "fake" and len(client.calls) == 1
     assert [t.speaker for t in verdict.transcript] == ["verifier"] == [t.speaker for t in turns]
-    assert verdict.diagnostics["used_tools"] is False and verdict.diagnostics["format_ok"] is True
+    assert verdict.diagnostics.used_tools is False and verdict.diagnostics.format_ok is True
     assert images_in(client.calls[0]) == 8, "the eight overview frames"
     assert "the water is rising" in client.calls[0].prompt
 
@@ -74,7 +74,7 @@ async def test_tools_then_an_answer(clip: Path, tmp_path: Path) -> None:
     assert images_in(second) == 8 + 1, "the overview frames and exactly one grid"
     assert [t.speaker for t in verdict.transcript] == ["verifier", "tool_desk", "verifier"]
     assert [t.speaker for t in turns] == ["verifier", "tool_desk", "verifier"], "every turn is streamed"
-    assert verdict.diagnostics["tool_calls"] == {"fact_probe": 1, "clip_scout": 1}
+    assert verdict.diagnostics.tool_calls == {"fact_probe": 1, "clip_scout": 1}
     grids = list((tmp_path / "grids").glob("*.png"))
     assert len(grids) == 1 and len(verdict.evidence_ids) == 2
     assert "Tools are now closed" in second.prompt
@@ -82,7 +82,7 @@ async def test_tools_then_an_answer(clip: Path, tmp_path: Path) -> None:
 
 async def test_tools_on_the_last_turn_are_retried_then_abstain(clip: Path) -> None:
     script = [f"<think>t</think>{PROBE}"] + [f"<think>still</think>{SCOUT}"] * 3
-    verdict, client, _ = await run(script, post(clip), retries=2)
+    verdict, client, _ = await run(script, post(clip), parse_retries=2)
     assert verdict.abstained and "unreadable turn after 3 attempts" in (verdict.abstain_reason or "")
     assert "tools are closed" in (verdict.abstain_reason or "")
     assert len(client.calls) == 4 and verdict.accounting.parse_retries == 2
@@ -93,8 +93,8 @@ async def test_a_second_clip_scout_gets_the_budget_message(clip: Path) -> None:
     verdict, client, _ = await run(script, post(clip), max_turns=3)
     assert verdict.label == "real"
     assert "clip_scout budget used (1 per sample)" in client.calls[2].prompt
-    assert verdict.diagnostics["tool_refusals"] == {"clip_scout": 1}
-    assert verdict.diagnostics["tool_calls"] == {"clip_scout": 2}
+    assert verdict.diagnostics.tool_refusals == {"clip_scout": 1}
+    assert verdict.diagnostics.tool_calls == {"clip_scout": 2}
 
 
 async def test_a_text_only_backend_gets_the_grid_described(clip: Path) -> None:
@@ -110,7 +110,7 @@ async def test_without_a_video_file_the_check_still_answers(clip: Path) -> None:
     script = [f"<think>t</think>{SCOUT}", "<think>ok</think><answer>real</answer>"]
     verdict, client, _ = await run(script, post(None))
     assert "clip_scout: unavailable: no video file" in client.calls[1].prompt
-    assert verdict.diagnostics["video_seen"] is False and verdict.label == "real"
+    assert verdict.diagnostics.video_seen is False and verdict.label == "real"
 
 
 async def test_a_fresh_team_per_sample(clip: Path) -> None:
@@ -146,7 +146,7 @@ async def test_the_teacher_is_told_the_gold_label_and_it_is_recorded_apart(clip:
     config = with_overrides(load_config("factguard-teacher"), describe_frames=False)
     sample = Sample(text="Flood today", video=VideoRef(path=clip), gold_label="fake")
     verdict = await run_sample(config, sample, pool, backend="scripted")
-    hint = verdict.diagnostics["teacher_hint"]
+    hint = verdict.diagnostics.teacher_hint
     assert 'is "fake"' in hint and hint in client.calls[0].prompt
 
 

@@ -21,7 +21,7 @@ def test_the_example_video_post_gets_a_verdict_or_a_reasoned_abstention(tmp_path
     # to its token limit, and CI time is better spent on the path than on the length of its answers.
     config = tmp_path / "factguard-smoke.yaml"
     config.write_text((REPO / "debates" / "configs" / "factguard.yaml").read_text()
-                      + "retries: 0\nmax_tokens: 64\n")
+                      + "parse_retries: 0\nmax_tokens: 64\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     result = subprocess.run(
         [sys.executable, "-m", "debates", "check", "--config", str(config), "--video", str(video / "flood.mp4"),
@@ -33,5 +33,5 @@ def test_the_example_video_post_gets_a_verdict_or_a_reasoned_abstention(tmp_path
     verdict = Verdict.model_validate(json.loads(result.stdout))
     assert verdict.config == "factguard" and verdict.backend == "local"
     assert verdict.label in {"real", "fake"} or (verdict.abstained and verdict.abstain_reason)
-    assert verdict.diagnostics["video_seen"] is True and verdict.accounting.model_calls >= 1
+    assert verdict.diagnostics.video_seen is True and verdict.accounting.model_calls >= 1
     assert verdict.transcript[0].speaker == "verifier"

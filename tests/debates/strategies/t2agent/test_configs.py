@@ -17,8 +17,10 @@ from debates.session import run_sample
 from debates.strategies.t2agent.config import T2AgentConfig
 from debates.config_loader import load_config
 from m3d_agents.backends.factory import BackendPool
+from m3d_agents.diagnostics import DebateDiagnostics, T2AgentDiagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
+from m3d_agents.verdict import Verdict
 from tests.support.openai_stub_server import StubOpenAIServer, completion_body
 from tests.support.paths import EXAMPLE_IMAGE, REPO
 from tests.support.scripted import ScriptedClient, scripted_backend, text_of
@@ -94,13 +96,15 @@ def test_every_new_configuration_runs_one_post_from_the_command_line(name: str, 
             "--text", (REPO / "examples" / "sample.txt").read_text().strip(), "--image", str(EXAMPLE_IMAGE),
         ])
     assert result.exit_code == 0, result.output
-    verdict = json.loads(result.stdout)
-    assert verdict["config"] == name and verdict["taxonomy"] == "binary"
+    verdict = Verdict.model_validate(json.loads(result.stdout))
+    assert verdict.config == name and verdict.taxonomy == "binary"
     if name.startswith("t2agent"):
-        assert verdict["label"] == "real", "every check found its part real with confidence 0.9"
-        assert verdict["diagnostics"]["stop_reason"] == "every subtask confirmed real"
+        assert verdict.label == "real", "every check found its part real with confidence 0.9"
+        assert isinstance(verdict.diagnostics, T2AgentDiagnostics)
+        assert verdict.diagnostics.stop_reason == "every subtask confirmed real"
     else:
-        assert verdict["label"] == "fake" and verdict["diagnostics"]["answer"]["label"] == "visual_veracity_distortion"
+        assert verdict.label == "fake" and isinstance(verdict.diagnostics, DebateDiagnostics)
+        assert verdict.diagnostics.answer.label == "visual_veracity_distortion"
     assert server.requests
 
 

@@ -62,8 +62,8 @@ async def test_the_children_of_an_expansion_are_one_request_where_the_backend_an
     separate, _ = await run(config_of())
     together, client = await run(config_of(), samples_choices=True)
     assert together.label == separate.label == "cross_modal_consistency_distortion"
-    assert together.diagnostics["search"]["tree"] == separate.diagnostics["search"]["tree"], "the same draws, seed plus i"
-    assert together.diagnostics["search"]["tools"] == separate.diagnostics["search"]["tools"]
+    assert together.diagnostics.search.tree == separate.diagnostics.search.tree, "the same draws, seed plus i"
+    assert together.diagnostics.search.tools == separate.diagnostics.search.tools
     calls, prompt = by_role(together)["step"]
     assert calls == 3 and by_role(separate)["step"][0] == 6
     assert prompt * 2 == by_role(separate)["step"][1], "each expansion's prompt is billed once, not once per child"
@@ -140,13 +140,13 @@ async def test_t2agent_stays_the_papers_search_and_the_lean_configuration_depart
 
 async def test_ranked_only_leaves_a_lone_step_unscored_and_still_scores_every_answer() -> None:
     verdict, client = await run(config_of("t2agent-lean"))
-    search = verdict.diagnostics["search"]
-    text = search["tree"]["children"][0]
-    lone_step = text["children"][0]
-    assert len(text["children"]) == 1 and lone_step["kind"] == "step" and lone_step["trajectory_score"] is None
-    answer = lone_step["children"][0]
-    assert answer["kind"] == "answer" and answer["trajectory_score"] == 0.8 and answer["reward"] == 0.8
-    assert search["unscored_steps"] == 1 and search["missing_scores"]["trajectory_score"] == 0
+    search = verdict.diagnostics.search
+    text = search.tree.children[0]
+    lone_step = text.children[0]
+    assert len(text.children) == 1 and lone_step.kind == "step" and lone_step.trajectory_score is None
+    answer = lone_step.children[0]
+    assert answer.kind == "answer" and answer.trajectory_score == 0.8 and answer.reward == 0.8
+    assert search.unscored_steps == 1 and search.missing_scores["trajectory_score"] == 0
     assert by_role(verdict)["trajectory_score"][0] == 2, "the two answers (text, cross-modal), not the step"
     assert by_role(verdict)["step"][0] == 3 and by_role(verdict)["confidence_score"][0] == 2
     assert verdict.label == "cross_modal_consistency_distortion"
@@ -158,4 +158,4 @@ async def test_ranked_only_leaves_a_lone_step_unscored_and_still_scores_every_an
 async def test_ranked_only_scores_every_child_that_has_a_sibling() -> None:
     every, _ = await run(config_of())
     ranked, _ = await run(config_of(search={**config_of().search.model_dump(), "trajectory_scores": "ranked_only"}))
-    assert by_role(ranked) == by_role(every) and ranked.diagnostics["search"]["unscored_steps"] == 0
+    assert by_role(ranked) == by_role(every) and ranked.diagnostics.search.unscored_steps == 0

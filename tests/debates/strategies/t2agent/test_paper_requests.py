@@ -97,7 +97,7 @@ async def test_every_step_and_score_request_of_the_papers_search_carries_the_ima
     assert steps and trajectory and confidence
     assert all(images(b) == 1 for b in steps + trajectory + confidence), "steps, S_T and S_C all see the image"
     assert all("in detail" in texts(b) for b in trajectory), "S_T asks for the paper's detailed analysis"
-    assert verdict.label == "original" and verdict.diagnostics["search"]["k"] == 4
+    assert verdict.label == "original" and verdict.diagnostics.search.k == 4
 
 
 async def test_detect_and_entity_go_to_their_own_backend_with_the_image_and_without_the_caption(tmp_path: Path) -> None:

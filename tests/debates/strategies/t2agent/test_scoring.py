@@ -61,5 +61,5 @@ async def test_the_trajectory_prompt_holds_the_whole_path_and_the_confidence_pro
     confidence = next(c.prompt for c in client.calls if "reliability score is" in c.prompt and "TEXT SUPPORT" in c.prompt)
     assert "Observation 1:" in confidence and "Its mayor is Jane Roe." in confidence
     assert "The agent's answer: Finish[TEXT SUPPORT]" in confidence and "Final thought: The page names the same mayor" in confidence
-    text = next(s for s in verdict.diagnostics["search"]["subtasks"] if s["name"] == "text")
-    assert text["reward"] == pytest.approx(0.5 * 0.7 + 0.5 * 0.9) and text["status"] == "pruned"
+    text = next(s for s in verdict.diagnostics.search.subtasks if s.name == "text")
+    assert text.reward == pytest.approx(0.5 * 0.7 + 0.5 * 0.9) and text.status == "pruned"

@@ -34,7 +34,7 @@ def smoke_config(path: Path) -> T2AgentConfig:
     config = load_config("t2agent")
     assert isinstance(config, T2AgentConfig)
     data = config.model_dump()
-    data.update(name="t2agent-smoke", retries=0, max_tokens=48)
+    data.update(name="t2agent-smoke", parse_retries=0, max_tokens=48)
     data["search"].update(iterations=1, depth=1, children=2)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return T2AgentConfig.model_validate(data)
@@ -69,7 +69,7 @@ def test_one_post_through_t2agent_on_the_embedded_model(tmp_path: Path) -> None:
         assert verdict.abstain_reason
     else:
         assert verdict.label in get_taxonomy("m3d").labels
-    assert 1 <= verdict.accounting.model_calls <= config.bound() * (config.retries + 1)
-    chosen = verdict.diagnostics["search"]["path_per_iteration"][0][1]
-    subtask = next(s["subtask"] for s in verdict.diagnostics["search"]["tree"]["children"] if s["id"] == chosen)
+    assert 1 <= verdict.accounting.model_calls <= config.bound() * (config.parse_retries + 1)
+    chosen = verdict.diagnostics.search.path_per_iteration[0][1]
+    subtask = next(s.subtask for s in verdict.diagnostics.search.tree.children if s.id == chosen)
     assert any(t.speaker == subtask and t.role == "iteration" for t in verdict.transcript), "the transcript names the chosen subtask"

@@ -93,11 +93,11 @@ async def test_the_worked_scenario_prunes_text_then_stops_early_on_cross_modal()
     assert speakers == ["prior", "text", "cross_modal"]
     assert turns == verdict.transcript, "every turn was streamed as it finished"
     assert [t.role for t in turns if t.speaker == "text"] == ["step", "step", "answer", "answer", "iteration"]
-    search = verdict.diagnostics["search"]
-    assert verdict.diagnostics["stop_reason"].startswith("early stop") and verdict.diagnostics["iterations"] == 2
-    assert (search["pruned"], search["early_stop"], search["uct"], search["tree_size"]) == (["text"], "cross_modal", "eq3", 10)
-    assert search["tools"]["runs"] == {"Wikipedia": 2} and search["missing_scores"] == {"trajectory_score": 0, "confidence_score": 0}
-    assert search["tree"]["children"][0]["status"] == "pruned" and len(search["tree"]["children"][0]["children"]) == 2
+    search = verdict.diagnostics.search
+    assert verdict.diagnostics.stop_reason.startswith("early stop") and verdict.diagnostics.iterations == 2
+    assert (search.pruned, search.early_stop, search.uct, search.tree_size) == (["text"], "cross_modal", "eq3", 10)
+    assert search.tools.runs == {"Wikipedia": 2} and search.missing_scores == {"trajectory_score": 0, "confidence_score": 0}
+    assert search.tree.children[0].status == "pruned" and len(search.tree.children[0].children) == 2
     findings = {f.subtask: (f.label, f.distortion) for f in verdict.findings}
     assert findings == {"text": ("TEXT SUPPORT", False), "image": (None, None), "cross_modal": ("MISMATCH", True)}
     assert len(verdict.evidence_ids) == 2, "both Wikipedia answers are cited by id"
@@ -111,9 +111,9 @@ async def test_iteration_one_makes_nine_calls_by_role_and_fuses_the_pruned_text(
     verdict, _, _ = await run_tree(scenario_script(), tree_config(iterations=1), searchers={"wikipedia": searcher})
     assert calls_by_role(verdict) == {"prior": 1, "step": 4, "trajectory_score": 4, "confidence_score": 1}
     assert len(searcher.queries) == 2
-    assert verdict.label == "original" and verdict.diagnostics["decided_by"] == "fusion"
-    assert verdict.diagnostics["search"]["p_real"] == pytest.approx(0.8)
-    assert verdict.diagnostics["stop_reason"] == "K iterations spent (K = 1)"
+    assert verdict.label == "original" and verdict.diagnostics.decided_by == "fusion"
+    assert verdict.diagnostics.search.p_real == pytest.approx(0.8)
+    assert verdict.diagnostics.stop_reason == "K iterations spent (K = 1)"
 
 
 async def test_a_binary_post_gets_the_collapsed_label() -> None:
@@ -133,12 +133,12 @@ async def test_the_depth_limit_demands_a_finish_and_an_unreadable_step_is_a_dead
     verdict, client, _ = await run_tree(script, tree_config(depth=2, iterations=1, children=1))
     steps = [c.prompt for c in client.calls if "Actions you may take" in c.prompt]
     assert "This is your last step" not in steps[0] and "This is your last step" in steps[1]
-    retries = tree_config().retries
+    retries = tree_config().parse_retries
     assert len(steps) == 1 + (retries + 1), "the forced step was asked again, then given up"
-    search = verdict.diagnostics["search"]
-    assert search["dead_steps"] == 1
-    dead = search["tree"]["children"][0]["children"][0]["children"][0]
-    assert dead["kind"] == "dead" and dead["value"] == 0.0 and "must end the check" in dead["error"]
+    search = verdict.diagnostics.search
+    assert search.dead_steps == 1
+    dead = search.tree.children[0].children[0].children[0]
+    assert dead.kind == "dead" and dead.value == 0.0 and "must end the check" in dead.error
     assert verdict.abstained and "no subtask" in (verdict.abstain_reason or "")
 
 
@@ -173,7 +173,7 @@ async def test_identical_children_are_scored_once_when_reuse_is_on() -> None:
 
     verdict, _, _ = await run_tree(scenario_script(step=same, confidence=lambda p: 9), tree_config(iterations=1))
     assert calls_by_role(verdict)["trajectory_score"] == 1
-    assert verdict.diagnostics["search"]["reused_scores"] == 1
+    assert verdict.diagnostics.search.reused_scores == 1
     config = tree_config(iterations=1).model_copy(update={"reuse_scores": False})
     verdict, _, _ = await run_tree(scenario_script(step=same, confidence=lambda p: 9), config)
     assert calls_by_role(verdict)["trajectory_score"] == 2
@@ -209,7 +209,7 @@ async def test_two_posts_in_a_row_share_no_tree_memory_or_tool_cache() -> None:
     second = await run_sample(config, POST.model_copy(update={"id": "post-2"}), pool, backend="scripted",
                               searchers={"wikipedia": searcher})
     assert sorted(searcher.queries) == ["Alpha", "Alpha", "Beta", "Beta"], "the second post ran its tools again"
-    assert first.diagnostics["search"]["tree"] == second.diagnostics["search"]["tree"]
+    assert first.diagnostics.search.tree == second.diagnostics.search.tree
     assert calls_by_role(first) == calls_by_role(second)
     second_steps = [c.prompt for c in client.calls if "Actions you may take" in c.prompt][6:]
     assert all("Earlier attempts" not in p for p in second_steps)
@@ -219,41 +219,41 @@ async def test_uniform_priors_make_no_call_and_random_priors_are_reproducible() 
     uniform = tree_config(priors="uniform")
     verdict, _, turns = await run_tree(scenario_script(), uniform)
     assert "prior" not in calls_by_role(verdict)
-    assert verdict.diagnostics["search"]["priors"] == {"source": "uniform", "values": {"text": 1 / 3, "image": 1 / 3, "cross_modal": 1 / 3},
+    assert verdict.diagnostics.search.priors.model_dump() == {"source": "uniform", "values": {"text": 1 / 3, "image": 1 / 3, "cross_modal": 1 / 3},
                                                        "error": None}
     assert turns[0].speaker == "prior" and "uniform" in turns[0].text
     seeded = tree_config(priors="random", prior_seed=7)
     first, _, _ = await run_tree(scenario_script(), seeded)
     again, _, _ = await run_tree(scenario_script(), seeded)
     other, _, _ = await run_tree(scenario_script(), tree_config(priors="random", prior_seed=8))
-    values = first.diagnostics["search"]["priors"]["values"]
-    assert values == again.diagnostics["search"]["priors"]["values"] != other.diagnostics["search"]["priors"]["values"]
+    values = first.diagnostics.search.priors.values
+    assert values == again.diagnostics.search.priors.values != other.diagnostics.search.priors.values
     assert "prior" not in calls_by_role(first)
 
 
 async def test_model_priors_need_not_sum_to_one_and_the_highest_is_searched_first() -> None:
     verdict, _, _ = await run_tree(scenario_script(priors="All plausible. The likelihoods are [0.2, 0.9, 0.9]"), tree_config(iterations=1))
-    priors = verdict.diagnostics["search"]["priors"]
-    assert priors["source"] == "lvlm" and priors["values"] == {"text": 0.2, "image": 0.9, "cross_modal": 0.9}
-    first_path = verdict.diagnostics["search"]["path_per_iteration"][0]
-    assert first_path[1] == verdict.diagnostics["search"]["tree"]["children"][1]["id"], "image: highest prior, first in order"
+    priors = verdict.diagnostics.search.priors
+    assert priors.source == "lvlm" and priors.values == {"text": 0.2, "image": 0.9, "cross_modal": 0.9}
+    first_path = verdict.diagnostics.search.path_per_iteration[0]
+    assert first_path[1] == verdict.diagnostics.search.tree.children[1].id, "image: highest prior, first in order"
 
 
 async def test_a_wrong_count_of_priors_is_retried_then_uniform_with_the_error_recorded() -> None:
     verdict, client, turns = await run_tree(scenario_script(priors="The likelihoods are [0.5, 0.5]"), tree_config(iterations=1))
-    retries = tree_config().retries
+    retries = tree_config().parse_retries
     assert calls_by_role(verdict)["prior"] == retries + 1
-    priors = verdict.diagnostics["search"]["priors"]
-    assert priors["source"] == "uniform_after_error" and "2 values, expected 3" in priors["error"]
+    priors = verdict.diagnostics.search.priors
+    assert priors.source == "uniform_after_error" and "2 values, expected 3" in priors.error
     assert turns[0].parse_error and verdict.accounting.parse_retries >= retries
 
 
 async def test_an_unreadable_score_is_retried_then_recorded_as_missing() -> None:
     verdict, _, _ = await run_tree(scenario_script(confidence=lambda prompt: 11), tree_config(iterations=1))
-    retries = tree_config().retries
+    retries = tree_config().parse_retries
     assert calls_by_role(verdict)["confidence_score"] == retries + 1
-    search = verdict.diagnostics["search"]
-    assert search["missing_scores"]["confidence_score"] == 1
+    search = verdict.diagnostics.search
+    assert search.missing_scores["confidence_score"] == 1
     assert verdict.abstained, "an answer without S_C neither prunes, stops nor enters the fusion"
 
 
@@ -321,4 +321,4 @@ async def test_every_scripted_run_stays_within_the_call_bound() -> None:
         sample = POST.model_copy(update={"id": f"post-{post}", "text": f"{POST.text} ({post})"})
         verdict, _, _ = await run_tree(script, config, sample=sample)
         assert verdict.accounting.model_calls <= config.bound(), "a text-only backend makes no tool calls"
-        assert verdict.diagnostics["iterations"] <= config.k
+        assert verdict.diagnostics.iterations <= config.k

@@ -78,5 +78,5 @@ def test_consensus_reached_in_the_middle_of_a_round_reports_that_round() -> None
     assert state.protocol.next_speakers(state) is None, "every latest answer agrees: the debate stops mid-round"
     assert state.stop_reason == "consensus in round 2, before every debater had spoken in it"
     diagnostics = state.diagnostics("fake")
-    assert diagnostics["consensus_round"] == 2
-    assert diagnostics["rounds"] == 2
+    assert diagnostics.consensus_round == 2
+    assert diagnostics.rounds == 2

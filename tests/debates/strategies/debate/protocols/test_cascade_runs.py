@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from debates.chat.config import DebateConfig, TurnPolicyConfig
+from debates.chat.config import TURN_POLICY_SETTINGS, DebateConfig
 from debates.config_loader import load_config
 from debates.session import run_sample
 from debates.strategies.debate.protocols.cascade import cascade_label, distortion_label, parse_modality_action
@@ -41,7 +41,7 @@ async def test_cascade_follows_eq9_for_every_combination(text: str, image: str, 
     verdict = await run_sample(config, M3D_SAMPLE, pool)
     label, speakers = expected_cascade(text, image, cross)
     assert [t.speaker for t in verdict.transcript] == speakers
-    assert verdict.label == label and verdict.diagnostics["decided_by"] == "cascade"
+    assert verdict.label == label and verdict.diagnostics.decided_by == "cascade"
     assert {name: len(c.calls) for name, c in clients.items()} == {
         name: int(name in speakers) for name in ("text_agent", "image_agent", "cross_modal_agent")
     }, "an agent speaks only if every agent before it found no distortion"
@@ -95,7 +95,7 @@ async def test_a_binary_sample_gets_the_collapsed_label_and_keeps_the_m3d_answer
     config, pool, _ = seat_pool(load_config("mmd-agent-decoupled"), scripts)
     verdict = await run_sample(config, M3D_SAMPLE.model_copy(update={"taxonomy": "binary"}), pool)
     assert verdict.label == "fake" and verdict.taxonomy == "binary" and verdict.confidence == 0.7
-    assert verdict.diagnostics["answer"] == {"taxonomy": "m3d", "label": "visual_veracity_distortion"}
+    assert verdict.diagnostics.answer.model_dump() == {"taxonomy": "m3d", "label": "visual_veracity_distortion"}
     with pytest.raises(InputError, match="answers in m3d"):
         await run_sample(config, M3D_SAMPLE.model_copy(update={"taxonomy": "factcheck"}), pool)
 
@@ -112,4 +112,4 @@ def test_config_validation_of_cascade_seats() -> None:
     with pytest.raises(ValueError, match="belong to the cascade"):
         DebateConfig.model_validate(mixed)
     with pytest.raises(ValueError, match="needs reward.model"):
-        TurnPolicyConfig.model_validate({"kind": "best_of_n", "reward": {"kind": "sequence_classifier"}})
+        TURN_POLICY_SETTINGS.validate_python({"kind": "best_of_n", "reward": {"kind": "sequence_classifier"}})

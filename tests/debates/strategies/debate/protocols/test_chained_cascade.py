@@ -13,6 +13,7 @@ from debates.chat.config import DebateConfig
 from debates.config_loader import load_config
 from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
+from m3d_agents.diagnostics import DebateDiagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
 from tests.support.paths import EXAMPLE_IMAGE
@@ -60,7 +61,7 @@ async def test_the_chained_mmd_agent_passes_the_text_steps_reasoning_to_the_imag
     client = ScriptedClient(chain_script(), vision=True)
     config, pool = one_model("mmd-agent", client)
     verdict = await run_sample(config, SAMPLE, pool, backend="vlm", evidence=[WIKI])
-    assert verdict.label == "original" and verdict.diagnostics["answer"]["label"] == "original"
+    assert verdict.label == "original" and verdict.diagnostics.answer.label == "original"
     [text], [image], [cross] = (step_calls(client, step) for step in STEPS)
     assert "REASONING" not in text.prompt, "the first step has no earlier step"
     assert "TEXT-REASONING the storm and the date agree with the article" in image.prompt
@@ -70,14 +71,14 @@ async def test_the_chained_mmd_agent_passes_the_text_steps_reasoning_to_the_imag
         assert CAPTION in call.prompt and "WIKI-EVIDENCE" in call.prompt and has_image(call), "one model reads the whole post"
         assert text_of(call.messages[:1]) == text_of(text.messages[:1]), "every step shares one system prompt"
     assert len(client.calls) == 3, "no image description: the model looks at the image itself"
-    assert "image_descriptions" not in verdict.diagnostics
+    assert isinstance(verdict.diagnostics, DebateDiagnostics) and verdict.diagnostics.image_descriptions == []
 
 
 async def test_the_first_distortion_ends_the_chain() -> None:
     client = ScriptedClient(chain_script({"Step 1 of 3": "TEXT REFUTE"}), vision=True)
     config, pool = one_model("mmd-agent", client)
     verdict = await run_sample(config, SAMPLE, pool, backend="vlm", evidence=[WIKI])
-    assert verdict.diagnostics["answer"]["label"] == "textual_veracity_distortion"
+    assert verdict.diagnostics.answer.label == "textual_veracity_distortion"
     assert len(client.calls) == 1 and not step_calls(client, "Step 2 of 3")
 
 
@@ -90,7 +91,7 @@ async def test_mmd_agent_bon_carries_the_kept_candidate_into_the_next_step() -> 
     image_candidates = step_calls(client, "Step 2 of 3")
     assert len(image_candidates) == 5
     assert all(kept.strip() in c.prompt for c in image_candidates), "the chosen text answer is what the image step reads"
-    assert verdict.diagnostics["selection"]["planner"] is None
+    assert verdict.diagnostics.selection.planner is None
 
 
 async def test_the_decoupled_cascade_keeps_the_stages_apart() -> None:

@@ -33,7 +33,7 @@ def test_answers_that_swap_sides_within_a_round_are_no_consensus() -> None:
         state = debate(name, *turns)
         assert state.protocol.next_speakers(state) is None
         assert state.stop_reason == "consensus after round 3", name
-        assert state.diagnostics("fake")["consensus_round"] == 3
+        assert state.diagnostics("fake").consensus_round == 3
 
 
 def test_a_debate_that_ends_split_has_no_consensus_round() -> None:
@@ -41,4 +41,4 @@ def test_a_debate_that_ends_split_has_no_consensus_round() -> None:
     turns = [(seat, says(label)) for pair in rounds for seat, label in zip(("agent_a", "agent_b"), pair)]
     for name in ("sync", "async"):
         state = debate(name, *turns)
-        assert state.consensus_turn() is None and state.diagnostics(None)["consensus_round"] is None, name
+        assert state.consensus_turn() is None and state.diagnostics(None).consensus_round is None, name

@@ -13,12 +13,16 @@ from pydantic import BaseModel
 from debates.eval.run.batch import BatchRunner
 from debates.eval.records import RunManifest
 from debates.config_loader import load_config, with_overrides
-from debates.strategies.factguard.training.export import export_sft
-from debates.strategies.factguard.training.trajectories import TrajectoryRecorder, read_trajectories
+from debates.strategies.factguard.training.export import drop_reason, export_sft
+from debates.strategies.factguard.training.trajectories import (
+    RecordedCall, TrajectoryRecorder, TrajectoryRow, outcome_of, read_trajectories,
+)
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.backends.recording import chat_messages, llm_messages
 from m3d_agents.backends.transports.lean_http import openai_messages
+from m3d_agents.diagnostics import CheckDiagnostics, FactGuardDiagnostics
 from m3d_agents.sample import Sample, VideoRef
+from tests.support.old_diagnostics import OLD_FACTGUARD
 from tests.support.sft_rerender import rerender
 from tests.support.scripted import ScriptedClient, scripted_backend, text_of
 from tests.support.videos import make_clip
@@ -63,7 +67,7 @@ async def record(tmp_path: Path, config_name: str = "factguard") -> tuple[Path, 
     client = ScriptedClient(respond, vision=True)
     pool = BackendPool()
     pool.add(scripted_backend(client, name="scripted"))
-    config = with_overrides(load_config(config_name), describe_frames=False, retries=1, artifacts_dir=str(tmp_path / "grids"))
+    config = with_overrides(load_config(config_name), describe_frames=False, parse_retries=1, artifacts_dir=str(tmp_path / "grids"))
     path = tmp_path / "config.yaml"
     path.write_text(json.dumps(config.model_dump(mode="json")))
     run_dir = tmp_path / "run"
@@ -141,3 +145,31 @@ def test_recording_round_trips_every_message_kind() -> None:
     ]
     images: dict[str, bytes] = {}
     assert wire(llm_messages(chat_messages(messages, images), images)) == wire(messages)
+
+
+OLD_KEPT = ("turns", "tool_calls", "used_tools", "tool_refusals", "format_ok", "teacher_hint", "agent_turns", "stop_reason")
+"""The diagnostics a trajectory row kept before they were typed."""
+
+
+def trajectory(diagnostics: Any) -> TrajectoryRow:
+    return TrajectoryRow.model_validate({
+        "sample_id": "s", "config": "c", "taxonomy": "binary", "gold": "fake", "gold_binary": "fake", "label": "fake",
+        "predicted_binary": "fake", "abstained": False, "diagnostics": diagnostics,
+        "calls": [RecordedCall(agent="verifier", role="verifier", messages=[], completion="x").model_dump()],
+    })
+
+
+def test_an_old_trajectory_row_is_read_typed_and_filtered_as_before() -> None:
+    old = trajectory({k: OLD_FACTGUARD[k] for k in OLD_KEPT})
+    assert isinstance(old.diagnostics, FactGuardDiagnostics) and old.diagnostics.teacher_hint == "the gold label is fake"
+    assert drop_reason(old) is None
+    refused = trajectory({**{k: OLD_FACTGUARD[k] for k in OLD_KEPT}, "tool_refusals": {"clip_scout": 1}})
+    assert drop_reason(refused) == "invalid_tool_action"
+
+
+def test_a_trajectory_without_factguards_format_check_is_never_kept_unchecked() -> None:
+    checked_once = trajectory(CheckDiagnostics(attempts=1))
+    assert drop_reason(checked_once) == "no_format_check", "a default would have passed it as well formed"
+    outcome = outcome_of(checked_once)
+    assert outcome is not None and outcome.well_formed and not outcome.used_tool
+
