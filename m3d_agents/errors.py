@@ -60,6 +60,15 @@ class BackendError(RuntimeError):
     """A model backend is misconfigured or does not answer."""
 
 
+class AnswerRefused(BackendError):
+    """An endpoint's answer that this client will not read: too large, nested too deep, or impossible
+    (negative token counts). Not retried: the same request would most likely get the same answer."""
+
+    def __init__(self, url: str, problem: str) -> None:
+        self.problem = problem
+        super().__init__(f"the model endpoint {url} sent an answer that was refused: {problem}")
+
+
 class EngineDead(BackendError):
     """A vLLM server whose engine has died: it answers every request with a 500 until someone restarts it.
 

@@ -8,6 +8,8 @@ from typing import Literal, Sequence
 
 from pydantic import BaseModel, Field
 
+from m3d_agents.fence import Quoted, quote, quote_all
+
 EvidenceKind = Literal["web_page", "reverse_image", "wikipedia", "corpus", "tool", "answer", "video_frame"]
 Reliability = Literal["reliable", "unreliable", "satire", "unsure", "factcheck", "unknown"]
 
@@ -33,15 +35,23 @@ class Evidence(BaseModel):
             digest = hashlib.sha256(f"{self.kind}|{self.url}|{self.text}".encode()).hexdigest()
             self.id = f"ev-{digest[:10]}"
 
-    def quoted(self, max_chars: int = 1200) -> str:
-        """Fence untrusted page text so that prompts present it as quoted evidence, never as instructions."""
-        body = (self.summary or self.text)[:max_chars].replace("```", "'''")
-        source = self.url or self.kind
-        return f"[{self.id}] source: {source} (reliability: {self.reliability})\n```quoted-evidence\n{body}\n```"
+    def quoted(self, max_chars: int = 1200, label: str | None = None) -> str:
+        """This item fenced as outside material (:mod:`m3d_agents.fence`): its id and rating outside, its
+        URL, title and text inside, so nothing a page says reads as an instruction."""
+        return quote(self.as_quoted(max_chars, label))
+
+    def as_quoted(self, max_chars: int = 1200, label: str | None = None) -> Quoted:
+        notes = [f"reliability: {self.reliability}"]
+        if self.published is not None:
+            notes.append(f"published {self.published.isoformat()}")
+        return Quoted(
+            body=(self.summary or self.text)[:max_chars], label=f"[{label or self.id}]", notes="; ".join(notes),
+            source=self.url or self.domain or self.kind, title=self.title,
+        )
 
 
-def evidence_block(evidence: Sequence[Evidence]) -> str:
+def evidence_block(evidence: Sequence[Evidence], max_chars: int = 1200) -> str:
     """Evidence for a prompt, each item fenced as untrusted quoted material; says so plainly when there is none."""
     if not evidence:
         return "No retrieved evidence is available."
-    return "Quoted evidence (retrieved from the web; untrusted):\n\n" + "\n\n".join(e.quoted() for e in evidence)
+    return "Quoted evidence (retrieved from the web; untrusted):\n\n" + quote_all([e.as_quoted(max_chars) for e in evidence])

@@ -3,6 +3,14 @@
 The rule throughout: read what the text *says*, or raise :class:`ParseError`. A parser never
 guesses, because a guessed label looks exactly like a real one in a results table. Callers retry
 the model and, failing that, record an abstention with the error as its reason.
+
+A second rule: read only the model's *own* answer. Evidence that a model echoes or quotes may
+carry a fake answer (``FINAL ANSWER: real``, ``{"answer": "true"}``, ``Finish[TEXT SUPPORT]``), so
+every parser first drops reasoning blocks and fenced quoted material (:func:`own_text`, see
+:mod:`m3d_agents.fence`), and answers that end a message are read from its final block only
+(:func:`final_block`): the last few lines, where the prompts ask for them. A JSON answer is the
+whole text, or an object that stands on its own lines, the last one written; never an object
+quoted inside a sentence.
 """
 
 from __future__ import annotations
@@ -15,7 +23,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from m3d_agents.errors import ParseError
+from m3d_agents.fence import without_quoted
 from m3d_agents.labels import Taxonomy
+from m3d_agents.safe_json import JsonTooDeep, loads_bounded
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -30,8 +40,22 @@ _ANSWER_MARKER = re.compile(
 
 
 def strip_reasoning(text: str) -> str:
-    """Drop ``<think>`` blocks (reasoning models) so that only the visible answer is read."""
-    return _THINK_BLOCK.sub("", text).strip()
+    """The model's own visible words: ``<think>`` blocks (reasoning models) and fenced quoted material
+    (evidence it echoed) dropped, so that neither is ever read as its answer."""
+    return without_quoted(_THINK_BLOCK.sub("", text)).strip()
+
+
+own_text = strip_reasoning
+
+FINAL_LINES = 3
+"""How many of an answer's last non-empty lines make its final block: the prompts ask for the answer
+lines at the end (``FINAL ANSWER:`` then ``CONFIDENCE:``), and a model may add a closing remark."""
+
+
+def final_block(visible: str, lines: int = FINAL_LINES) -> str:
+    """The last ``lines`` non-empty lines of the model's own text (see :func:`own_text`)."""
+    kept = [line for line in visible.splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
 
 
 def parse_yes_no(text: str) -> bool:
@@ -41,7 +65,7 @@ def parse_yes_no(text: str) -> bool:
     are never read as NO. An explicit answer marker ("Answer: NO") wins over loose mentions;
     loose mentions that disagree are ambiguous and raise.
     """
-    visible = strip_reasoning(text)
+    visible = final_block(strip_reasoning(text))
     marked = _ANSWER_MARKER.findall(visible)
     if marked:
         return marked[-1].lower() == "yes"
@@ -61,8 +85,8 @@ _FINISH = re.compile(
 
 
 def parse_finish(text: str) -> str:
-    """Read the ReAct-style final action ``Finish[...]``; the last one is the agent's decision."""
-    found = _FINISH.findall(strip_reasoning(text))
+    """Read the ReAct-style final action ``Finish[...]`` from the answer's final block; the last one there is the agent's decision."""
+    found = _FINISH.findall(final_block(strip_reasoning(text)))
     if not found:
         raise ParseError("Finish[...]", f"no Finish[...] with one of {', '.join(FINISH_ACTIONS)}", text)
     return " ".join(found[-1].upper().split())
@@ -93,7 +117,7 @@ def parse_unit_score(text: str) -> float:
     """Read a score in [0, 1] ("Score: 0.8", "0.8", "80%"); out-of-range values raise."""
     visible = strip_reasoning(text)
     match = _BARE_NUMBER.match(visible)
-    found = [match.groups()] if match else _UNIT_SCORE.findall(visible)
+    found = [match.groups()] if match else _UNIT_SCORE.findall(final_block(visible))
     if not found:
         raise ParseError("score in [0, 1]", "no score found", text)
     number, percent = found[-1]
@@ -108,9 +132,9 @@ _TEN_POINT = re.compile(r"score\s+(?:is|of|:|=)\s*[*_\"'`]*\s*" + _NUMBER + r"(?
 
 def parse_ten_point_score(text: str) -> float:
     """Read "... score is s" with s from 1 to 10 (the critique format)."""
-    found = _TEN_POINT.findall(strip_reasoning(text))
+    found = _TEN_POINT.findall(final_block(strip_reasoning(text)))
     if not found:
-        raise ParseError("score 1-10", "no 'score is s' phrase", text)
+        raise ParseError("score 1-10", "no 'score is s' phrase at the end", text)
     value = float(found[-1])
     if not 1.0 <= value <= 10.0:
         raise ParseError("score 1-10", f"{value} is outside 1..10", text)
@@ -212,7 +236,9 @@ def _load_object(candidate: str) -> dict[str, Any] | None:
     # strict=False reads raw newlines and tabs inside strings: llama.cpp's JSON grammar lets a small
     # model write them, and what the text says is unambiguous.
     try:
-        value = json.loads(candidate, strict=False)
+        value = loads_bounded(candidate, strict=False)
+    except JsonTooDeep:
+        return None
     except json.JSONDecodeError:
         try:
             value = ast.literal_eval(_pythonise_literals(candidate))
@@ -221,16 +247,44 @@ def _load_object(candidate: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+_LEAD_IN = re.compile(r"^[ \t>*_#-]*(?:[A-Za-z][A-Za-z ]{0,30}:)?[ \t*_]*$")
+"""What may precede an answer's object on its line: nothing, or a short label (``Answer:``, ``JSON:``)."""
+
+
+def _standing_objects(text: str) -> list[tuple[int, str]]:
+    """Top-level ``{...}`` spans that start their line (after at most a short label), with their positions:
+    an object inside a sentence is quoted material, not the answer."""
+    found = []
+    for span in _balanced_objects(text):
+        start = text.find(span)
+        while start >= 0:
+            line_start = text.rfind("\n", 0, start) + 1
+            if _LEAD_IN.match(text[line_start:start]):
+                found.append((start, span))
+                break
+            start = text.find(span, start + 1)
+    return found
+
+
 def parse_json_object(text: str) -> dict[str, Any]:
-    """Read the first JSON object, whether bare, fenced in ```json, followed by prose, or single-quoted."""
+    """Read the answer's JSON object: the whole text, else the last object that stands on its own lines
+    (bare, after a short label, or fenced in ```json), followed by prose or not, single-quoted or not.
+
+    An object quoted inside a sentence ("the page says {...}") is never read: evidence a model
+    quotes may carry a fake answer, and the model's own answer is written as an answer."""
     visible = strip_reasoning(text)
-    candidates = [c for block in _FENCE.findall(visible) for c in _balanced_objects(block)]
-    candidates += _balanced_objects(visible)
-    for candidate in candidates:
+    whole = _load_object(visible) if visible.startswith("{") and visible.endswith("}") else None
+    if whole is not None:
+        return whole
+    candidates: list[tuple[int, str]] = []
+    for block in _FENCE.finditer(visible):
+        candidates += [(block.start(1) + visible[block.start(1):].find(c), c) for c in _balanced_objects(block.group(1))]
+    candidates += _standing_objects(visible)
+    for _, candidate in sorted(candidates, key=lambda pair: pair[0], reverse=True):
         value = _load_object(candidate)
         if value is not None:
             return value
-    raise ParseError("JSON object", "no well-formed JSON object", text)
+    raise ParseError("JSON object", "no well-formed JSON object standing as the answer", text)
 
 
 def parse_model(text: str, model: type[T]) -> T:
@@ -276,14 +330,17 @@ def _binary_pair(taxonomy: Taxonomy) -> tuple[str, str] | None:
 
 
 def parse_label(text: str, taxonomy: Taxonomy) -> str:
-    """Read a taxonomy label from prose: "FINAL ANSWER: fake", a bare label, or YES/NO for binary sets.
+    """Read a taxonomy label: the whole answer as a bare label, or "FINAL ANSWER: fake" (or YES/NO for
+    binary sets) in the answer's final block (:func:`final_block`); never a marker from higher up,
+    which may be quoted material.
 
     YES means "this is misinformation" and maps onto the taxonomy's single misinformation label;
     that only works for two-label taxonomies, where the map is unambiguous.
     """
     visible = strip_reasoning(text)
     bare = visible.strip().strip("*_\"'`.[]() ")
-    candidates = [bare] + [m.strip() for m in reversed(_LABEL_MARKER.findall(visible))]
+    ending = final_block(visible)
+    candidates = [bare] + [m.strip() for m in reversed(_LABEL_MARKER.findall(ending))]
     pair = _binary_pair(taxonomy)
     for candidate in candidates:
         try:
@@ -294,7 +351,7 @@ def parse_label(text: str, taxonomy: Taxonomy) -> str:
             return pair[1] if candidate.lower() == "yes" else pair[0]
     if pair is not None:
         try:
-            return pair[1] if parse_yes_no(visible) else pair[0]
+            return pair[1] if parse_yes_no(ending) else pair[0]
         except ParseError:
             pass
-    raise ParseError(f"{taxonomy.name} label", f"no answer naming one of {', '.join(taxonomy.labels)}", text)
+    raise ParseError(f"{taxonomy.name} label", f"no answer naming one of {', '.join(taxonomy.labels)} at the end", text)

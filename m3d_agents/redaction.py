@@ -1,9 +1,11 @@
 """Keeping keys out of everything a person, a log or a file gets to see.
 
 Keys reach error text by routes nobody planned: a server that echoes the ``Authorization`` header
-in its error message, a provider URL with ``api_key=`` in its query, an AutoGen traceback that
-quotes a request. Rather than trust every raiser, text is redacted where errors become text: the
-CLI's error line, a batch run's error rows, the evidence failure lists, and log records.
+in its error message or its answer, a provider URL with ``api_key=`` in its query, an AutoGen
+traceback that quotes a request. Rather than trust every raiser, text is redacted where it leaves
+the process: the CLI's error line and printed verdicts, a batch run's rows, the evidence failure
+lists, log records, the response cache, the transports' error text and the web page. This is the
+one rule set and the one mask (``***``) for all of them.
 
 Two nets, because either alone misses cases: the *values* of the keys this process holds (from
 environment variables whose names say they hold a secret, and from variables a backend config
@@ -16,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from typing import Any
+from typing import Any, Iterable
 
 MASK = "***"
 MIN_SECRET_CHARS = 8
@@ -28,8 +30,8 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(Bearer)(\s+)(?!\*\*\*)[A-Za-z0-9._~+/=:-]{4,}", re.IGNORECASE), rf"\1\2{MASK}"),
     (
         re.compile(
-            r"([?&;](?:api[_-]?key|apikey|key|token|access[_-]?token|auth|password|secret|client[_-]?secret|sig|signature)=)"
-            r"[^&#\s'\"\\]*",
+            r"((?:^|[?&;])(?:api[_-]?key|apikey|key|token|access[_-]?token|auth|password|secret|client[_-]?secret|sig|signature)=)"
+            r"(?!\*\*\*)[^&#\s'\"\\]+",
             re.IGNORECASE,
         ),
         rf"\1{MASK}",
@@ -72,9 +74,14 @@ def known_secrets() -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def redact(text: str, secrets: list[str] | None = None) -> str:
-    """``text`` with every known key and every credential-shaped string replaced by ``***``."""
-    for value in known_secrets() if secrets is None else secrets:
+def redact(text: str, secrets: list[str] | None = None, extra: Iterable[str] = ()) -> str:
+    """``text`` with every known key and every credential-shaped string replaced by ``***``.
+
+    ``secrets`` replaces the keys this process knows of (for a caller that looked them up once);
+    ``extra`` adds values known only to the caller (a client's own key, the web page's token)."""
+    values = known_secrets() if secrets is None else list(secrets)
+    more = [v for v in extra if v and len(v) >= MIN_SECRET_CHARS and v not in values]
+    for value in sorted([*values, *more], key=len, reverse=True):
         if value in text:
             text = text.replace(value, MASK)
     for pattern, replacement in _SHAPES:

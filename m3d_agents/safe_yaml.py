@@ -7,15 +7,24 @@ pays for every one of them. So the loader counts, while it composes the document
 the aliases stand for, and refuses the document once that passes :data:`MAX_ALIAS_NODES`. Sizes are
 memoised per node, so the count costs time linear in the text, however deep the nesting.
 Recursive aliases (a node that contains itself) are refused outright.
+
+Two things PyYAML accepts silently are refused too, because each turns a mistake into a setting
+nobody chose: a key written twice in one mapping (the later value would win without a word), and
+a number that is not finite (``.nan``, ``.inf``: a NaN passes every "at least"/"at most" check
+that is written as a comparison, an infinite timeout never ends). So is nesting deeper than any
+configuration needs.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import math
+
 import yaml
 
 from m3d_agents.errors import InputError
+from m3d_agents.safe_json import MAX_DEPTH, JsonTooDeep, check_depth
 
 MAX_ALIAS_NODES = 10_000
 """Generous for a configuration (every built-in one uses none); a billion-laughs file passes it at
@@ -25,6 +34,10 @@ MAX_YAML_CHARS = 2_000_000
 
 class AliasBombError(yaml.YAMLError):
     pass
+
+
+class RefusedValue(yaml.MarkedYAMLError):
+    """A value PyYAML would accept that this loader refuses (a repeated key, a number that is not finite)."""
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -54,6 +67,19 @@ class _BoundedLoader(yaml.SafeLoader):
             self._complete.add(id(node))
         return node
 
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[tuple[str, str], yaml.Node] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = (key_node.tag, key_node.value)
+            first = seen.get(key)
+            if first is not None:
+                raise RefusedValue(f"while reading a mapping (first written on line {first.start_mark.line + 1})",
+                                   node.start_mark, f"the key {key_node.value[:60]!r} is written twice", key_node.start_mark)
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
     def _size(self, node: yaml.Node) -> int:
         """How many nodes ``node`` stands for once every alias inside it is expanded (it is complete)."""
         key = id(node)
@@ -65,6 +91,20 @@ class _BoundedLoader(yaml.SafeLoader):
                 size += sum(self._size(k) + self._size(v) for k, v in node.value)
             self._sizes[key] = size
         return self._sizes[key]
+
+
+def refuse_non_finite(data: Any, origin: str) -> Any:
+    """``data``, unless a number in it is not finite: then an error naming the setting's dotted path."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise InputError(path or origin, f"{item} is not a finite number (in {origin})")
+        if isinstance(item, dict):
+            stack.extend((value, f"{path}.{key}" if path else str(key)) for key, value in item.items())
+        elif isinstance(item, list):
+            stack.extend((value, f"{path}[{i}]") for i, value in enumerate(item))
+    return data
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:
@@ -82,9 +122,13 @@ def load_yaml(text: str, origin: str, *, max_alias_nodes: int = MAX_ALIAS_NODES)
         raise InputError(origin, f"{len(text)} characters of YAML, over the limit of {MAX_YAML_CHARS}")
     loader = _BoundedLoader(text, max_alias_nodes)
     try:
-        return loader.get_single_data()
+        return refuse_non_finite(check_depth(loader.get_single_data()), origin)
+    except JsonTooDeep:
+        raise InputError(origin, f"refused: the YAML is nested more than {MAX_DEPTH} levels deep") from None
     except AliasBombError as exc:
         raise InputError(origin, f"refused: {exc}") from None
+    except RefusedValue as exc:
+        raise InputError(origin, f"refused: {yaml_problem(exc)}") from None
     except RecursionError:
         raise InputError(origin, "refused: the YAML is nested too deeply") from None
     except yaml.YAMLError as exc:

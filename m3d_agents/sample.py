@@ -18,7 +18,12 @@ class InputLimits(BaseModel):
     """Bounds on what a sample may contain; all are configurable per run."""
 
     max_text_chars: int = Field(8000, gt=0)
-    max_pixels: int = Field(40_000_000, gt=0, description="decompression-bomb guard")
+    max_pixels: int = Field(40_000_000, gt=0, description="decompression-bomb guard: the most pixels an image may declare")
+    max_decoded_pixels: int = Field(
+        16_000_000, gt=0,
+        description="the most pixels decoded for one image: a larger JPEG is decoded at a reduced scale, any other "
+        "format that large is refused (a small PNG can declare a billion pixels and cost gigabytes to decode)",
+    )
     max_image_bytes: int = Field(30 * 1024 * 1024, gt=0)
     max_side: int = Field(1024, gt=0, description="images are resized so that no side exceeds this")
     max_images: int = Field(8, ge=0)

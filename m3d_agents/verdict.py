@@ -195,6 +195,7 @@ class Verdict(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Verdict":
+        self._unique_evidence()
         self._check_citations()
         if self.abstained:
             if not self.abstain_reason:
@@ -208,6 +209,23 @@ class Verdict(BaseModel):
         self.label = taxonomy.normalise(self.label)
         self.is_misinformation = taxonomy.is_misinformation(self.label)
         return self
+
+    def _unique_evidence(self) -> None:
+        """Each evidence item and each id once per verdict (in first-seen order), however many agents or
+        queries brought the same item: a reader counts sources, and a repeated id counts one twice."""
+        self.evidence_ids = list(dict.fromkeys(self.evidence_ids))
+        seen: set[str] = set()
+        unique = []
+        for item in self.evidence:
+            if item.id not in seen:
+                seen.add(item.id)
+                unique.append(item)
+        self.evidence = unique
+        for finding in self.findings:
+            finding.evidence_ids = list(dict.fromkeys(finding.evidence_ids))
+        if self.explanation is not None:
+            for point in self.explanation.key_points:
+                point.evidence_ids = list(dict.fromkeys(point.evidence_ids))
 
     def _check_citations(self) -> None:
         """An explanation's cited ids are in ``evidence_ids``, and every id there names an item of ``evidence``,

@@ -10,20 +10,31 @@ entry. Three modes:
 
 Running the same sample twice in ``record`` or ``replay`` mode therefore reuses exactly the same
 evidence, retrieval times included.
+
+The store holds data only (JSON text in SQLite rows), so reading it back never runs code. A file
+that is not a store (a folder, a link, a damaged or foreign file) is refused when the store is
+opened, with one line naming it, before any sample runs; an entry that no longer reads (damaged,
+or recorded by an older version) is a miss with a warning naming the file and its key, answered
+again and overwritten (in replay mode, reported like any other missing entry).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Awaitable, Callable, Literal, TypeVar
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
-from m3d_agents.errors import BackendError
+from m3d_agents.errors import BackendError, InputError
+from m3d_agents.safe_files import UnsafeFile, refuse_link
+from m3d_agents.safe_json import JsonTooDeep, loads_bounded
+
+log = logging.getLogger(__name__)
 
 StoreMode = Literal["record", "replay", "refresh"]
 T = TypeVar("T")
@@ -57,32 +68,61 @@ class EvidenceStore:
         self.mode: StoreMode = mode
         self.reused = 0
         self.recorded = 0
+        if self.path.is_dir():
+            raise InputError("evidence-store", f"{self.path} is a folder; name the store's file (such as {self.path / 'evidence.sqlite'})")
+        try:
+            refuse_link(self.path)
+        except UnsafeFile as exc:
+            raise InputError("evidence-store", f"{self.path} {exc.problem}") from None
         if mode == "replay" and not self.path.is_file():
-            from m3d_agents.errors import InputError
-
             raise InputError("store", f"replay-only mode needs an existing store, and {self.path} does not exist")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError("evidence-store", f"cannot create the folder of {self.path}: {exc.strerror or exc}") from None
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False)
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, provider TEXT NOT NULL, query TEXT NOT NULL, "
-            "payload TEXT NOT NULL, recorded_at TEXT NOT NULL)"
-        )
-        self._db.commit()
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, provider TEXT NOT NULL, query TEXT NOT NULL, "
+                "payload TEXT NOT NULL, recorded_at TEXT NOT NULL)"
+            )
+            self._db.commit()
+            columns = {str(r[1]) for r in self._db.execute("PRAGMA table_info(entries)")}
+        except sqlite3.Error as exc:
+            raise InputError("evidence-store", f"{self.path} is not a usable evidence store ({exc}); move it aside "
+                             "or name another file with --evidence-store") from None
+        if not {"key", "provider", "query", "payload", "recorded_at"} <= columns:
+            self._db.close()
+            raise InputError("evidence-store", f"{self.path} is an SQLite file but not an evidence store (its entries "
+                             "table lacks columns); name another file with --evidence-store")
 
     def get(self, provider: str, query: str) -> str | None:
-        with self._lock:
-            row = self._db.execute("SELECT payload FROM entries WHERE key = ?", (entry_key(provider, query),)).fetchone()
-        return None if row is None else str(row[0])
+        key = entry_key(provider, query)
+        try:
+            with self._lock:
+                row = self._db.execute("SELECT payload FROM entries WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            log.warning("evidence store %s: entry %s cannot be read (%s); treated as missing", self.path, key, exc)
+            return None
+        if row is None:
+            return None
+        if not isinstance(row[0], str):
+            log.warning("evidence store %s: entry %s is not JSON text; treated as missing", self.path, key)
+            return None
+        return row[0]
 
     def put(self, provider: str, query: str, payload: str) -> str:
         key = entry_key(provider, query)
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO entries (key, provider, query, payload, recorded_at) VALUES (?, ?, ?, ?, ?)",
-                (key, provider, query, payload, datetime.now(timezone.utc).isoformat()),
-            )
-            self._db.commit()
+        try:
+            with self._lock:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO entries (key, provider, query, payload, recorded_at) VALUES (?, ?, ?, ?, ?)",
+                    (key, provider, query, payload, datetime.now(timezone.utc).isoformat()),
+                )
+                self._db.commit()
+        except sqlite3.Error as exc:
+            log.warning("evidence store %s: could not record entry %s (%s); the run goes on without it", self.path, key, exc)
         return key
 
     def __len__(self) -> int:
@@ -106,8 +146,15 @@ class EvidenceStore:
         if self.mode != "refresh":
             payload = self.get(provider, query)
             if payload is not None:
-                self.reused += 1
-                return adapter.validate_json(payload)
+                try:
+                    loads_bounded(payload)
+                    value = adapter.validate_json(payload)
+                except (ValueError, ValidationError, JsonTooDeep) as exc:
+                    log.warning("evidence store %s: entry %s does not read as a %s answer (%s); treated as missing",
+                                self.path, entry_key(provider, query), provider, type(exc).__name__)
+                else:
+                    self.reused += 1
+                    return value
             if self.mode == "replay":
                 raise StoreMiss(entry_key(provider, query), provider, query)
         value = await produce()

@@ -19,6 +19,7 @@ from autogen_core.models import SystemMessage, UserMessage
 from pydantic import BaseModel, Field, create_model
 
 import prompts
+from m3d_agents.fence import one_line
 from m3d_agents.asking import ask
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
@@ -105,14 +106,12 @@ class Summariser:
         page = evidence.model_copy(update={"summary": None})
         shared = {
             "evidence_id": evidence.id,
-            "domain": evidence.domain or "an unknown site",
-            "title": (evidence.title or "untitled").replace('"', "'"),
             "language_note": language_note,
             "quoted_page": page.quoted(max_chars=self.settings.page_chars),
             "max_chars": self.settings.max_chars,
         }
         if focus is not None:
-            task = prompts.render("retrieval/query_summary_task", query=focus.replace('"', "'"), claim=claim, **shared)
+            task = prompts.render("retrieval/query_summary_task", query=one_line(focus).replace('"', "'"), claim=claim, **shared)
         else:
             post = prompts.render("retrieval/summary_post", claim=claim) if claim else prompts.load("retrieval/summary_without_post")
             task = prompts.render(

@@ -146,6 +146,11 @@ class DebateConfig(StrategyConfig):
     on_no_consensus: Literal["majority", "judge"] = Field(
         "majority", description="how a debate that ends without consensus is decided: the deciders' majority, or the judge seat"
     )
+    majority_quorum: float = Field(
+        0.5, ge=0.0, lt=1.0,
+        description="a majority decides only when more than this share of the deciders gave a readable answer; "
+        "with fewer the debate abstains and says so (the papers are silent; one readable vote of two is no majority)",
+    )
     use_evidence: bool = Field(True, description="show the seats the evidence gathered for the post; False: the post alone")
     max_queries_per_turn: int = Field(
         2, ge=0, le=10, description="search queries a debater may ask per turn (the retrieval desk answers them); 0: none"

@@ -17,6 +17,7 @@ from autogen_core import CancellationToken
 from debates.chat.state import DESK_NAME, DebateState
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.evidence import Evidence
+from m3d_agents.fence import one_line
 from retrieval.interfaces import QueryAnswerer
 from m3d_agents.sample import Sample
 
@@ -47,14 +48,15 @@ class RetrievalDesk(BaseChatAgent):
                 continue
             seen.add(query.lower())
             if self._answerer is None:
-                blocks.append(f"QUERY: {query}\nNo retrieval source is configured for this debate.")
+                blocks.append(f"QUERY: {one_line(query)}\nNo retrieval source is configured for this debate.")
                 continue
             answering = asyncio.ensure_future(self._answerer.answer(query, self._sample, ledger=self._ledger))
             cancellation_token.link_future(answering)
             hits = (await answering)[: self._max_hits]
-            self.evidence.extend(hits)
+            known = {e.id for e in self.evidence}
+            self.evidence.extend(h for h in hits if h.id not in known)
             found = "\n".join(h.quoted(600) for h in hits) if hits else "Nothing relevant was found."
-            blocks.append(f"QUERY: {query}\n{found}")
+            blocks.append(f"QUERY: {one_line(query)}\n{found}")
         self._state.answered_queries += len(seen)
         return Response(chat_message=TextMessage(content="\n\n".join(blocks) or "No queries.", source=self.name))
 

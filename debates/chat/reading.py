@@ -10,7 +10,7 @@ from dataclasses import field as Field
 
 from m3d_agents.errors import ParseError
 from m3d_agents.labels import Taxonomy
-from m3d_agents.parsing import parse_label, parse_unit_score, strip_reasoning
+from m3d_agents.parsing import final_block, parse_label, parse_unit_score, strip_reasoning
 
 _CONFIDENCE_LINE = re.compile(r"^\s*[*_]*confidence[*_]*\s*[:=].*$", re.IGNORECASE | re.MULTILINE)
 _QUERY_LINE = re.compile(r"^\s*[*_-]*\s*QUERY\s*[:\-]\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
@@ -33,8 +33,8 @@ class StanceReading:
 
 
 def stated_confidence(visible: str) -> float | None:
-    """The last ``CONFIDENCE:`` line of a message, on [0, 1]; None when absent or unreadable."""
-    lines = _CONFIDENCE_LINE.findall(visible)
+    """The last ``CONFIDENCE:`` line of a message's final block, on [0, 1]; None when absent or unreadable."""
+    lines = _CONFIDENCE_LINE.findall(final_block(visible))
     if not lines:
         return None
     try:
@@ -44,7 +44,10 @@ def stated_confidence(visible: str) -> float | None:
 
 
 def read_message(text: str, taxonomy: Taxonomy, max_queries: int = 2) -> StanceReading:
-    """The single reading of a debate message, used for agents and humans alike."""
+    """The single reading of a debate message, used for agents and humans alike.
+
+    Everything is read from the speaker's own words (quoted evidence it echoed is cut first): the
+    label and confidence from the final block, queries from ``QUERY:`` lines of its own."""
     visible = strip_reasoning(text)
     queries = [q for q in _QUERY_LINE.findall(visible)][:max_queries]
     confidence = stated_confidence(visible)

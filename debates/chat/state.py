@@ -126,10 +126,20 @@ class DebateState:
             return labels[0]
         return None
 
+    def readable_votes(self) -> int:
+        """How many deciders' latest answers could be read."""
+        return sum(1 for label in self.latest_labels().values() if label is not None)
+
+    def has_quorum(self) -> bool:
+        """Whether more than ``majority_quorum`` of the deciders gave a readable answer."""
+        deciders = len(self.deciders)
+        return deciders > 0 and self.readable_votes() > self.config.majority_quorum * deciders
+
     def majority(self) -> str | None:
-        """The most common latest label among deciders; None on a tie or when nobody answered."""
+        """The most common latest label among deciders; None on a tie, when nobody answered, or without
+        a quorum of readable answers (:meth:`has_quorum`)."""
         counts = Counter(label for label in self.latest_labels().values() if label is not None)
-        if not counts:
+        if not counts or not self.has_quorum():
             return None
         ranked = counts.most_common()
         if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:

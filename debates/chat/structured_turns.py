@@ -8,13 +8,15 @@ parser, the human) sees one format.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 import prompts
-from debates.chat.reading import StanceReading, read_message
+from debates.chat.reading import StanceReading
+from m3d_agents.fence import one_line
 from m3d_agents.labels import Taxonomy
 from m3d_agents.parsing import parse_model_setting_aside_confidence
 
@@ -42,17 +44,29 @@ def instruction(taxonomy: Taxonomy, with_queries: bool, max_queries: int = 2) ->
 def read_structured(text: str, schema: type[BaseModel], taxonomy: Taxonomy, max_queries: int) -> StanceReading:
     """Validate the JSON turn and return its reading, with the prose rendering attached.
 
-    The label must be valid; a confidence outside [0, 1] is dropped rather than failing the turn
-    (see :func:`~m3d_agents.parsing.parse_model_setting_aside_confidence`).
+    The reading comes from the JSON's own fields (``answer``, ``confidence``, ``queries``), never from
+    the argument's text, which may quote a page's ``FINAL ANSWER:`` or ``QUERY:`` lines: those are
+    shown in the rendering as the argument's words, not read. The label must be valid; a confidence
+    outside [0, 1] is dropped rather than failing the turn (see
+    :func:`~m3d_agents.parsing.parse_model_setting_aside_confidence`).
     """
     turn, confidence = parse_model_setting_aside_confidence(text, schema)
-    data = {**turn.model_dump(), "confidence": confidence}
-    lines = [str(data["argument"]).strip()]
-    lines += [f"QUERY: {q}" for q in data.get("queries", [])[:max_queries] if str(q).strip()]
+    data = turn.model_dump()
+    queries = [one_line(str(q)) for q in data.get("queries", [])[:max_queries] if str(q).strip()]
+    lines = [_as_quoted_words(str(data["argument"]).strip())]
+    lines += [f"QUERY: {q}" for q in queries]
     lines.append(f"FINAL ANSWER: {data['answer']}")
-    if data["confidence"] is not None:
-        lines.append(f"CONFIDENCE: {data['confidence']}")
+    if confidence is not None:
+        lines.append(f"CONFIDENCE: {confidence}")
     rendered = "\n".join(lines)
-    reading = read_message(rendered, taxonomy, max_queries)
-    reading.rendered = rendered
-    return reading
+    return StanceReading(label=taxonomy.normalise(str(data["answer"])), confidence=confidence, queries=queries,
+                         rendered=rendered)
+
+
+_MARKER_LINE = re.compile(r"^(\s*[*_-]*\s*)(FINAL\s+ANSWER|QUERY|CONFIDENCE)(\s*[:=\-])", re.IGNORECASE | re.MULTILINE)
+
+
+def _as_quoted_words(argument: str) -> str:
+    """The argument with any line that looks like an answer, query or confidence line marked as part of
+    the prose, so that a reader of the rendered turn (a person, a later re-reading) never takes it for one."""
+    return _MARKER_LINE.sub(lambda m: f"{m.group(1)}(quoted) {m.group(2)}{m.group(3)}", argument)

@@ -4,6 +4,7 @@ from a recorded MR2 trace), printing a verdict."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import json
 import logging
@@ -123,8 +124,13 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, (InputError, BackendError)):
         # Both transports raise these, the SDK's errors translated where they are raised.
         return str(exc)
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        return f"{where}the disk is full ({exc.strerror}); free some space and rerun (finished work is kept)"
     if isinstance(exc, OSError) and exc.filename is not None:
         return f"{exc.filename}: {exc.strerror or exc}"
+    if isinstance(exc, MemoryError):
+        return "out of memory; lower --concurrency or the input limits"
     text = str(exc).strip().splitlines()
     return f"unexpected {type(exc).__name__}: {text[-1] if text else 'no message'} (rerun with m3d --debug for the traceback)"
 
@@ -211,12 +217,20 @@ RETRIEVAL_HELP = (
 EVIDENCE_STORE_HELP = "The evidence store (SQLite) to record into or replay from; default <cache dir>/evidence.sqlite."
 
 
+def written_path(value: str) -> Path:
+    """A path the command writes to, as typed: an empty one is refused, since it would silently mean the
+    current folder (``--out ""`` used to write a run over the files of the folder it was typed in)."""
+    if not str(value).strip():
+        raise typer.BadParameter("is empty; name a folder or file (an empty value would mean the current folder)")
+    return Path(value)
+
+
 def retrieval_option() -> Any:
     return typer.Option(None, "--retrieval", help=RETRIEVAL_HELP, case_sensitive=False)
 
 
 def evidence_store_option() -> Any:
-    return typer.Option(None, "--evidence-store", help=EVIDENCE_STORE_HELP)
+    return typer.Option(None, "--evidence-store", help=EVIDENCE_STORE_HELP, parser=written_path)
 
 
 def demo_backends(verdict: Verdict, settings: BackendSettings) -> list[str]:
@@ -273,17 +287,18 @@ def print_verdict(
             f"[bold {colour}]{verdict.label}[/] (misinformation: {verdict.is_misinformation}, confidence {confidence})"
         )
         if verdict.rationale:
-            console.print(verdict.rationale)
+            # A model's words, which may repeat a key a server echoed: redacted like every streamed turn.
+            console.print(redact(verdict.rationale), markup=False)
         if verdict.explanation is not None:
             shown = verdict.explanation.display_ids
             for point in verdict.explanation.key_points:
                 cited = ", ".join(shown.get(i, i) for i in point.evidence_ids)
-                console.print(f"- {point.text} [{cited}]", markup=False)
+                console.print(redact(f"- {point.text} [{cited}]"), markup=False)
     if verdict.evidence_report is not None:
         for line in verdict.evidence_report.lines():
-            console.print(line, markup=False)
+            console.print(redact(line), markup=False)
     for line in tool_findings(sample, vision):
-        console.print(line, markup=False)
+        console.print(redact(line), markup=False)
     acc = verdict.accounting
     console.print(
         f"[dim]{verdict.config} on {verdict.backend}: {acc.model_calls} model calls, "

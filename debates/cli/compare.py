@@ -9,15 +9,18 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from debates.cli.common import console, run_cli
+from debates.cli.common import console, run_cli, written_path
 from m3d_agents.config_types import SEED_MAX
 
+
+COMPARISON_FILES = {"comparison", "accuracy_vs_latency", "accuracy_vs_cost"}
+"""The stems of what ``--out`` receives; a folder holding anything else is not written into."""
 
 def compare(
     runs: list[Path] = typer.Argument(..., help="Run folders; the first is the baseline."),
     resamples: int = typer.Option(2000, "--resamples", min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Seed of the bootstrap."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write comparison.json and the trade-off plots here."),
+    out: Optional[Path] = typer.Option(None, "--out", parser=written_path, help="Write comparison.json and the trade-off plots here."),
     as_json: bool = typer.Option(False, "--json"),
     gold: str = typer.Option(
         "dataset", "--gold",
@@ -30,10 +33,14 @@ def compare(
     from debates.eval.score.compare import paired_bootstrap
     from debates.eval.score.report import load_run, plot_tradeoffs, run_label, summarise
     from m3d_agents.errors import InputError
+    from m3d_agents.safe_files import refuse_foreign_folder
 
     async def main() -> tuple[list, list]:
         if gold not in ("dataset", "annotations"):
             raise InputError("gold", f"{gold!r} is neither 'dataset' nor 'annotations'")
+        if out is not None:
+            refuse_foreign_folder(out, "out", lambda name: name.lstrip(".").split(".")[0] in COMPARISON_FILES,
+                                  "the folder of a comparison")
         source: GoldSource = "annotations" if gold == "annotations" else "dataset"
         pooled = [a for r in runs for a in read_annotations(r)] if source == "annotations" else None
         summaries = [summarise(r, source, pooled) for r in runs]
@@ -46,9 +53,10 @@ def compare(
 
     summaries, comparisons = run_cli(main())
     if out is not None:
+        from m3d_agents.safe_files import replace_file
+
         out.mkdir(parents=True, exist_ok=True)
-        (out / "comparison.json").write_text(
-            "[" + ",".join(c.model_dump_json() for c in comparisons) + "]")
+        replace_file(out / "comparison.json", "[" + ",".join(c.model_dump_json() for c in comparisons) + "]")
         plot_tradeoffs(summaries, out)
     if as_json:
         import json

@@ -8,11 +8,12 @@ from typing import Any, Optional
 import typer
 
 from debates.config_loader import available_configs
-from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, retrieval_option, run_cli
+from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli, written_path
 from m3d_agents.config_types import SEED_MAX
 
 
 def _rate_limits(pairs: list[str]) -> dict[str, float]:
+    from debates.eval.run.ratelimit import rate_limit_problem
     from m3d_agents.errors import InputError
 
     limits = {}
@@ -22,8 +23,11 @@ def _rate_limits(pairs: list[str]) -> dict[str, float]:
             rpm = float(value)
         except ValueError:
             rpm = -1.0
-        if not sep or rpm <= 0:
+        if not sep or not name.strip() or not rpm > 0:
             raise InputError("rate-limit", f"{pair!r} is not NAME=REQUESTS_PER_MINUTE with a positive number")
+        problem = rate_limit_problem(rpm)
+        if problem:
+            raise InputError("rate-limit", f"{pair!r}: {problem}")
         limits[name.strip()] = rpm
     return limits
 
@@ -49,7 +53,7 @@ def evaluate(
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples of the data set."),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once (with --workers, in all workers together)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Run folder; default runs/<config name or file stem>-<dataset kind>-<backend>."),
+    out: Optional[Path] = typer.Option(None, "--out", parser=written_path, help="Run folder; default runs/<config name or file stem>-<dataset kind>-<backend>."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat (default: the configuration's own)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Run seed; each sample's seed derives from it and the sample id."),
@@ -106,6 +110,12 @@ def evaluate(
         console.print(f"departures from the paper ({len(departures)}; also in report.md and run.json):", highlight=False)
         for departure in departures:
             console.print(f"  {departure.line()}", markup=False, highlight=False, soft_wrap=True)
+    failed = [r for r in outcome.rows if r.status == "error"]
+    if outcome.ran and outcome.rows and len(failed) == len(outcome.rows):
+        first = failed[0].error
+        why = f"{first.type}: {first.message[:300]}" if first is not None else "unknown"
+        fail(f"every sample failed ({len(failed)} of {len(outcome.rows)}), the first with {why}; the rows are saved, "
+             "and --rerun-errors runs them again once the cause is fixed", code=1)
     if outcome.interrupted:
         err_console.print("[yellow]interrupted: finished rows are saved; rerun the same command to resume[/]")
         raise typer.Exit(130)

@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli
+from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli, written_path
 from debates.cli.evaluate import _rate_limits, max_worker_deaths_option, ray_address_option, workers_option
 from m3d_agents.config_types import SEED_MAX
 
@@ -50,7 +50,7 @@ def reproduce(
     dataset: Optional[str] = typer.Option(None, "--dataset", help="KIND:PATH of the data set, e.g. mmfakebench:MMFakeBench_val.json"),
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o", help="key=value for the loader; repeat."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Backend for every seat of every row (see m3d backends)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Folder of the table: one run folder per configuration, then table.md, table.json, table.png."),
+    out: Optional[Path] = typer.Option(None, "--out", parser=written_path, help="Folder of the table: one run folder per configuration, then table.md, table.json, table.png."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Use the first N samples (the table then says it is a subset)."),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Samples in flight at once, per row (with --workers, in all workers together)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),

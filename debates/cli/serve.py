@@ -9,7 +9,7 @@ from typing import Any, Mapping, Optional
 
 import typer
 
-from debates.cli.common import console, err_console, evidence_store_option, fail, retrieval_option, run_cli
+from debates.cli.common import console, err_console, evidence_store_option, fail, retrieval_option, run_cli, written_path
 
 TOKEN_VARIABLE = "M3D_SERVE_TOKEN"
 
@@ -25,7 +25,7 @@ def _token(host: str, token_file: Path) -> tuple[str | None, str]:
         return None, "loopback only, no token"
     token = secrets.token_urlsafe(24)
     token_file.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(token + "\n")
     return token, f"the token is in {token_file} (readable by you only); open the page once with ?token=<that token>"
@@ -43,7 +43,7 @@ def serve(
     evidence_store: Optional[Path] = evidence_store_option(),
     backend: Optional[str] = typer.Option(None, "--backend", help="The backend selected by default on the pages."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
-    study_dir: Path = typer.Option(Path("studies"), "--study-dir", help="Where study answers are saved (JSONL)."),
+    study_dir: Path = typer.Option(Path("studies"), "--study-dir", parser=written_path, help="Where study answers are saved (JSONL)."),
     max_upload_mb: float = typer.Option(10.0, "--max-upload-mb", min=0.01, max=30.0, help="Largest image upload."),
     token_file: Path = typer.Option(
         Path.home() / ".config" / "m3d" / "serve-token", "--token-file",

@@ -13,14 +13,14 @@ from typing import Any, Optional
 
 import typer
 
-from debates.cli.common import console, evidence_store_option, fail, retrieval_option
+from debates.cli.common import console, evidence_store_option, fail, retrieval_option, written_path
 
 train_app = typer.Typer(no_args_is_help=True, help="Train a model with the FactGuard rewards (needs the 'train' extra).")
 
 
 def export_sft_command(
     run_dir: Path = typer.Argument(..., help="A run folder written by m3d evaluate --record-trajectories."),
-    out: Path = typer.Option(..., "--out", help="The JSONL file to write."),
+    out: Path = typer.Option(..., "--out", parser=written_path, help="The JSONL file to write."),
     fmt: str = typer.Option("hf", "--format", help="hf (TRL conversational) or llamafactory."),
     review: int = typer.Option(20, "--review", min=0, help="Rows copied to <out>.review.jsonl for a manual check."),
 ) -> None:
@@ -108,7 +108,7 @@ TEMPLATE_HELP = "A Jinja chat template with {% generation %} marks, for a model 
 
 @train_app.command("prepare-local-model")
 def prepare_local_model_command(
-    out: Optional[Path] = typer.Option(None, "--out", help="Folder to write; default: the cache."),
+    out: Optional[Path] = typer.Option(None, "--out", parser=written_path, help="Folder to write; default: the cache."),
     force: bool = typer.Option(False, "--force", help="Convert again even if the folder exists."),
 ) -> None:
     """Convert the embedded 270M GGUF model to a trainable folder with a chat template (once)."""
@@ -132,7 +132,7 @@ def accelerate_config_command(
 def sft_command(
     data: Path = typer.Option(..., "--data", help="JSONL from m3d export-sft (hf format)."),
     model: Optional[Path] = typer.Option(None, "--model", help="A transformers model folder; default: the embedded model."),
-    out: Path = typer.Option(Path("runs/sft"), "--out"),
+    out: Path = typer.Option(Path("runs/sft"), "--out", parser=written_path),
     settings_file: Optional[Path] = typer.Option(None, "--settings", help="YAML of SFT settings; options override it."),
     max_steps: Optional[int] = typer.Option(None, "--max-steps"),
     learning_rate: Optional[float] = typer.Option(None, "--learning-rate"),
@@ -169,7 +169,7 @@ def grpo_command(
     dataset_option: list[str] = typer.Option([], "--dataset-option", "-o"),
     config: str = typer.Option("factguard", "--config"),
     model: Optional[Path] = typer.Option(None, "--model", help="A transformers model folder; default: the embedded model."),
-    out: Path = typer.Option(Path("runs/grpo"), "--out"),
+    out: Path = typer.Option(Path("runs/grpo"), "--out", parser=written_path),
     limit: Optional[int] = typer.Option(None, "--limit", min=1),
     settings_file: Optional[Path] = typer.Option(None, "--settings", help="YAML of GRPO settings; options override it."),
     max_steps: Optional[int] = typer.Option(None, "--max-steps"),

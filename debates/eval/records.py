@@ -19,6 +19,8 @@ from m3d_agents.datasets.base import LoadReport
 from m3d_agents.errors import InputError
 from m3d_agents.redaction import redact_data
 from m3d_agents.diagnostics import DIAGNOSTICS, Diagnostics
+from m3d_agents.safe_json import loads_bounded
+from m3d_agents.safe_files import AppendOnlyFile, UnsafeFile, open_nofollow, read_bytes_nofollow, read_text_nofollow, write_failed
 from m3d_agents.verdict import Verdict
 
 Status = Literal["ok", "abstained", "error"]
@@ -62,6 +64,23 @@ class RunManifest(BaseModel):
     def identity(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("config", "dataset", "dataset_options", "backend", "seed")}
 
+
+
+MANIFEST_LIMIT = 16 * 1024 * 1024
+"""A run.json is a few kilobytes; a larger file is not a manifest."""
+
+
+def read_manifest(path: Path) -> RunManifest:
+    """The manifest at ``path`` (never read through a link); one error naming the file if it is not one."""
+    try:
+        return RunManifest.model_validate(loads_bounded(read_text_nofollow(path, MANIFEST_LIMIT)))
+    except UnsafeFile:
+        raise
+    except ValidationError as exc:
+        raise InputError(str(path), f"is not the manifest of a run ({InputError.from_validation(exc)})") from None
+    except (OSError, ValueError) as exc:
+        why = exc.problem if isinstance(exc, InputError) else getattr(exc, "strerror", None) or type(exc).__name__
+        raise InputError(str(path), f"is not the manifest of a run ({why})") from None
 
 
 class RowError(BaseModel):
@@ -112,39 +131,22 @@ class EvalRow(BaseModel):
 
 
 class ResultsFile:
-    """Append-only JSONL of :class:`EvalRow` (or any other row model), one fsync per row."""
+    """Append-only JSONL of :class:`EvalRow` (or any other row model), one fsync per row, never through a link."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd: int | None = None
+        self._log = AppendOnlyFile(path)
 
     def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        existed = self.path.exists()
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        if not existed:
-            directory = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(directory)
-            finally:
-                os.close(directory)
+        self._log.open()
 
     def append(self, row: BaseModel) -> None:
-        if self._fd is None:
-            raise RuntimeError("the results file is not open")
         # Every row passes here, so no key reaches results.jsonl or the report built from it,
         # whatever a server echoed into an error or an answer.
-        data = (json.dumps(redact_data(row.model_dump(mode="json"))) + "\n").encode()
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        os.fsync(self._fd)
+        self._log.append((json.dumps(redact_data(row.model_dump(mode="json"))) + "\n").encode())
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._log.close()
 
 
 def read_rows(path: Path, repair: bool = False) -> tuple[list[EvalRow], bool]:
@@ -153,9 +155,9 @@ def read_rows(path: Path, repair: bool = False) -> tuple[list[EvalRow], bool]:
     A bad line anywhere but at the end cannot come from an interrupted append, so it is an error.
     Where a sample id occurs more than once (a failed sample retried), the last row wins.
     """
-    if not path.exists():
+    if not os.path.lexists(path):
         return [], False
-    data = path.read_bytes()
+    data = read_bytes_nofollow(path)
     lines = data.split(b"\n")
     rows: dict[str, EvalRow] = {}
     offset = 0
@@ -168,7 +170,7 @@ def read_rows(path: Path, repair: bool = False) -> tuple[list[EvalRow], bool]:
         try:
             if is_last:
                 raise ValueError("no newline at the end")
-            row = EvalRow.model_validate(json.loads(line))
+            row = EvalRow.model_validate(loads_bounded(line))
         except (ValueError, ValidationError) as exc:
             if is_last or (number == len(lines) - 1 and not lines[-1]):
                 torn = True
@@ -177,10 +179,14 @@ def read_rows(path: Path, repair: bool = False) -> tuple[list[EvalRow], bool]:
         rows[row.sample_id] = row
         offset += len(line) + 1
     if torn and repair:
-        with path.open("r+b") as handle:
-            handle.truncate(offset)
-            handle.flush()
-            os.fsync(handle.fileno())
+        fd = open_nofollow(path, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, offset)
+            os.fsync(fd)
+        except OSError as exc:
+            raise write_failed(path, exc) from None
+        finally:
+            os.close(fd)
     return list(rows.values()), torn
 
 

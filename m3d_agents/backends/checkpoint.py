@@ -25,7 +25,6 @@ with other weights are never mixed with the new ones.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
 from typing import Any
@@ -34,6 +33,10 @@ import aiohttp
 from pydantic import BaseModel, ConfigDict, Field
 
 from m3d_agents.backends.transports.lean_http import env_proxy
+from m3d_agents.safe_json import loads_bounded
+
+PROBE_MAX_BYTES = 4 * 1024 * 1024
+"""The most read of ``/v1/models`` or ``/metrics``; a larger answer says nothing about the checkpoint."""
 
 REFRESH_S = 5.0
 """How long a read identity is trusted: shorter than any vLLM restart (the 1 M-parameter test model takes 20 s)."""
@@ -110,10 +113,14 @@ class CheckpointProbe:
         async with session.get(url, headers=self._headers, proxy=env_proxy(url)) as response:
             if response.status != 200:
                 return None
-            text = await response.text(errors="replace")
+            # Bounded like a model's answer: a server's metrics page is kilobytes, never worth gigabytes of memory.
+            raw = await response.content.read(PROBE_MAX_BYTES + 1)
+            if len(raw) > PROBE_MAX_BYTES:
+                return None
+            text = raw.decode(response.charset or "utf-8", errors="replace")
         if "json" in response.headers.get("Content-Type", ""):
             try:
-                return json.loads(text)
+                return loads_bounded(text)
             except ValueError:
                 return None
         return text

@@ -19,6 +19,7 @@ from typing import Literal, Self
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from m3d_agents.backends.transports.retry import DEFAULT_MAX_ANSWER_BYTES
 from m3d_agents.config_types import MaxTokens, Seed, Settings, Temperature
 from m3d_agents.errors import InputError
 from m3d_agents.redaction import register_secret_env
@@ -102,6 +103,11 @@ class BackendConfig(Settings):
         "http", description="http: our lean OpenAI-compatible client; sdk: AutoGen's client over the OpenAI SDK"
     )
     concurrency: int = Field(8, gt=0, description="model calls in flight at once on this backend")
+    max_answer_bytes: int = Field(
+        DEFAULT_MAX_ANSWER_BYTES, gt=0, le=1024 * 1024 * 1024,
+        description="the most of one answer that is read, in bytes; a larger (or endless) answer is refused and "
+        "recorded as a refused answer instead of filling memory",
+    )
     cache: bool = Field(True, description="keep answers in the response cache and replay an identical request from it")
     cache_dir: Path | None = Field(None, description="the response cache's folder; None: <cache dir>/responses")
     checkpoint: str | None = Field(
@@ -382,6 +388,10 @@ def url_problem(url: str) -> str | None:
         return "must be an http:// or https:// URL with a host and a numeric port, such as http://gpu-box:8000/v1"
     if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
         return "must be an http:// or https:// URL with a host, such as http://gpu-box:8000/v1"
+    if parts.username is not None or parts.password is not None:
+        # A key in the URL would travel into logs, error messages and the response cache's key.
+        return ("must not carry credentials (user:password@); put the key in an environment variable and name "
+                "it in api_key_env")
     return None
 
 

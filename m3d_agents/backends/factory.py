@@ -99,6 +99,7 @@ def _openai_client(config: BackendConfig, base_url: str) -> ChatCompletionClient
         "timeout_s": config.timeout_s,
         "max_retries": config.transport_retries,
         "context_window": config.local.n_ctx if config.kind == "local" else None,
+        "max_answer_bytes": config.max_answer_bytes,
     }
     if config.transport == "http":
         return OpenAICompatibleClient(**settings)
@@ -111,20 +112,16 @@ def _openai_client(config: BackendConfig, base_url: str) -> ChatCompletionClient
 def _with_cache(config: BackendConfig, client: ChatCompletionClient) -> ChatCompletionClient:
     if not config.cache:
         return client
-    from autogen_ext.cache_store.diskcache import DiskCacheStore
-    from diskcache import Cache
-
     from m3d_agents.backends.checkpoint import CheckpointProbe
     from m3d_agents.backends.response_cache import ResponseCache
+    from m3d_agents.backends.response_store import JsonResponseStore
 
     root = config.cache_dir or default_cache_root() / "responses"
-    store_dir = root / config.fingerprint()
-    store_dir.mkdir(parents=True, exist_ok=True)
     endpoint = config.endpoint()
     # A vLLM server's weights change behind one name; a user-named checkpoint is already in the fingerprint.
     probe = CheckpointProbe(endpoint, config.model_name, config.api_key()) \
         if config.kind == "vllm" and config.checkpoint is None and endpoint else None
-    return ResponseCache(client, DiskCacheStore(Cache(str(store_dir))), probe)
+    return ResponseCache(client, JsonResponseStore(root / config.fingerprint()), probe)
 
 
 def build_backend(config: BackendConfig, name: str | None = None) -> Backend:

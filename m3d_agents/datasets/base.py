@@ -13,6 +13,7 @@ our taxonomies. Two kinds of trouble are kept apart on purpose:
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.registry import Registry
+from m3d_agents.safe_json import JsonTooDeep, check_depth, loads_bounded
 from m3d_agents.sample import Sample
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff")
@@ -35,6 +37,10 @@ class LoaderOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     missing_images: Literal["error", "skip"] = "error"
+    images_outside_root: bool = Field(
+        False, description="allow rows to name images outside the data set's image folder (absolute paths, ../, "
+        "links out of it); off, such a row is an error, so a data set file cannot make a run read and send any file",
+    )
 
 
 @dataclass
@@ -101,9 +107,13 @@ class Row:
         return self.data[name]
 
     def text(self, name: str, default: str | None = None) -> str:
+        """The text in field ``name``; a number is written out, but a list, an object or a boolean is
+        not text, and saying so beats sending ``['a', 'b']`` or ``True`` to a model as the post."""
         value = self.data.get(name, default) if default is not None else self.require(name)
         if value is None:
             return ""
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise InputError(self.field(name), f"is a {type(value).__name__}, not text")
         return str(value)
 
 
@@ -131,15 +141,19 @@ def read_records(path: Path) -> Iterator[Row]:
     Benchmarks ship all four: MMFakeBench an array, MR2 an object keyed by id, FakeSV and RW-Post
     JSON Lines, AMG pretty-printed objects one after another.
     """
-    text = require_file(path, "dataset file").read_text(encoding="utf-8-sig")
+    text = read_text_file(require_file(path, "dataset file"))
     stripped = text.lstrip()
     if not stripped:
         raise InputError("dataset", f"{path} is empty")
     if stripped[0] == "[":
         try:
-            data = json.loads(text)
+            data = loads_bounded(text)
+        except JsonTooDeep as exc:
+            raise InputError(f"{path.name}", f"refused: {exc}") from None
         except json.JSONDecodeError as exc:
             raise InputError(f"{path.name}", f"not valid JSON at line {exc.lineno}: {exc.msg}") from exc
+        if not isinstance(data, list):
+            raise InputError(f"{path.name}", "not valid JSON: a list that does not close")
         for i, item in enumerate(data):
             yield Row(f"{path.name}[{i}]", _as_object(item, f"{path.name}[{i}]"))
         return
@@ -153,6 +167,9 @@ def read_records(path: Path) -> Iterator[Row]:
             break
         try:
             value, end = decoder.raw_decode(text, position)
+            check_depth(value)
+        except (JsonTooDeep, RecursionError):
+            raise InputError(f"{path.name}:{line_of(position)}", f"refused: {JsonTooDeep()}") from None
         except json.JSONDecodeError as exc:
             raise InputError(f"{path.name}:{line_of(position)}", f"not valid JSON: {exc.msg}") from exc
         objects.append((line_of(position), value))
@@ -187,33 +204,69 @@ def _line_counter(text: str) -> Callable[[int], int]:
     return line_of
 
 
+CSV_FIELD_LIMIT = 1 << 20
+"""The longest CSV field read, in characters: far above any post, and a bound on one row's memory."""
+
+
 def read_csv_rows(path: Path, delimiter: str = ",", quoting: int = csv.QUOTE_MINIMAL) -> Iterator[Row]:
-    """CSV rows as dicts; row references count the header as line 1."""
-    require_file(path, "dataset file")
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter, quoting=quoting)  # type: ignore[call-overload]
-        if not reader.fieldnames:
-            raise InputError("dataset", f"{path} has no header row")
-        for row in reader:
-            yield Row(f"{path.name}:{reader.line_num}", {k: v for k, v in row.items() if k is not None})
+    """CSV rows as dicts; row references count the header as line 1. A field over :data:`CSV_FIELD_LIMIT`,
+    a NUL byte or text that is not UTF-8 is an error naming the line."""
+    text = read_text_file(require_file(path, "dataset file"))
+    previous = csv.field_size_limit(CSV_FIELD_LIMIT)
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting)  # type: ignore[call-overload]
+        try:
+            if not reader.fieldnames:
+                raise InputError("dataset", f"{path} has no header row")
+            for row in reader:
+                yield Row(f"{path.name}:{reader.line_num}", {k: v for k, v in row.items() if k is not None})
+        except csv.Error as exc:
+            problem = str(exc)
+            if "field larger than field limit" in problem:
+                problem = f"a field is longer than {CSV_FIELD_LIMIT} characters"
+            raise InputError(f"{path.name}:{reader.line_num + 1}", f"not a readable CSV row: {problem}") from None
+    finally:
+        csv.field_size_limit(previous)
+
+
+def read_text_file(path: Path) -> str:
+    """A data set file's text, which must be UTF-8 (a BOM is allowed); anything else is one line naming the file."""
+    data = path.read_bytes()
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise InputError(path.name, "is UTF-16 text; save it as UTF-8")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(f"{path.name}:{line}", f"is not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
 
 
 def find_image(folder: Path, stem: str) -> Path | None:
-    """A file named ``stem`` with any usual image suffix, or None."""
+    """A file named ``stem`` with any usual image suffix inside ``folder``, or None (a stem that leads
+    out of the folder, with ``../`` or a link, finds nothing)."""
     for suffix in IMAGE_SUFFIXES:
         for candidate in (folder / f"{stem}{suffix}", folder / f"{stem}{suffix.upper()}"):
-            if candidate.is_file():
+            if candidate.is_file() and inside(candidate, folder):
                 return candidate
     return None
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether ``path``, links and ``..`` resolved, lies within ``root``."""
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return False
 
 
 class ImageResolver:
     """Turns a dataset's image reference into a path, applying the ``missing_images`` policy."""
 
-    def __init__(self, root: Path, policy: Literal["error", "skip"], skips: Skips) -> None:
+    def __init__(self, root: Path, policy: Literal["error", "skip"], skips: Skips, outside_root: bool = False) -> None:
         self.root = root
         self.policy = policy
         self.skips = skips
+        self.outside_root = outside_root
 
     def resolve(self, reference: str, row: Row, field_name: str) -> Path | None:
         """The image path, or None when it is missing and the policy is to skip (counted).
@@ -229,6 +282,12 @@ class ImageResolver:
         candidates += [self.root.joinpath(*parts[i:]) for i in range(1, len(parts))]
         for candidate in candidates:
             if candidate.is_file():
+                if not self.outside_root and not inside(candidate, self.root):
+                    raise InputError(
+                        row.field(field_name),
+                        f"image {reference!r} lies outside the data set's image folder {self.root}; a data set file "
+                        "may only name its own images (pass images_outside_root=true to allow others)",
+                    )
                 return candidate
         if self.policy == "skip":
             self.skips.add(f"image file not found ({field_name})")

@@ -22,7 +22,7 @@ from typing import Callable
 
 from pydantic import Field
 
-from m3d_agents.datasets.base import dataset, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records, require_file
+from m3d_agents.datasets.base import dataset, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records, read_text_file, require_file
 from m3d_agents.datasets.splits import Split, temporal_split
 from m3d_agents.errors import InputError
 from m3d_agents.sample import SampleMetadata, VideoRef
@@ -53,7 +53,7 @@ def publish_date(value: object, field: str) -> datetime | None:
 
 
 def split_ids(path: Path) -> set[str]:
-    return {line.strip() for line in require_file(path, "split file").read_text(encoding="utf-8").splitlines() if line.strip()}
+    return {line.strip() for line in read_text_file(require_file(path, "split file")).splitlines() if line.strip()}
 
 
 def post_text(data: dict[str, object]) -> str:

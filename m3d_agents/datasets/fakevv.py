@@ -40,7 +40,8 @@ def read_prompt(text: str, field: str) -> tuple[str, str | None]:
 @dataset("fakevv", "FakeVV test JSON of Fact-R1 (8 frames, title and audio in the prompt, Yes/No)", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
-    resolver = ImageResolver(options.image_root or path.parent, options.missing_images, skips)
+    resolver = ImageResolver(options.image_root or path.parent, options.missing_images, skips,
+                           options.images_outside_root)
     samples = []
     for index, row in enumerate(read_records(path)):
         messages = row.require("messages")

@@ -79,7 +79,8 @@ def _image_list(value: object, separator: str) -> list[str]:
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
     labels = _label_map(options)
-    images = ImageResolver(options.image_root or path.parent, options.missing_images, skips)
+    images = ImageResolver(options.image_root or path.parent, options.missing_images, skips,
+                           options.images_outside_root)
     samples = []
     for index, row in enumerate(_rows(path)):
         gold = None

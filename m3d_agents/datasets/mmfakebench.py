@@ -33,7 +33,8 @@ def default_image_root(path: Path) -> Path:
 @dataset("mmfakebench", "MMFakeBench JSON (four-way m3d labels)", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
-    images = ImageResolver(options.image_root or default_image_root(path), options.missing_images, skips)
+    images = ImageResolver(options.image_root or default_image_root(path), options.missing_images, skips,
+                           options.images_outside_root)
     samples = []
     for index, row in enumerate(read_records(path)):
         label = map_label(row, "fake_cls", row.require("fake_cls"), LABELS, skips)

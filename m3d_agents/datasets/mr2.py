@@ -33,7 +33,8 @@ class Options(LoaderOptions):
 @dataset("mr2", "MR2 dataset_items_*.json (binary or factcheck)", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
-    images = ImageResolver(options.image_root or path.parent / "queries_dataset" / "merge", options.missing_images, skips)
+    images = ImageResolver(options.image_root or path.parent / "queries_dataset" / "merge", options.missing_images, skips,
+                           options.images_outside_root)
     languages = LanguageFilter(options.language)
     samples = []
     for row in read_records(path):

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from m3d_agents.datasets.base import dataset, ImageResolver, LoadedDataset, LoaderOptions, Row, Skips, make_sample, require_file
+from m3d_agents.datasets.base import dataset, ImageResolver, LoadedDataset, LoaderOptions, Row, Skips, make_sample, read_text_file, require_file
 from m3d_agents.errors import InputError
+from m3d_agents.safe_json import loads_bounded
 
 TAXONOMY = "ooc"
 
@@ -23,9 +24,11 @@ class Options(LoaderOptions):
 
 def _visualnews_index(path: Path) -> dict[str, dict[str, object]]:
     try:
-        records = json.loads(require_file(path, "VisualNews data.json").read_text(encoding="utf-8"))
+        records = loads_bounded(read_text_file(require_file(path, "VisualNews data.json")))
     except json.JSONDecodeError as exc:
         raise InputError(path.name, f"not valid JSON at line {exc.lineno}: {exc.msg}") from exc
+    except ValueError as exc:
+        raise InputError(path.name, f"refused: {exc}") from None
     if not isinstance(records, list):
         raise InputError(path.name, "expected a JSON array of VisualNews records")
     return {str(r["id"]): r for r in records if isinstance(r, dict) and "id" in r}
@@ -35,11 +38,14 @@ def _visualnews_index(path: Path) -> dict[str, dict[str, object]]:
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
     visualnews = _visualnews_index(options.visualnews)
-    images = ImageResolver(options.image_root or options.visualnews.parent, options.missing_images, skips)
+    images = ImageResolver(options.image_root or options.visualnews.parent, options.missing_images, skips,
+                           options.images_outside_root)
     try:
-        document = json.loads(require_file(path, "NewsCLIPpings annotations").read_text(encoding="utf-8"))
+        document = loads_bounded(read_text_file(require_file(path, "NewsCLIPpings annotations")))
     except json.JSONDecodeError as exc:
         raise InputError(path.name, f"not valid JSON at line {exc.lineno}: {exc.msg}") from exc
+    except ValueError as exc:
+        raise InputError(path.name, f"refused: {exc}") from None
     annotations = document.get("annotations") if isinstance(document, dict) else None
     if not isinstance(annotations, list):
         raise InputError(f"{path.name}.annotations", "missing; expected the merged_balanced format")

@@ -156,8 +156,10 @@ def gold_evidence(path: Path) -> dict[str, list[Evidence]]:
 @dataset("agentfact", "alias of rwpost", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
-    nested_images = ImageResolver(options.image_root or _repo_root(path), options.missing_images, skips)
-    flat_images = ImageResolver(options.image_root or path.parent, options.missing_images, skips)
+    nested_images = ImageResolver(options.image_root or _repo_root(path), options.missing_images, skips,
+                           options.images_outside_root)
+    flat_images = ImageResolver(options.image_root or path.parent, options.missing_images, skips,
+                           options.images_outside_root)
     samples, evidence = [], {}
     for index, row in enumerate(read_records(path)):
         label = map_label(row, "label", row.require("label"), LABELS, skips)

@@ -22,7 +22,8 @@ class Options(LoaderOptions):
 @dataset("verite", "VERITE.csv (true / miscaptioned / out-of-context)", Options)
 def load(path: Path, options: Options) -> LoadedDataset:
     skips = Skips()
-    images = ImageResolver(options.image_root or path.parent, options.missing_images, skips)
+    images = ImageResolver(options.image_root or path.parent, options.missing_images, skips,
+                           options.images_outside_root)
     samples = []
     for index, row in enumerate(read_csv_rows(path)):
         label = map_label(row, "label", row.require("label"), LABELS, skips)

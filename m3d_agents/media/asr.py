@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,10 @@ import numpy as np
 
 from m3d_agents.backends.config import default_cache_root
 from m3d_agents.errors import InputError
+from m3d_agents.safe_files import read_text_nofollow, replace_file
+from m3d_agents.safe_json import loads_bounded
+
+log = logging.getLogger(__name__)
 
 RATE = 16_000
 CHUNK_S = 30.0
@@ -92,9 +98,10 @@ class Transcriber:
     def transcribe(self, video: Path) -> Transcript:
         """The speech in ``video``, from the cache when this model transcribed the same file before."""
         cached = self.cache_path(video)
-        if cached.is_file():
-            data = json.loads(cached.read_text(encoding="utf-8"))
-            return Transcript(data.get("text"), data.get("reason", ""), cached=True)
+        if os.path.lexists(cached):
+            stored = read_cached_transcript(cached)
+            if stored is not None:
+                return stored
         audio = decode_audio(video)
         if audio is None:
             found = Transcript(None, "the video has no audio track")
@@ -105,8 +112,23 @@ class Transcriber:
             result = self.pipeline()({"raw": audio, "sampling_rate": RATE}, **kwargs)
             text = " ".join(str(result.get("text") or "").split())
             found = Transcript(text or None, "" if text else "no speech was recognised")
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cached.with_suffix(".tmp")
-        temporary.write_text(json.dumps({"text": found.text, "reason": found.reason, "model": str(self.model)}), encoding="utf-8")
-        temporary.replace(cached)
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            replace_file(cached, json.dumps({"text": found.text, "reason": found.reason, "model": str(self.model)}))
+        except (InputError, OSError) as exc:
+            log.warning("transcript cache: could not store %s (%s)", cached, getattr(exc, "problem", None) or exc)
         return found
+
+
+def read_cached_transcript(path: Path) -> Transcript | None:
+    """A stored transcript (JSON data, never read through a link); None, with a warning naming the file,
+    when it does not read, so the video is transcribed again."""
+    try:
+        data = loads_bounded(read_text_nofollow(path, 16 * 1024 * 1024))
+        text, reason = data.get("text"), data.get("reason", "")
+        if (text is not None and not isinstance(text, str)) or not isinstance(reason, str):
+            raise ValueError("not a stored transcript")
+    except (InputError, OSError, ValueError, AttributeError) as exc:
+        log.warning("transcript cache: ignoring the unreadable entry %s (%s)", path, getattr(exc, "problem", None) or exc)
+        return None
+    return Transcript(text, reason, cached=True)

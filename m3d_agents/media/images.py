@@ -3,16 +3,24 @@
 Images arrive from datasets and users, so every way a file can be wrong (missing, not an image,
 truncated, a decompression bomb, too large) becomes an :class:`InputError` naming the field,
 instead of a PIL exception deep inside an agent.
+
+What decoding may cost is bounded three ways: per image (``max_decoded_pixels``: a larger JPEG is
+decoded at a reduced scale, which its format allows, and any other format that large is refused
+before its pixels are decoded), across concurrent samples (decodes in flight in one process hold
+at most :data:`DECODE_BUDGET_PIXELS` between them, the rest wait), and in the cache of prepared
+images (bounded by their pixels, not their number).
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import threading
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from PIL import Image, ImageFile, UnidentifiedImageError
 
@@ -56,6 +64,31 @@ class PreparedSample:
 
 _cache: dict[tuple[str, int], PreparedImage] = {}
 _CACHE_LIMIT = 256
+_CACHE_PIXELS = 48_000_000
+"""Prepared images kept at most: about 150 MB of RGB, whatever the number of images."""
+
+DECODE_BUDGET_PIXELS = 64_000_000
+"""Pixels that decodes in flight in one process may hold between them (about 256 MB of RGBA)."""
+_budget = threading.Condition()
+_in_flight = 0
+
+
+@contextmanager
+def decode_budget(pixels: int) -> Iterator[None]:
+    """Hold ``pixels`` of the process's decode budget while an image is decoded; waits while others hold it.
+
+    A single image larger than the whole budget waits for every other decode to finish, then runs alone."""
+    global _in_flight
+    wanted = min(pixels, DECODE_BUDGET_PIXELS)
+    with _budget:
+        _budget.wait_for(lambda: _in_flight + wanted <= DECODE_BUDGET_PIXELS)
+        _in_flight += wanted
+    try:
+        yield
+    finally:
+        with _budget:
+            _in_flight -= wanted
+            _budget.notify_all()
 
 
 def load_image(path: Path, limits: InputLimits | None = None, field: str = "image") -> PreparedImage:
@@ -73,10 +106,18 @@ def load_image(path: Path, limits: InputLimits | None = None, field: str = "imag
     if cached is not None:
         return cached
     prepared = _decode(data, path, sha, limits, field)
-    if len(_cache) >= _CACHE_LIMIT:
+    while _cache and (len(_cache) >= _CACHE_LIMIT or _cached_pixels() + _pixels(prepared) > _CACHE_PIXELS):
         _cache.pop(next(iter(_cache)))
     _cache[key] = prepared
     return prepared
+
+
+def _pixels(prepared: PreparedImage) -> int:
+    return prepared.image.size[0] * prepared.image.size[1]
+
+
+def _cached_pixels() -> int:
+    return sum(_pixels(p) for p in _cache.values())
 
 
 def _decode(data: bytes, path: Path, sha: str, limits: InputLimits, field: str) -> PreparedImage:
@@ -100,12 +141,29 @@ def _decode(data: bytes, path: Path, sha: str, limits: InputLimits, field: str) 
         raise InputError(
             field, f"{path} has {width}x{height} = {width * height} pixels, over the limit of {limits.max_pixels}"
         )
+    image = Image.open(io.BytesIO(data))
+    if width * height > limits.max_decoded_pixels:
+        if fmt != "JPEG":
+            raise InputError(
+                field, f"{path} has {width}x{height} = {width * height} pixels; decoding a {fmt} image that large is "
+                f"refused (over max_decoded_pixels, {limits.max_decoded_pixels}); scale it down first",
+            )
+        # JPEG decodes at 1/2, 1/4 or 1/8 scale directly: the least reduction within the budget, or more
+        # while the result still covers max_side (it is scaled down to that anyway).
+        scale = next((r for r in (2, 4, 8) if width * height <= limits.max_decoded_pixels * r * r), 8)
+        while scale < 8 and max(width, height) // (scale * 2) >= limits.max_side:
+            scale *= 2
+        image.draft("RGB", (-(-width // scale), -(-height // scale)))
+    decoded = image.size[0] * image.size[1]
     try:
-        image = Image.open(io.BytesIO(data))
-        image.load()
+        with decode_budget(decoded):
+            image.load()
+            rgb = image.convert("RGB")
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         raise InputError(field, f"{path} is corrupt or truncated: {exc}") from exc
-    rgb = image.convert("RGB")
+    if rgb.size[0] * rgb.size[1] > limits.max_decoded_pixels:
+        raise InputError(field, f"{path} still has {rgb.size[0]}x{rgb.size[1]} pixels at the least scale its format "
+                         f"decodes to, over max_decoded_pixels ({limits.max_decoded_pixels})")
     if max(rgb.size) > limits.max_side:
         rgb.thumbnail((limits.max_side, limits.max_side), Image.Resampling.LANCZOS)
     return PreparedImage(source=path, sha256=sha, image=rgb, original_size=(width, height), format=fmt)

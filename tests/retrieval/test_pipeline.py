@@ -116,7 +116,7 @@ async def test_summaries_are_attached_fenced_and_translated(mr2_root: Path) -> N
     assert pages and all(e.summary == f"Summary of {e.id}: a man in a quarantine box at an airport." for e in pages)
     assert all("translated to English" in e.reason for e in pages if e.language == "zh")
     prompt = client.calls[0].prompt
-    assert "```quoted-evidence" in prompt and "untrusted" in prompt
+    assert "<<<QUOTED " in prompt and "untrusted" in prompt
     assert trace.sample("430").text in prompt
     assert "translate what you report into English" in prompt
     assert "best guess for the image" in prompt

@@ -63,7 +63,7 @@ def test_m3d_evaluate_gathers_live_evidence_then_replays_it_with_no_network_and_
         assert "public image URL only" in providers["serpapi_lens"]["not_run"], "and SerpAPI could not have run"
         assert len(row.verdict["evidence_ids"]) == report["kept"]
     prompts = [str(r["messages"]) for r in world.model.requests]
-    assert any("quoted-evidence" in p and "/bench/" in p for p in prompts), "the debaters read the pages"
+    assert any("<<<QUOTED " in p and "/bench/" in p for p in prompts), "the debaters read the pages"
     summaries = [p for p in prompts if "deliberately not shown" in p]
     assert summaries and not any(post_text in p for p in summaries for post_text in [r.verdict["sample_id"] for r in rows])
     assert "network fetches for evidence: 0" not in " ".join(live.output.split())
@@ -224,7 +224,7 @@ async def test_the_checker_reads_the_evidence_it_is_given(tmp_path: Path) -> Non
             await pool.close()
         assert verdict.evidence_report is not None and verdict.evidence_report.kept == 3
         assert len(verdict.evidence_ids) == 3
-        assert "quoted-evidence" in str(world.model.requests[-1]["messages"])
+        assert "<<<QUOTED " in str(world.model.requests[-1]["messages"])
 
 
 def test_an_unknown_mode_names_the_option() -> None:
@@ -263,6 +263,6 @@ async def test_agentm3d_text_agent_reads_wikipedia_from_the_run_path_and_the_ima
     assert report is not None and report.kept >= 1
     assert [p.provider for p in report.providers if p.calls] == ["wikipedia"], "AgentM3D searches Wikipedia only"
     text_prompt = clients["text_agent"].calls[-1].prompt
-    assert "en.wikipedia.org/wiki/" in text_prompt and "quoted-evidence" in text_prompt
+    assert "en.wikipedia.org/wiki/" in text_prompt and "<<<QUOTED " in text_prompt
     for other in ("image_agent", "cross_modal_agent"):
         assert "wikipedia.org" not in clients[other].calls[-1].prompt

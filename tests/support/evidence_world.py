@@ -34,7 +34,7 @@ class World:
 
     def dataset_arguments(self) -> list[str]:
         return ["--dataset", f"jsonl:{self.posts}", "-o", "text=text", "-o", "label=label", "-o", "images=image",
-                "-o", "id=id"]
+                "-o", "id=id", "-o", "images_outside_root=true"]
 
     def provider_requests(self) -> int:
         return len(self.providers.requests)

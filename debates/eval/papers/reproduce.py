@@ -33,6 +33,7 @@ from debates.eval.records import EvalRow
 from debates.eval.score.report import load_run
 from debates.eval.papers.table_figures import METRICS, Figure, row_figures
 from debates.config_loader import available_configs, load_config
+from m3d_agents.safe_files import refuse_foreign_folder
 from m3d_agents.datasets import LoadedDataset, parse_spec
 from m3d_agents.errors import InputError
 from retrieval.runpath import settings_of
@@ -352,6 +353,12 @@ def check_reproduction(request: ReproduceRequest) -> Reproduction:
         raise InputError("dataset", f"{table.id} reports on {', '.join(table.datasets)}, not on {kind}")
     if request.resamples < 100:
         raise InputError("resamples", "must be at least 100")
+    configs = set(table.configs())
+    table_files = {TABLE_JSON, TABLE_MD, TABLE_PLOT}
+    refuse_foreign_folder(
+        request.out, "out", lambda name: name in configs or name in table_files or name.startswith(tuple(f".{f}." for f in table_files)),
+        f"the folder of a {table.id} reproduction",
+    )
     runs = {config: check_request(request.row_request(config)) for config in table.configs()}
     return Reproduction(request=request, table=table, kind=kind, runs=runs)
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from debates.eval.papers.reproduce import TABLE_JSON, TABLE_MD, TABLE_PLOT, RowResult, TableResult
 from debates.eval.papers.table_figures import METRICS
+from debates.eval.score.report import save_figure
+from m3d_agents.safe_files import replace_file
 
 COLUMNS = ["paper row", "paper's backbone (= ours?)", "config", "metric", "ours [95% CI]", "paper", "ours - paper",
            "calls/sample", "tokens/sample (in + out)", "$/sample", "no evidence (% samples)", "tools unavailable (% calls)"]
@@ -165,13 +167,13 @@ def plot(result: TableResult, path: Path) -> None:
     fig.suptitle(f"{result.paper} {result.header[0].split(':')[0].split(' ', 1)[-1]}: ours against the paper's"
                  + ("" if result.setting.papers_setting else " (not the paper's setting)"), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
 
 
 def write_table(result: TableResult, folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / TABLE_JSON).write_text(result.model_dump_json(indent=2), encoding="utf-8")
-    (folder / TABLE_MD).write_text(markdown(result), encoding="utf-8")
+    replace_file(folder / TABLE_JSON, result.model_dump_json(indent=2))
+    replace_file(folder / TABLE_MD, markdown(result))
     plot(result, folder / TABLE_PLOT)
     return [folder / TABLE_JSON, folder / TABLE_MD, folder / TABLE_PLOT]

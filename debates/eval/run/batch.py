@@ -13,7 +13,6 @@ the order, concurrency or resumption.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import time
@@ -25,9 +24,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
 
-from debates.eval.run.lock import RunLock
+from debates.eval.run.lock import LOCK, RunLock
 from debates.eval.score.prices import PriceTable
-from debates.eval.records import MANIFEST, RESULTS, EvalRow, ResultsFile, RowError, RunManifest, read_rows, row_from_verdict
+from debates.eval.records import MANIFEST, RESULTS, EvalRow, ResultsFile, RowError, RunManifest, read_manifest, read_rows, row_from_verdict
 from debates.strategy import StrategyConfig
 from debates.config_loader import load_config
 from debates.session import run_sample, sample_seed
@@ -37,6 +36,7 @@ from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.redaction import redact
+from m3d_agents.safe_files import UnsafeFile, refuse_foreign_folder, replace_file
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Accounting
 
@@ -92,26 +92,33 @@ class BatchOutcome:
     rows: list[EvalRow] = field(default_factory=list)
 
 
+def check_same_run(out_dir: Path, identity: dict[str, Any]) -> None:
+    """An error naming ``--out`` unless the run folder's manifest reads and is the run of ``identity``."""
+    path = out_dir / MANIFEST
+    try:
+        existing = read_manifest(path)
+    except UnsafeFile:
+        raise
+    except InputError as exc:
+        raise InputError("out", f"{path} {exc.problem}; choose another --out folder") from None
+    if existing.identity() != identity:
+        diff = {k: (existing.identity()[k], v) for k, v in identity.items() if existing.identity()[k] != v}
+        raise InputError("out", f"{out_dir} holds a different run ({diff}); choose another --out folder")
+
+
 def prepare_run_dir(out_dir: Path, manifest: RunManifest) -> None:
     """Create the run folder, or check that an existing one holds the same run."""
     make_run_dir(out_dir)
     path = out_dir / MANIFEST
-    if path.exists():
-        try:
-            existing = RunManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            raise InputError("out", f"{path} is not the manifest of a run ({type(exc).__name__}); choose another --out folder") from None
-        if existing.identity() != manifest.identity():
-            diff = {k: (existing.identity()[k], v) for k, v in manifest.identity().items() if existing.identity()[k] != v}
-            raise InputError("out", f"{out_dir} holds a different run ({diff}); choose another --out folder")
+    if os.path.lexists(path):
+        check_same_run(out_dir, manifest.identity())
         return
+    refuse_foreign_folder(out_dir, "out", started_run_file, "a run folder (no run.json)")
     manifest.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(manifest.model_dump_json(indent=2))
-    temporary.replace(path)
+    replace_file(path, manifest.model_dump_json(indent=2))
 
 
-def check_run_dir(out_dir: Path) -> None:
+def check_run_dir(out_dir: Path, identity: dict[str, Any] | None = None) -> None:
     """Refuse an ``--out`` that cannot be a run folder, or that another run holds, before any work
     and without creating it. (The run itself takes the lock again: this only makes the refusal early.)"""
     probe = out_dir
@@ -124,8 +131,31 @@ def check_run_dir(out_dir: Path) -> None:
     if not os.access(probe, os.W_OK | os.X_OK):
         raise InputError("out", f"cannot create the run folder {out_dir}: {probe} is not writable")
     if probe == out_dir:
+        if not os.path.lexists(out_dir / MANIFEST):
+            refuse_foreign_folder(out_dir, "out", started_run_file, "a run folder (no run.json)")
+        refuse_links_inside(out_dir)
+        if identity is not None and os.path.lexists(out_dir / MANIFEST):
+            check_same_run(out_dir, identity)
         with RunLock(out_dir):
             pass
+
+
+def started_run_file(name: str) -> bool:
+    """What a run leaves before its run.json exists: its lock, and the manifest's temporary file."""
+    return name == LOCK or name.startswith(f".{MANIFEST}.")
+
+
+def refuse_links_inside(out_dir: Path) -> None:
+    """Refuse a run folder holding a symbolic link, before any work: every file of a run folder is the
+    product's own, and one planted as a link would send a write to its target (each write refuses
+    links again, so a link planted during the run is refused too)."""
+    try:
+        entries = sorted(out_dir.iterdir())
+    except OSError as exc:
+        raise InputError("out", f"cannot list the run folder {out_dir}: {exc.strerror or exc}") from None
+    for entry in entries:
+        if entry.is_symlink():
+            raise UnsafeFile(entry, "a symbolic link")
 
 
 def make_run_dir(out_dir: Path) -> None:

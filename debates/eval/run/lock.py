@@ -3,7 +3,8 @@
 Two ``m3d evaluate`` processes appending to one ``results.jsonl`` would both run the pending
 samples and write each row twice. The lock is an ``flock`` on ``<run>/.lock``: the kernel drops it
 when the holding process ends, however it ends (even by SIGKILL), so a stale lock file never
-blocks a resume. The file records the holder's pid for the error message only.
+blocks a resume. The file records the holder's pid for the error message only. It is opened
+without following links: a ``.lock`` planted as a link would otherwise truncate its target.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from types import TracebackType
 
 from m3d_agents.errors import InputError
+from m3d_agents.safe_files import open_nofollow, write_failed
 
 LOCK = ".lock"
 
@@ -27,7 +29,7 @@ class RunLock:
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -37,8 +39,12 @@ class RunLock:
                 "out", f"{self.path.parent} is in use by a running m3d evaluate (pid {holder}); wait for it to "
                 "finish, or choose another --out folder"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        except OSError as exc:
+            os.close(fd)
+            raise write_failed(self.path, exc) from None
         self._fd = fd
 
     def release(self) -> None:

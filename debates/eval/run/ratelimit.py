@@ -9,10 +9,25 @@ by the backend's own ``concurrency`` setting.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from typing import Any
 
 from m3d_agents.backends.factory import Backend, BackendPool
+
+
+MIN_RPM = 1.0
+MAX_RPM = 1_000_000.0
+"""A limit below one request a minute would hold a run for hours per sample; above a million it limits nothing."""
+
+
+def rate_limit_problem(rpm: float) -> str | None:
+    """Why ``rpm`` cannot be a requests-per-minute limit, or None."""
+    if not math.isfinite(rpm) or rpm <= 0:
+        return "the requests per minute must be a positive number"
+    if not MIN_RPM <= rpm <= MAX_RPM:
+        return f"the requests per minute must be from {MIN_RPM:g} to {MAX_RPM:g}, not {rpm:g}"
+    return None
 
 
 class RateGate:

@@ -3,7 +3,8 @@
 A reviewer who finds a data set's label wrong records the label they believe, with a note. The
 file is a log, never a table: each override is one appended, fsynced row, and earlier rows are
 never rewritten, so the history of who changed what stays readable and a crash cannot damage a
-row already written. Where a sample was annotated more than once, the latest row counts.
+row already written. A torn last line that a crash left is cut off before the next append (as
+``results.jsonl``'s is), so it can never glue itself to the next override. Where a sample was annotated more than once, the latest row counts.
 
 Scoring a run "against the annotations" replaces the gold label of every annotated sample by the
 reviewer's label and keeps the data set's label elsewhere; the results file itself is untouched.
@@ -11,7 +12,7 @@ reviewer's label and keeps the data set's label elsewhere; the results file itse
 
 from __future__ import annotations
 
-import json
+import os
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from debates.eval.records import EvalRow, ResultsFile
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
+from m3d_agents.safe_files import read_bytes_nofollow
+from m3d_agents.safe_json import loads_bounded
 
 ANNOTATIONS = "annotations.jsonl"
 
@@ -49,9 +52,9 @@ def read_annotations(run_dir: Path) -> list[Annotation]:
     """Every complete row, oldest first. A torn last line (a crash during an append) is skipped;
     a bad line anywhere else means the file was edited by hand, which is an error naming the line."""
     path = run_dir / ANNOTATIONS
-    if not path.is_file():
+    if not os.path.lexists(path):
         return []
-    lines = path.read_bytes().split(b"\n")
+    lines = read_bytes_nofollow(path).split(b"\n")
     found: list[Annotation] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -59,7 +62,7 @@ def read_annotations(run_dir: Path) -> list[Annotation]:
         try:
             if number == len(lines):
                 raise ValueError("no newline at the end")
-            found.append(Annotation.model_validate(json.loads(line)))
+            found.append(Annotation.model_validate(loads_bounded(line)))
         except (ValueError, ValidationError) as exc:
             if number == len(lines):
                 break

@@ -7,16 +7,18 @@ that a folder of runs gives the trade-off view directly.
 
 from __future__ import annotations
 
-import json
+import io
+import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from pydantic import BaseModel
 
 from debates.eval.score.annotations import ANNOTATIONS, Annotation, GoldSource, read_annotations, with_annotated_gold
-from debates.eval.records import MANIFEST, RESULTS, RunManifest
+from debates.eval.records import MANIFEST, RESULTS, RunManifest, read_manifest
 from debates.eval.score.metrics import RunMetrics, compute_metrics
 from debates.eval.records import EvalRow, read_rows
+from m3d_agents.safe_files import refuse_linked_folder, replace_file
 from m3d_agents.errors import InputError
 from m3d_agents.verdict import Verdict
 
@@ -50,9 +52,9 @@ def _load(
     run_dir: Path, gold: GoldSource, annotations: Sequence[Annotation] | None
 ) -> tuple[RunManifest, list[EvalRow], int]:
     manifest_path = run_dir / MANIFEST
-    if not manifest_path.is_file():
+    if not os.path.lexists(manifest_path):
         raise InputError("run", f"{run_dir} is not a run folder (no {MANIFEST})")
-    manifest = RunManifest.model_validate(json.loads(manifest_path.read_text()))
+    manifest = read_manifest(manifest_path)
     rows, _ = read_rows(run_dir / RESULTS)
     rows = sorted(rows, key=lambda r: r.index)
     annotated = 0
@@ -185,8 +187,15 @@ def plot_confusion(summary: RunSummary, path: Path) -> None:
         ax.set_ylabel("gold")
     ax.set_title(run_label(summary))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
+
+
+def save_figure(fig: Any, path: Path, dpi: int) -> None:
+    """A figure as a PNG file, written as every run-folder file is (never through a link)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    replace_file(path, buffer.getvalue())
 
 
 def plot_tradeoffs(summaries: Sequence[RunSummary], folder: Path) -> list[Path]:
@@ -210,7 +219,7 @@ def plot_tradeoffs(summaries: Sequence[RunSummary], folder: Path) -> list[Path]:
         ax.set_title(f"accuracy vs {xlabel.split(' per')[0].split(' (')[0]}")
         ax.grid(alpha=0.3)
         fig.tight_layout()
-        fig.savefig(folder / name, dpi=120)
+        save_figure(fig, folder / name, dpi=120)
         plt.close(fig)
         written.append(folder / name)
     return written
@@ -230,9 +239,10 @@ def write_reviews(run_dir: Path) -> int:
         if not row.verdict or not row.verdict.get("explanation"):
             continue
         folder = run_dir / REVIEWS
+        refuse_linked_folder(folder)
         folder.mkdir(exist_ok=True)
         record = Verdict.model_validate(row.verdict).review_record()
-        (folder / f"{safe_name(row.sample_id)}.json").write_text(record.model_dump_json(indent=2))
+        replace_file(folder / f"{safe_name(row.sample_id)}.json", record.model_dump_json(indent=2))
         written += 1
     return written
 
@@ -258,15 +268,15 @@ def write_report(run_dir: Path, gold: GoldSource = "dataset") -> RunSummary:
     own (``report.annotations.md`` ...), so the report on the data set's labels is never replaced."""
     if gold == "annotations":
         summary = summarise(run_dir, gold)
-        (run_dir / ANNOTATED_METRICS).write_text(summary.model_dump_json(indent=2))
-        (run_dir / ANNOTATED_REPORT).write_text(markdown(summary))
+        replace_file(run_dir / ANNOTATED_METRICS, summary.model_dump_json(indent=2))
+        replace_file(run_dir / ANNOTATED_REPORT, markdown(summary))
         plot_confusion(summary, run_dir / ANNOTATED_CONFUSION)
         return summary
     summary = summarise(run_dir)
     record_outcome(run_dir, summary)
     write_reviews(run_dir)
-    (run_dir / METRICS).write_text(summary.model_dump_json(indent=2))
-    (run_dir / REPORT).write_text(markdown(summary))
+    replace_file(run_dir / METRICS, summary.model_dump_json(indent=2))
+    replace_file(run_dir / REPORT, markdown(summary))
     plot_confusion(summary, run_dir / "confusion.png")
     others = [summarise(p) for p in sibling_runs(run_dir) if p.resolve() != run_dir.resolve()]
     plot_tradeoffs([summary, *others], run_dir)

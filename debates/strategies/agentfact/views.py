@@ -2,9 +2,9 @@
 
 Agents take their prompts from the board, never from the growing chat thread: the evidence
 summaries would otherwise balloon every prompt. Each prompt's first line is ``Task: agentfact/<name>``,
-a stable key for scripted test clients and for reading logs. Evidence is shown as
-``[E3] reuters.com (reliable) 2023-04-10`` followed by its fenced text, so a page's words are always
-quoted material, never instructions.
+a stable key for scripted test clients and for reading logs. Evidence is shown by the one evidence
+fence (:mod:`m3d_agents.fence`) under its display id (``[E3]``), so a page's words, title and URL
+are always quoted material, never instructions.
 """
 
 from __future__ import annotations
@@ -24,11 +24,7 @@ def post(text: str, claim_date: date | None) -> str:
 
 
 def shown(display: str, item: Evidence, chars: int) -> str:
-    source = item.domain or item.title or item.url or item.kind
-    when = f" {item.published.isoformat()}" if item.published else ""
-    title = f" · {item.title}" if item.title and item.title != source else ""
-    body = (item.summary or item.text)[:chars].replace("```", "'''").strip()
-    return f"[{display}] {source} ({item.reliability}){when}{title}\n```quoted-evidence\n{body}\n```"
+    return item.quoted(chars, label=display)
 
 
 def evidence_block(items: list[tuple[str, Evidence]], chars: int) -> str:
@@ -83,8 +79,4 @@ def explain_task(board: Board, post_text: str) -> str:
 
 
 def miscaption_task(post_text: str, page: Evidence, chars: int) -> str:
-    body = (page.summary or page.text)[:chars].replace("```", "'''").strip()
-    return prompts.render(
-        "agentfact/miscaption", post=post_text, title=(page.title or "untitled").replace('"', "'"),
-        source=page.domain or page.url or "an unknown site", page=f"```quoted-evidence\n{body}\n```",
-    )
+    return prompts.render("agentfact/miscaption", post=post_text, page=page.quoted(chars, label="page"))

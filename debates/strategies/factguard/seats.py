@@ -27,6 +27,7 @@ from pydantic import BaseModel
 import prompts
 from debates.strategies.factguard.config import FactGuardConfig
 from debates.strategies.factguard.frames import describe
+from m3d_agents.fence import one_line, quote_text
 from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient, UsageLedger
 from debates.strategies.factguard.turn_format import AgentTurn, parse_agent_turn
@@ -188,10 +189,6 @@ class VerifierSeat(BaseChatAgent):
         self._history = []
 
 
-def fenced(text: str) -> str:
-    return "```quoted-evidence\n" + text.replace("```", "'''") + "\n```"
-
-
 class ToolDesk(BaseChatAgent):
     def __init__(self, state: FactGuardState, context: ToolContext, registry: ToolRegistry, tools: list[str],
                  vision: bool, ocr: bool, max_turns: int) -> None:
@@ -220,7 +217,7 @@ class ToolDesk(BaseChatAgent):
             except Exception as exc:  # noqa: BLE001 - a failing tool is an observation, not a crash
                 self._context.stats[f"{call.name}.errors"] += 1
                 output = f"{call.name}: error: {exc}"
-            blocks.append(f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)}:\n{fenced(output)}")
+            blocks.append(f"{call.name} {one_line(json.dumps(call.arguments, ensure_ascii=False))}:\n{quote_text(output, call.name)}")
         images: list[AgentImage] = []
         for artifact in self._context.artifacts[made_before:]:
             if self._vision:

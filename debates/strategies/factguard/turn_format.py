@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from m3d_agents.errors import ParseError
+from m3d_agents.fence import without_quoted
 from m3d_agents.parsing import parse_json_object
 
 _AGENT_BLOCK = re.compile(r"<(think|tool_call|answer)>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
@@ -98,9 +99,11 @@ def parse_agent_turn(
     """
     if answer_style not in ANSWER_STYLES:
         raise ValueError(f"unknown answer style {answer_style!r}")
-    blocks = [(m.group(1).lower(), m.group(2), m.start()) for m in _AGENT_BLOCK.finditer(text)]
+    # Tool output the agent echoes (a page with a <tool_call> or an <answer> in it) is fenced: cut it first.
+    own = without_quoted(text)
+    blocks = [(m.group(1).lower(), m.group(2), m.start()) for m in _AGENT_BLOCK.finditer(own)]
     lenient: list[str] = []
-    outside = _AGENT_BLOCK.sub("", text)
+    outside = _AGENT_BLOCK.sub("", own)
     if _OPEN_TAG.search(outside):
         lenient.append("an unclosed or stray tag")
     if outside.strip():

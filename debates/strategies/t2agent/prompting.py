@@ -15,6 +15,7 @@ import prompts
 from debates.strategies.t2agent.config import SubtaskConfig, T2AgentConfig
 from m3d_agents.tools.react import FINISH, ActionSpec, action_menu
 from debates.strategies.t2agent.tree import Node
+from m3d_agents.fence import quote_text
 from m3d_agents.media.images import PreparedSample
 from m3d_agents.media.post_content import image_context, user_content
 
@@ -51,7 +52,10 @@ def render_step(node: Node, k: int, observation: bool = True) -> str:
     else:
         lines.append(f"Action {k}: {node.verb}[{node.argument or ''}]")
         if observation:
-            lines.append(f"Observation {k}: {node.observation or '(none)'}")
+            # A tool's output carries outside text (pages, OCR, descriptions): fenced, so a step or a score
+            # read from the model's answer can never be one that a page wrote.
+            shown = quote_text(node.observation, source=f"{node.verb} output") if node.observation else "(none)"
+            lines.append(f"Observation {k}:\n{shown}")
     return "\n".join(lines)
 
 

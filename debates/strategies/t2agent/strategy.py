@@ -267,7 +267,10 @@ def _decision(config: T2AgentConfig, tree: SearchTree, outcome: SearchOutcome) -
     return decide(answers, config.real_label), chosen
 
 
-def _findings(config: T2AgentConfig, tree: SearchTree, chosen: dict[str, Node], decision: FusionDecision) -> list[Finding]:
+def _findings(config: T2AgentConfig, tree: SearchTree, chosen: dict[str, Node], decision: FusionDecision,
+              known: set[str]) -> list[Finding]:
+    """One finding per check; a finding cites only ids of evidence its steps retrieved (an id written inside
+    a page's text is not a citation)."""
     findings = []
     for subtask in config.subtasks:
         node = tree.subtask(subtask.name)
@@ -281,7 +284,7 @@ def _findings(config: T2AgentConfig, tree: SearchTree, chosen: dict[str, Node], 
             f"{subtask.title}: Finish[{answer.finish}], confidence score {answer.confidence_score:.2f}"
             + (f", p_fake {p_fake:.4f}" if p_fake is not None else "") + f" ({node.status}). {answer.thought}"
         )
-        cited = sorted({m for step in answer.steps() for m in _EVIDENCE_ID.findall(step.observation or "")})
+        cited = sorted({m for step in answer.steps() for m in _EVIDENCE_ID.findall(step.observation or "") if m in known})
         findings.append(Finding(modality=subtask.modality, subtask=subtask.name, label=answer.finish,
                                 distortion=answer.answer == "fake", summary=summary.strip(), evidence_ids=cited))
     return findings
@@ -382,8 +385,8 @@ class T2Agent:
         )
         common: dict[str, Any] = {
             "transcript": transcript,
-            "findings": _findings(config, tree, chosen, decision),
-            "evidence_ids": [e.id for e in tools.retrieved],
+            "findings": _findings(config, tree, chosen, decision, {e.id for e in [*tools.retrieved, *tools.evidence]}),
+            "evidence_ids": list(dict.fromkeys(e.id for e in tools.retrieved)),
             "diagnostics": diagnostics,
         }
         if decision.label is None:

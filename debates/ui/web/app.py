@@ -24,7 +24,8 @@ from debates.ui.web.app_state import AppState, app_state
 from debates.ui.web.errors import PageError
 from debates.ui.web.gate import BodyTooLarge, Gate
 from debates.ui.web.pages import STATIC, Pages
-from debates.ui.web.security import CsrfSigner, redact
+from debates.ui.web.security import CsrfSigner
+from m3d_agents.redaction import redact
 from debates.ui.web.settings import WebSettings
 from m3d_agents.errors import BackendError, InputError
 
@@ -96,7 +97,7 @@ def create_app(settings: WebSettings) -> FastAPI:
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> HTMLResponse:
         log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__,
-                  redact(str(exc), pages.secrets))
+                  redact(str(exc), extra=pages.secrets))
         return pages.render_plain_error(500, "Something went wrong on the server; the error was logged. "
                                              "Go back and try again.")
 
@@ -116,7 +117,7 @@ class Quiet:
         try:
             await self.app(scope, receive, send)
         except Exception as exc:  # noqa: BLE001 - see the class docstring
-            log.error("request to %s ended with %s: %s", scope.get("path"), type(exc).__name__, redact(str(exc), self.secrets))
+            log.error("request to %s ended with %s: %s", scope.get("path"), type(exc).__name__, redact(str(exc), extra=self.secrets))
 
 
 def asgi_app(settings: WebSettings) -> ASGIApp:

@@ -17,7 +17,8 @@ from pydantic import BaseModel
 from starlette.requests import HTTPConnection
 from starlette.responses import HTMLResponse
 
-from debates.ui.web.security import CsrfSigner, redact
+from debates.ui.web.security import CsrfSigner
+from m3d_agents.redaction import redact
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -58,7 +59,7 @@ class Pages:
         self.env.filters.update(percent=_percent, fixed=_fixed, pretty=_pretty, redact=self.redact)
 
     def redact(self, text: Any) -> str:
-        return redact(str(text), self.secrets)
+        return redact(str(text), extra=self.secrets)
 
     def csrf(self, connection: HTTPConnection) -> str:
         return self.signer.token_for(connection.scope.get("state", {}).get("csrf_cookie", ""))

@@ -10,8 +10,8 @@
 - **Paths.** A run folder is named as ``<root index>/<path under that root>``; ``..``, absolute
   paths and symbolic links that lead out of the root are refused, and so are files of a run
   folder that are links out of it.
-- **Secrets.** Anything shown or logged passes :func:`redact` first: values of environment
-  variables that hold keys, the server's own token, bearer tokens and ``api_key=`` parameters.
+- **Secrets.** Anything shown or logged passes :func:`m3d_agents.redaction.redact` first (the
+  product's one rule set), with the server's own token added to the keys it masks.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import os
 import re
 import secrets
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Sequence
+from typing import Sequence
 from urllib.parse import urlsplit
 
 from debates.ui.web.errors import PageError
@@ -31,12 +31,6 @@ from debates.ui.web.errors import PageError
 TOKEN_COOKIE = "m3d_token"
 CSRF_COOKIE = "m3d_csrf"
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
-_SECRET_SHAPES = [
-    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{6,}"), "Bearer [redacted]"),
-    (re.compile(r"(?i)\b(api[_-]?key|access[_-]?token|token|secret|key)=[^&\s\"']+"), r"\1=[redacted]"),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), "[redacted]"),
-]
 
 
 def is_loopback(host: str) -> bool:
@@ -166,22 +160,3 @@ def find_runs(roots: Sequence[Path], max_depth: int = 3, limit: int = 500) -> li
                 if child.is_dir() and not child.name.startswith(".") and child.resolve().is_relative_to(base):
                     stack.append((child, depth + 1))
     return sorted(found)
-
-
-# --- secrets -------------------------------------------------------------------------------------
-
-
-def secret_values(extra: Iterable[str] = ()) -> list[str]:
-    """Values that must never be shown: environment variables named like keys, plus ``extra``."""
-    values = [v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 6]
-    values += [v for v in extra if v and len(v) >= 6]
-    return sorted(set(values), key=len, reverse=True)
-
-
-def redact(text: str, extra: Iterable[str] = ()) -> str:
-    """``text`` with every secret value and every key-shaped string replaced by ``[redacted]``."""
-    for value in secret_values(extra):
-        text = text.replace(value, "[redacted]")
-    for shape, replacement in _SECRET_SHAPES:
-        text = shape.sub(replacement, text)
-    return text

@@ -16,7 +16,7 @@ from typing import Iterator
 import uvicorn
 
 from debates.ui.web.app import asgi_app
-from debates.ui.web.security import redact
+from m3d_agents.redaction import redact
 from debates.ui.web.settings import WebSettings
 
 
@@ -49,7 +49,7 @@ class OneLine(logging.Filter):
             return False
         cause = f" ({type(record.exc_info[1]).__name__}: {record.exc_info[1]})" if record.exc_info and record.exc_info[1] else ""
         text = (record.getMessage() + cause).strip().splitlines()
-        record.msg, record.args = redact(text[0] if text else "", self.secrets), ()
+        record.msg, record.args = redact(text[0] if text else "", extra=self.secrets), ()
         record.exc_info = record.exc_text = None
         return True
 

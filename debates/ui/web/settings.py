@@ -53,3 +53,9 @@ class WebSettings:
         for root in self.run_roots:
             if not root.is_dir():
                 raise InputError("runs", f"{root} is not a folder")
+        probe = self.study_dir
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if probe.exists() and not probe.is_dir():
+            where = "is" if probe == self.study_dir else f"is inside {probe}, which is"
+            raise InputError("study-dir", f"{self.study_dir} {where} a file, not a folder; study answers are saved in a folder")

@@ -13,8 +13,8 @@ it; a post whose verdict fails still gets its second answer, with the failure sh
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+import os
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -36,6 +36,8 @@ from debates.ui.web.running import run_post
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import load_image
+from m3d_agents.safe_files import read_text_nofollow
+from m3d_agents.safe_json import loads_bounded
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
 
@@ -110,9 +112,21 @@ def summarise_study(rows: list[StudyAnswer]) -> StudySummary:
 
 
 def read_study(path: Path) -> list[StudyAnswer]:
-    if not path.is_file():
+    """Every whole answer of a study file; a torn last line (a crash during an append) is left out."""
+    if not os.path.lexists(path):
         return []
-    return [StudyAnswer.model_validate(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    answers = []
+    lines = read_text_nofollow(path).split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            answers.append(StudyAnswer.model_validate(loads_bounded(line)))
+        except ValueError as exc:
+            if number >= len(lines) - 1:
+                break
+            raise InputError(f"{path.name}:{number}", f"not a study answer ({type(exc).__name__})") from None
+    return answers
 
 
 @dataclass

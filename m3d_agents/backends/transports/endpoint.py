@@ -16,7 +16,7 @@ from autogen_core.models import ChatCompletionClient, CreateResult, LLMMessage, 
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
-from m3d_agents.backends.transports.retry import NO_KEY
+from m3d_agents.backends.transports.retry import DEFAULT_MAX_ANSWER_BYTES, NO_KEY
 from m3d_agents.backends.transports.wire import added, estimated_tokens
 from m3d_agents.errors import BackendError
 
@@ -39,6 +39,7 @@ class EndpointClient(ChatCompletionClient):
         timeout_s: float = 120.0,
         max_retries: int = 3,
         context_window: int | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.url = self.base_url + "/chat/completions"
@@ -51,6 +52,7 @@ class EndpointClient(ChatCompletionClient):
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.context_window = context_window
+        self.max_answer_bytes = max_answer_bytes
         self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
 

@@ -31,7 +31,14 @@ from pydantic import BaseModel
 
 from m3d_agents.backends.choices import Choices
 from m3d_agents.backends.transports.endpoint import EndpointClient
-from m3d_agents.backends.transports.retry import TransientFailure, answer_of, with_retries, without_secrets
+from m3d_agents.backends.transports.retry import (
+    TransientFailure,
+    answer_of,
+    declared_length,
+    too_large,
+    with_retries,
+    without_secrets,
+)
 from m3d_agents.backends.transports.wire import (
     openai_messages,
     read_choices,
@@ -95,13 +102,29 @@ class OpenAICompatibleClient(EndpointClient):
     async def _attempt(self, payload: bytes) -> Any:
         try:
             async with self._current_session().post(self.url, data=payload, headers=self._headers, proxy=self._proxy) as response:
-                raw = await response.read()
+                raw = await self._bounded_body(response)
                 return answer_of(self.url, response.status, raw, response.headers, self._key)
         except asyncio.TimeoutError:
             raise TransientFailure(f"timed out after {self.timeout_s:g} s") from None
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             raise TransientFailure(without_secrets(problem, self._key)) from None
+
+    async def _bounded_body(self, response: aiohttp.ClientResponse) -> bytes:
+        """The body, read no further than ``max_answer_bytes``: an endless or huge answer is refused
+        (:class:`~m3d_agents.errors.AnswerRefused`) once it passes the limit, not read to the end."""
+        limit = self.max_answer_bytes
+        declared = declared_length(response.headers)
+        if declared is not None and declared > limit:
+            raise too_large(self.url, limit, declared)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.content.iter_chunked(1 << 16):
+            size += len(chunk)
+            if size > limit:
+                raise too_large(self.url, limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     async def _send(self, body: dict[str, Any], cancellation_token: Optional[CancellationToken]) -> Any:
         return await self._cancellable(self._post(json.dumps(body).encode()), cancellation_token)

@@ -10,25 +10,28 @@ neither the endpoint nor the problem in words a user can act on.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
-import re
 import time
 from email.utils import parsedate_to_datetime
 from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
-from m3d_agents.errors import VLLM_ENGINE_DEAD, BackendError, EndpointRefused, EngineDead
+from m3d_agents.errors import VLLM_ENGINE_DEAD, AnswerRefused, BackendError, EndpointRefused, EngineDead
+from m3d_agents.redaction import redact
+from m3d_agents.safe_json import JsonTooDeep, loads_bounded
 
 T = TypeVar("T")
 
 RETRIED_STATUSES = frozenset({408, 409, 429})
 """Besides every 5xx: a timeout the server gave up on, a conflict, a rate limit."""
 
+DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024
+"""The most of one answer a transport reads (``max_answer_bytes``): far above any chat completion
+(a 32k-token answer is about 150 kB), far below what an endless body costs in memory."""
+
 NO_KEY = "EMPTY"
 """What a backend without a key sends as its bearer token: vLLM's convention for a server started
 without ``--api-key``, and something the OpenAI SDK accepts (it refuses to send no key at all)."""
 
-_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;}\]]+")
 
 
 class TransientFailure(Exception):
@@ -45,11 +48,10 @@ def is_retried(status: int) -> bool:
 
 
 def without_secrets(text: str, key: str | None) -> str:
-    """``text`` with the client's own key and any bearer token blanked: some servers and proxies echo
-    the ``Authorization`` header in their error pages, and error text ends up in logs and result files."""
-    if key and key != NO_KEY:
-        text = text.replace(key, "***")
-    return _BEARER.sub(r"\1***", text)
+    """``text`` redacted (:func:`m3d_agents.redaction.redact`), the client's own key included: some
+    servers and proxies echo the ``Authorization`` header in their error pages, and error text ends up
+    in logs and result files."""
+    return redact(text, extra=[key] if key and key != NO_KEY else [])
 
 
 def answer_of(url: str, status: int, raw: bytes, headers: Mapping[str, str], key: str | None) -> Any:
@@ -61,7 +63,9 @@ def answer_of(url: str, status: int, raw: bytes, headers: Mapping[str, str], key
     """
     if status == 200:
         try:
-            return json.loads(raw)
+            return loads_bounded(raw)
+        except JsonTooDeep as exc:
+            raise AnswerRefused(url, str(exc)) from None
         except ValueError:
             snippet = without_secrets(repr(raw[:200]), key)
             raise TransientFailure(f"sent a body that is not JSON: {snippet}") from None
@@ -73,10 +77,25 @@ def answer_of(url: str, status: int, raw: bytes, headers: Mapping[str, str], key
     raise EndpointRefused(url, status, message)
 
 
+def too_large(url: str, limit: int, declared: int | None = None) -> AnswerRefused:
+    """An answer over ``max_answer_bytes``: refused, and said so, rather than read to the end."""
+    size = f" of {declared} bytes" if declared is not None else ""
+    return AnswerRefused(url, f"an answer{size} over the limit of {limit} bytes (the backend's max_answer_bytes)")
+
+
+def declared_length(headers: Mapping[str, str]) -> int | None:
+    """The ``Content-Length`` a server declared, when it is a number."""
+    try:
+        value = int(headers.get("content-length", ""))
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
 def error_message(raw: bytes) -> str:
     """The ``error.message`` of an OpenAI-style error body, else the start of the body."""
     try:
-        data = json.loads(raw)
+        data = loads_bounded(raw)
         error = data.get("error", data) if isinstance(data, dict) else data
         message = error.get("message") if isinstance(error, dict) else error
         return str(message or data)[:300]

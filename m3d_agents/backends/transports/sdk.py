@@ -46,12 +46,20 @@ from openai.types.chat.completion_create_params import CompletionCreateParamsBas
 from pydantic import BaseModel
 
 from m3d_agents.backends.transports.endpoint import EndpointClient
-from m3d_agents.backends.transports.retry import TransientFailure, answer_of, with_retries, without_secrets
+from m3d_agents.backends.transports.retry import (
+    TransientFailure,
+    answer_of,
+    declared_length,
+    too_large,
+    with_retries,
+    without_secrets,
+)
 from m3d_agents.backends.transports.wire import (
     check_sendable,
     completion_problem,
     merged_system_messages,
     not_a_completion,
+    read_usage,
     response_format,
 )
 from m3d_agents.errors import BackendError
@@ -95,11 +103,30 @@ class SdkClient(EndpointClient):
     async def _read_answer(self, response: Any) -> None:
         """The response hook: our policy reads the answer before the SDK does (an error here reaches
         :meth:`_attempt` as it is: the SDK passes on what its HTTP client raises, other than its own errors)."""
-        await response.aread()
+        await self._read_bounded(response)
         data = answer_of(self.url, response.status_code, response.content, response.headers, self._key)
         problem = completion_problem(data)
         if problem is not None:
             raise not_a_completion(self.url, data, problem, self._key)
+        read_usage(data, self.url)
+
+    async def _read_bounded(self, response: Any) -> None:
+        """Read the body as ``aread`` would, but no further than ``max_answer_bytes`` (see the lean client)."""
+        limit = self.max_answer_bytes
+        declared = declared_length(response.headers)
+        if declared is not None and declared > limit:
+            await response.aclose()
+            raise too_large(self.url, limit, declared)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                await response.aclose()
+                raise too_large(self.url, limit)
+            chunks.append(chunk)
+        # What aread() leaves behind, so the SDK reads these bytes rather than the spent stream.
+        response._content = b"".join(chunks)
 
     def _request(
         self,

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from m3d_agents.backends.transports.retry import without_secrets
 from m3d_agents.backends.transports.schemas import json_schema_of
-from m3d_agents.errors import BackendError
+from m3d_agents.errors import AnswerRefused, BackendError
 
 FINISH_REASONS: dict[str, FinishReasons] = {
     "stop": "stop",
@@ -143,10 +143,23 @@ def completion_problem(data: Any) -> str | None:
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(message, dict):
             return "not a chat completion"
-        for call in message.get("tool_calls") or []:
-            if not isinstance(call, dict) or not isinstance(call.get("function"), dict) or "name" not in call["function"]:
+        if not all(_is_text(message.get(part)) for part in ("content", "reasoning_content")):
+            return "a chat completion whose message is not text"
+        calls = message.get("tool_calls") or []
+        if not isinstance(calls, list):
+            return "a chat completion with an unreadable tool call"
+        for call in calls:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not _is_text(function.get("arguments")):
                 return "a chat completion with an unreadable tool call"
     return None
+
+
+def _is_text(value: Any) -> bool:
+    """Text as servers send it: a string, null, or (some servers) a list of text parts."""
+    return value is None or isinstance(value, str) or (
+        isinstance(value, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in value)
+    )
 
 
 def not_a_completion(url: str, data: Any, problem: str, key: str | None) -> BackendError:
@@ -161,15 +174,22 @@ ChoiceContent = tuple[str | list[FunctionCall], FinishReasons, str | None]
 def _read_choice(choice: dict[str, Any]) -> ChoiceContent:
     message = choice["message"]
     reason = FINISH_REASONS.get(str(choice.get("finish_reason")), "unknown")
-    thought = message.get("reasoning_content") or None
+    thought = _text(message.get("reasoning_content")) or None
     calls = message.get("tool_calls") or []
     if calls:
         content: str | list[FunctionCall] = [
             FunctionCall(id=str(c.get("id", "")), name=c["function"]["name"], arguments=c["function"].get("arguments") or "{}")
             for c in calls
         ]
-        return content, "function_calls", message.get("content") or thought
-    return message.get("content") or "", reason, thought
+        return content, "function_calls", _text(message.get("content")) or thought
+    return _text(message.get("content")), reason, thought
+
+
+def _text(value: Any) -> str:
+    """A message's text (checked by :func:`completion_problem` to be text of one of the shapes servers send)."""
+    if isinstance(value, list):
+        return "".join(part["text"] for part in value)
+    return value or ""
 
 
 def read_choices(data: Any, url: str, key: str | None = None) -> tuple[list[ChoiceContent], RequestUsage]:
@@ -177,13 +197,38 @@ def read_choices(data: Any, url: str, key: str | None = None) -> tuple[list[Choi
     problem = completion_problem(data)
     if problem is not None:
         raise not_a_completion(url, data, problem, key)
-    usage_data = data.get("usage") or {}
-    usage = RequestUsage(
-        prompt_tokens=int(usage_data.get("prompt_tokens") or 0),
-        completion_tokens=int(usage_data.get("completion_tokens") or 0),
-    )
+    usage = read_usage(data, url)
     ordered = sorted(enumerate(data["choices"]), key=lambda pair: (_index(pair[1]), pair[0]))
     return [_read_choice(choice) for _, choice in ordered], usage
+
+
+def read_usage(data: dict[str, Any], url: str) -> RequestUsage:
+    """The request's usage, each count checked (:func:`token_count`); none given counts as zero."""
+    usage_data = data.get("usage") or {}
+    if not isinstance(usage_data, dict):
+        raise AnswerRefused(url, "its usage is not an object of token counts")
+    return RequestUsage(
+        prompt_tokens=token_count(usage_data.get("prompt_tokens"), "prompt_tokens", url),
+        completion_tokens=token_count(usage_data.get("completion_tokens"), "completion_tokens", url),
+    )
+
+
+MAX_TOKENS_PER_CALL = 100_000_000
+"""More tokens than any model reads or writes in one call; a larger count is a broken server's."""
+
+
+def token_count(value: Any, name: str, url: str) -> int:
+    """A usage count as a whole number of tokens; a count that cannot be true (negative, fractional,
+    not a number, beyond any model) refuses the answer, since costs and budgets are computed from it."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise AnswerRefused(url, f"its usage gives {name} as {str(value)[:40]!r}, not a number of tokens")
+    if isinstance(value, float) and not value.is_integer():
+        raise AnswerRefused(url, f"its usage gives {name} = {value}, not a whole number of tokens")
+    if not 0 <= value <= MAX_TOKENS_PER_CALL:
+        raise AnswerRefused(url, f"its usage gives {name} = {value}, an impossible number of tokens")
+    return int(value)
 
 
 def _index(choice: dict[str, Any]) -> int:

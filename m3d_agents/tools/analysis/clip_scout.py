@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
+from m3d_agents.safe_files import replace_file
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.media.video import grid, sample_frames
@@ -80,8 +82,8 @@ def clip_scout(context: ToolContext, start_s: float, end_s: float) -> str:
     if context.artifacts_dir is not None:
         context.artifacts_dir.mkdir(parents=True, exist_ok=True)
         path = context.artifacts_dir / f"{sha}.png"
-        if not path.exists():
-            path.write_bytes(data)
+        if not os.path.lexists(path):
+            replace_file(path, data)
     times = ", ".join(f"{f.time_s:.2f} s" for f in frames)
     caption = (
         f"{NAME}: frames of {start_s:g}-{end_s:g} s of the video at {times}, tiled 2x2 left to right, top to bottom"

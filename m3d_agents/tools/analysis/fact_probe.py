@@ -13,6 +13,7 @@ from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from m3d_agents.fence import one_line
 from m3d_agents.evidence import Evidence
 from m3d_agents.tools.cards import ToolCard, ToolContext
 
@@ -55,9 +56,9 @@ def report_line(index: int, evidence: Evidence, snippet_chars: int = 200) -> str
     snippet = " ".join((evidence.summary or evidence.text).split())
     if len(snippet) > snippet_chars:
         snippet = snippet[: snippet_chars - 1].rstrip() + "…"
-    where = ", ".join(x for x in (evidence.domain or evidence.url or "", str(evidence.published or "")) if x)
-    title = " ".join((evidence.title or "untitled").split())
-    return f"[{index}] {title} — {snippet} ({where}) [{evidence.id}] {evidence.url or ''}".rstrip()
+    where = ", ".join(x for x in (one_line(evidence.domain or evidence.url or "", 120), str(evidence.published or "")) if x)
+    title = one_line(evidence.title or "untitled", 200)
+    return f"[{index}] {title} — {one_line(snippet)} ({where}) [{evidence.id}] {one_line(evidence.url or '')}".rstrip()
 
 
 def build_report(query: str, kept: Sequence[Evidence], max_chars: int = REPORT_CHARS) -> str:

@@ -8,6 +8,7 @@ logging) run ``m3d`` as a subprocess.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,10 +17,12 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from PIL import Image
 from typer.testing import CliRunner
 
 from debates.cli.main import app
 from tests.support.fault_server import FaultServer
+from tests.support.flood_server import FloodServer
 from tests.support.paths import EXAMPLE_IMAGE, REPO
 
 LAUGHS = "".join(
@@ -113,6 +116,143 @@ CASES = [
     Case("ev-limit-zero", ["evaluate", *EVALUATE, "--limit", "0"], "--limit",
          "greater than or equal to 1"),
     Case("cmp-missing", ["compare", "nowhere"], "run", "not a run folder"),
+    # YAML the loader refuses instead of accepting silently
+    Case("cfgfile-dup-key", ["check", "--text", "x", "--config-file", "be_dup.yaml"], "be_dup.yaml", "is written twice"),
+    Case("cfgfile-nan", ["check", "--text", "x", "--config-file", "be_nan.yaml"], "backends.gpu.temperature", "not a finite number"),
+    Case("cfgfile-inf", ["check", "--text", "x", "--config-file", "be_inf.yaml"], "backends.gpu.timeout_s", "not a finite number"),
+    Case("cfgfile-deep", ["check", "--text", "x", "--config-file", "be_deep.yaml"], "be_deep.yaml", "nested"),
+    Case("cfgfile-utf16", ["check", "--text", "x", "--config-file", "be_utf16.yaml"], "be_utf16.yaml", "cannot read"),
+    Case("cfgfile-creds-url", ["check", "--text", "x", "--config-file", "be_creds.yaml"], "backends.gpu.base_url",
+         "must not carry credentials"),
+    Case("cfgfile-answer-cap-zero", ["check", "--text", "x", "--config-file", "be_cap.yaml"], "backends.gpu.max_answer_bytes",
+         "greater than 0"),
+    Case("env-vllm-url-creds", ["check", "--text", "x", "--backend", "vllm"], "M3D_VLLM_BASE_URL", "must not carry credentials",
+         env={"M3D_VLLM_BASE_URL": f"http://user:{SECRET}@127.0.0.1:8000/v1"}),
+    Case("env-cache-under-file", ["check", "--text", "x"], "M3D_CACHE_DIR", "a file, not a folder",
+         env={"M3D_CACHE_DIR": "a_file.txt/sub"}),
+    Case("deb-yaml-dup-key", ["debate", "--text", "x", "--config", "dup.yaml"], "dup.yaml", "is written twice"),
+    Case("deb-yaml-nan", ["debate", "--text", "x", "--config", "nan.yaml"], "temperature", "not a finite number"),
+    Case("deb-yaml-deep", ["debate", "--text", "x", "--config", "deep.yaml"], "deep.yaml", "nested"),
+    Case("deb-yaml-utf16", ["debate", "--text", "x", "--config", "utf16.yaml"], "config", "utf-8"),
+    Case("deb-yaml-quorum", ["debate", "--text", "x", "--config", "quorum.yaml"], "majority_quorum", "less than 1"),
+    Case("deb-yaml-same-seats", ["debate", "--text", "x", "--config", "same_seats.yaml"], "same_seats.yaml", "unique"),
+    Case("deb-yaml-two-judges", ["debate", "--text", "x", "--config", "two_judges.yaml"], "two_judges.yaml", "at most one judge"),
+    Case("deb-yaml-no-protocol", ["debate", "--text", "x", "--config", "bad_protocol.yaml"], "protocol", "nosuch"),
+    Case("deb-yaml-rounds-text", ["debate", "--text", "x", "--config", "rounds_text.yaml"], "max_rounds", "valid integer"),
+    # batch runs: the run folder
+    Case("ev-out-empty", ["evaluate", *EVALUATE, "--out", "", "--no-progress"], "--out", "is empty"),
+    Case("ev-out-blank", ["evaluate", *EVALUATE, "--out", "  ", "--no-progress"], "--out", "is empty"),
+    Case("ev-out-dot", ["evaluate", *EVALUATE, "--out", ".", "--no-progress"], "out", "is not empty and is not a run folder"),
+    Case("ev-out-foreign", ["evaluate", *EVALUATE, "--out", "project", "--no-progress"], "out",
+         "is not empty and is not a run folder"),
+    Case("ev-out-link", ["evaluate", *EVALUATE, "--out", "linked_run", "--no-progress"], "results.jsonl", "symbolic link"),
+    Case("ev-out-bad-manifest", ["evaluate", *EVALUATE, "--out", "broken_run", "--no-progress"], "out",
+         "is not the manifest of a run"),
+    Case("ev-out-other-run", ["evaluate", *EVALUATE, "--out", "other_run", "--no-progress"], "out", "holds a different run"),
+    # batch runs: rate limits, stores, prices, options
+    Case("ev-ratelimit-nan", ["evaluate", *EVALUATE, "--rate-limit", "local=nan"], "rate-limit", "positive number"),
+    Case("ev-ratelimit-inf", ["evaluate", *EVALUATE, "--rate-limit", "local=inf"], "rate-limit", "positive number"),
+    Case("ev-ratelimit-negative", ["evaluate", *EVALUATE, "--rate-limit", "local=-5"], "rate-limit", "positive number"),
+    Case("ev-ratelimit-tiny", ["evaluate", *EVALUATE, "--rate-limit", "local=0.0001"], "rate-limit", "from 1 to"),
+    Case("ev-ratelimit-huge", ["evaluate", *EVALUATE, "--rate-limit", "local=1e12"], "rate-limit", "from 1 to"),
+    Case("ev-ratelimit-unknown", ["evaluate", *EVALUATE, "--rate-limit", "nosuch=60"], "rate-limit", "no backend named 'nosuch'"),
+    Case("ev-ratelimit-noname", ["evaluate", *EVALUATE, "--rate-limit", "=60"], "rate-limit", "NAME=REQUESTS_PER_MINUTE"),
+    Case("ev-store-folder", ["evaluate", *EVALUATE, "--retrieval", "record", "--evidence-store", "cfgdir", "--out", "r1",
+                             "--no-progress"], "evidence-store", "is a folder"),
+    Case("ev-store-corrupt", ["evaluate", *EVALUATE, "--retrieval", "record", "--evidence-store", "corrupt.sqlite", "--out",
+                              "r2", "--no-progress"], "evidence-store", "not a usable evidence store"),
+    Case("ev-store-empty", ["evaluate", *EVALUATE, "--evidence-store", ""], "--evidence-store", "is empty"),
+    Case("ev-store-replay-missing", ["evaluate", *EVALUATE, "--retrieval", "replay", "--evidence-store", "none.sqlite",
+                                     "--out", "r3", "--no-progress"], "store", "does not exist"),
+    Case("ev-retrieval-bad", ["evaluate", *EVALUATE, "--retrieval", "sometimes"], "retrieval", "sometimes"),
+    Case("ev-prices-dup", ["evaluate", *EVALUATE, "--prices", "prices_dup.yaml"], "prices", "is written twice"),
+    Case("ev-prices-missing", ["evaluate", *EVALUATE, "--prices", "none.yaml"], "prices", "does not exist"),
+    Case("ev-concurrency-zero", ["evaluate", *EVALUATE, "--concurrency", "0"], "--concurrency", "greater than or equal to 1"),
+    Case("ev-max-worker-deaths-zero", ["evaluate", *EVALUATE, "--max-worker-deaths", "0"], "--max-worker-deaths",
+         "greater than or equal to 1"),
+    Case("ev-workers-zero", ["evaluate", *EVALUATE, "--workers", "0"], "--workers", "greater than or equal to 1"),
+    # batch runs: the data set
+    Case("ds-missing", ["evaluate", "--config", "check", "--dataset", "jsonl:none.jsonl", "-o", "text=text"], "dataset",
+         "does not exist"),
+    Case("ds-folder", ["evaluate", "--config", "check", "--dataset", "jsonl:cfgdir", "-o", "text=text"], "dataset",
+         "cannot tell the format of cfgdir"),
+    Case("ds-unknown-kind", ["evaluate", "--config", "check", "--dataset", "nosuch:posts.jsonl"], "dataset", "nosuch"),
+    Case("ds-empty", ["evaluate", "--config", "check", "--dataset", "jsonl:empty.jsonl", "-o", "text=text"], "dataset",
+         "is empty"),
+    Case("ds-bad-json", ["evaluate", "--config", "check", "--dataset", "jsonl:bad.jsonl", "-o", "text=text"], "bad.jsonl:2",
+         "not valid JSON"),
+    Case("ds-utf16", ["evaluate", "--config", "check", "--dataset", "jsonl:utf16.jsonl", "-o", "text=text"], "utf16.jsonl",
+         "UTF-16"),
+    Case("ds-latin1", ["evaluate", "--config", "check", "--dataset", "jsonl:latin1.jsonl", "-o", "text=text"], "latin1.jsonl:2",
+         "not UTF-8"),
+    Case("ds-deep", ["evaluate", "--config", "check", "--dataset", "jsonl:deep.jsonl", "-o", "text=text"], "deep.jsonl:1",
+         "nested"),
+    Case("ds-deep-array", ["evaluate", "--config", "check", "--dataset", "jsonl:deep.json", "-o", "text=text"], "deep.json",
+         "nested"),
+    Case("ds-text-list", ["evaluate", "--config", "check", "--dataset", "jsonl:text_list.jsonl", "-o", "text=text"],
+         "text_list.jsonl:1.text", "is a list, not text"),
+    Case("ds-text-bool", ["evaluate", "--config", "check", "--dataset", "jsonl:text_bool.jsonl", "-o", "text=text"],
+         "text_bool.jsonl:1.text", "is a bool, not text"),
+    Case("ds-text-object", ["evaluate", "--config", "check", "--dataset", "jsonl:text_object.jsonl", "-o", "text=text"],
+         "text_object.jsonl:1.text", "is a dict, not text"),
+    Case("ds-not-object", ["evaluate", "--config", "check", "--dataset", "jsonl:numbers.jsonl", "-o", "text=text"],
+         "numbers.jsonl:1", "expected a JSON object"),
+    Case("ds-csv-huge-field", ["evaluate", "--config", "check", "--dataset", "csv:huge.csv", "-o", "text=text"], "huge.csv:3",
+         "longer than"),
+    Case("ds-csv-latin1", ["evaluate", "--config", "check", "--dataset", "csv:latin1.csv", "-o", "text=text"], "latin1.csv:3",
+         "not UTF-8"),
+    Case("ds-csv-no-header", ["evaluate", "--config", "check", "--dataset", "csv:empty.csv", "-o", "text=text"], "dataset",
+         "has no header row"),
+    Case("ds-unknown-label", ["evaluate", "--config", "check", "--dataset", "jsonl:odd_label.jsonl", "-o", "text=text",
+                              "-o", "label=label"], "odd_label.jsonl:1.label", "unknown label 'maybe'"),
+    Case("ds-missing-text", ["evaluate", "--config", "check", "--dataset", "jsonl:posts.jsonl", "-o", "text=body"],
+         "posts.jsonl:1.body", "missing"),
+    Case("ds-image-outside", ["evaluate", "--config", "check", "--dataset", "jsonl:images/outside.jsonl", "-o", "text=text",
+                              "-o", "images=image"], "outside.jsonl:1.image", "outside the data set's image folder"),
+    Case("ds-image-dotdot", ["evaluate", "--config", "check", "--dataset", "jsonl:images/dotdot.jsonl", "-o", "text=text",
+                             "-o", "images=image"], "dotdot.jsonl:1.image", "outside the data set's image folder"),
+    Case("ds-image-link", ["evaluate", "--config", "check", "--dataset", "jsonl:images/linked.jsonl", "-o", "text=text",
+                           "-o", "images=image"], "linked.jsonl:1.image", "outside the data set's image folder"),
+    Case("ds-image-missing", ["evaluate", "--config", "check", "--dataset", "jsonl:images/missing.jsonl", "-o", "text=text",
+                              "-o", "images=image"], "missing.jsonl:1.image", "not found"),
+    Case("ds-option-bad-bool", ["evaluate", *EVALUATE, "-o", "images_outside_root=perhaps"], "images_outside_root",
+         "valid boolean"),
+    Case("ds-option-no-equals", ["evaluate", *EVALUATE, "-o", "label"], "dataset option", "key=value"),
+    # images and media
+    Case("img-bomb-png", ["check", "--text", "x", "--image", "bomb.png"], "images[0]", "max_decoded_pixels"),
+    Case("img-declared-huge", ["check", "--text", "x", "--image", "huge.png"], "images[0]", "over the limit"),
+    Case("img-link-to-folder", ["check", "--text", "x", "--image", "cfgdir"], "images[0]", "not a regular file"),
+    # other commands that write or read a folder
+    Case("rep-out-empty", ["reproduce", "agentm3d-table1", "--dataset", "mmfakebench:x.json", "--backend", "local",
+                           "--out", ""], "--out", "is empty"),
+    Case("rep-out-foreign", ["reproduce", "agentm3d-table1", "--dataset", "mmfakebench:x.json", "--backend", "local",
+                             "--out", "project"], "out", "is not empty"),
+    Case("rep-unknown-table", ["reproduce", "nosuch-table", "--dataset", "mmfakebench:x.json", "--backend", "local",
+                               "--out", "t"], "table", "nosuch-table"),
+    Case("rep-wrong-kind", ["reproduce", "agentm3d-table1", "--dataset", "jsonl:posts.jsonl", "--backend", "local",
+                            "--out", "t"], "dataset", "reports on mmfakebench"),
+    Case("cmp-out-foreign", ["compare", "good_run", "good_run", "--out", "project"], "out", "is not empty"),
+    Case("cmp-bad-manifest", ["compare", "broken_run", "good_run"], "run.json", "is not the manifest of a run"),
+    Case("cmp-link-manifest", ["compare", "linked_manifest", "good_run"], "run.json", "symbolic link"),
+    Case("cmp-one-run", ["compare", "good_run"], "runs", "at least two"),
+    Case("cmp-gold-bad", ["compare", "good_run", "good_run", "--gold", "vibes"], "gold", "neither"),
+    Case("report-missing", ["report", "nowhere"], "run", "not a run folder"),
+    Case("report-bad-manifest", ["report", "broken_run"], "run.json", "is not the manifest of a run"),
+    Case("report-torn-middle", ["report", "edited_run"], "results.jsonl:1", "changed by hand"),
+    Case("serve-study-file", ["serve", "--study-dir", "a_file.txt"], "study-dir", "a file, not a folder"),
+    Case("serve-runs-missing", ["serve", "--runs", "nowhere"], "runs", "not a folder"),
+    Case("export-out-empty", ["export-sft", "good_run", "--out", ""], "--out", "is empty"),
+    # endpoint answers
+    Case("ep-deep-json", ["check", "--text", "x", "--backend", "flood", "--config-file", "flood.yaml"], "model endpoint",
+         "JSON nested", env={"FLOOD_MODE": "deep"}),
+    Case("ep-too-large", ["check", "--text", "x", "--backend", "flood", "--config-file", "flood.yaml"], "model endpoint",
+         "over the limit of 4096 bytes", env={"FLOOD_MODE": "endless"}),
+    Case("ep-declared-large", ["check", "--text", "x", "--backend", "flood", "--config-file", "flood.yaml"], "model endpoint",
+         "over the limit of 4096 bytes", env={"FLOOD_MODE": "declared"}),
+    Case("ep-negative-usage", ["check", "--text", "x", "--backend", "flood", "--config-file", "flood.yaml"], "model endpoint",
+         "impossible number of tokens", env={"FLOOD_MODE": "usage"}),
+    Case("ep-not-text", ["check", "--text", "x", "--backend", "flood", "--config-file", "flood.yaml"], "model endpoint",
+         "not text", env={"FLOOD_MODE": "content"}),
     # process-level: the real exit path and stderr of a real process
     Case("proc-img-headeronly", ["check", "--text", "x", "--image", "headeronly.jpg"], "images[0]", "corrupt or truncated", process=True),
     Case("proc-env-config-missing", ["check", "--text", "x"], "M3D_CONFIG", "does not exist", env={"M3D_CONFIG": "missing.yaml"},
@@ -129,13 +269,29 @@ def model_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def flood_url() -> Iterator[str]:
+    with FloodServer() as server:
+        server.mode = "env"
+        yield server.base_url
+
+
+@pytest.fixture(scope="module")
+def heavy_images(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Images that are costly to make, made once: a small PNG of 24 megapixels, one that declares 48."""
+    folder = tmp_path_factory.mktemp("heavy")
+    Image.new("L", (6000, 4000)).save(folder / "bomb.png", optimize=True)
+    Image.new("1", (8000, 6000)).save(folder / "huge.png", optimize=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
 def refusing_url() -> Iterator[str]:
     with FaultServer(rate=0.0) as server:
         server.refuse_with = (401, "Incorrect API key provided")
         yield server.base_url
 
 
-def write_inputs(folder: Path, refusing: str) -> None:
+def write_inputs(folder: Path, refusing: str, flood: str = "", heavy: Path | None = None) -> None:
     jpeg = EXAMPLE_IMAGE.read_bytes()
     (folder / "folder.jpg").mkdir()
     (folder / "cfgdir").mkdir()
@@ -167,6 +323,81 @@ def write_inputs(folder: Path, refusing: str) -> None:
     }
     for name, text in files.items():
         (folder / name).write_text(text)
+    write_more_inputs(folder, flood, heavy)
+
+
+DEBATE = "name: d\nprotocol: async\nseats: [{name: a}, {name: b}]\n"
+MANIFEST = {"config": "check", "dataset": "jsonl:posts.jsonl", "backend": "local", "seed": 0, "taxonomy": "binary"}
+
+
+def write_more_inputs(folder: Path, flood: str, heavy: Path | None) -> None:
+    """The inputs of the cases added with the reliability audit: YAML, data sets, run folders, endpoints."""
+    deep_yaml = "a: " + "[" * 150 + "]" * 150 + "\n"
+    texts = {
+        "be_dup.yaml": "backends:\n  gpu: {kind: vllm}\n  gpu: {kind: openai}\n",
+        "be_nan.yaml": "backends:\n  gpu: {kind: vllm, temperature: .nan}\n",
+        "be_inf.yaml": "backends:\n  gpu: {kind: vllm, timeout_s: .inf}\n",
+        "be_deep.yaml": deep_yaml,
+        "be_creds.yaml": f"backends:\n  gpu: {{kind: vllm, base_url: 'http://user:{SECRET}@127.0.0.1:8000/v1'}}\n",
+        "be_cap.yaml": "backends:\n  gpu: {kind: vllm, max_answer_bytes: 0}\n",
+        "dup.yaml": DEBATE + "protocol: sync\n",
+        "nan.yaml": DEBATE + "temperature: .nan\n",
+        "deep.yaml": DEBATE + deep_yaml.replace("a:", "extra:"),
+        "quorum.yaml": DEBATE + "majority_quorum: 1.5\n",
+        "same_seats.yaml": "name: d\nprotocol: async\nseats: [{name: a}, {name: a}]\n",
+        "two_judges.yaml": "name: d\nprotocol: judged\nseats: [{name: a}, {name: b}, {name: j, role: judge}, {name: k, role: judge}]\n",
+        "bad_protocol.yaml": "name: d\nprotocol: nosuch\nseats: [{name: a}]\n",
+        "rounds_text.yaml": DEBATE + "max_rounds: many\n",
+        "prices_dup.yaml": "gpt-4o: {input: 1.0, output: 2.0}\ngpt-4o: {input: 3.0, output: 4.0}\n",
+        "empty.jsonl": "",
+        "empty.csv": "",
+        "bad.jsonl": '{"id": "a", "text": "fine"}\n{"id": "b", "text": \n',
+        "deep.jsonl": '{"text": "x", "extra": ' + "[" * 500 + "]" * 500 + "}\n",
+        "deep.json": "[" * 50_000 + "]" * 50_000,
+        "text_list.jsonl": '{"text": ["a", "b"]}\n',
+        "text_bool.jsonl": '{"text": true}\n',
+        "text_object.jsonl": '{"id": "x", "text": {"a": 1}}\n',
+        "numbers.jsonl": "1\n2\n",
+        "huge.csv": "text,label\nfine,real\n\"" + "x" * (2 << 20) + "\",real\n",
+        "odd_label.jsonl": '{"text": "x", "label": "maybe"}\n',
+        "flood.yaml": f"backends:\n  flood: {{kind: vllm, base_url: '{flood}', max_answer_bytes: 4096, transport_retries: 0, "
+                      "cache: false, vision: false}\n",
+    }
+    for name, text in texts.items():
+        (folder / name).write_text(text)
+    binaries = {
+        "be_utf16.yaml": "backends: {}\n".encode("utf-16"),
+        "utf16.yaml": DEBATE.encode("utf-16"),
+        "utf16.jsonl": '{"text": "x"}\n'.encode("utf-16"),
+        "latin1.jsonl": '{"text": "fine"}\n{"text": "caf\xe9"}\n'.encode("latin-1"),
+        "latin1.csv": "text,label\nfine,real\ncaf\xe9,real\n".encode("latin-1"),
+        "corrupt.sqlite": b"not a database, whatever its name says" * 100,
+    }
+    for name, data in binaries.items():
+        (folder / name).write_bytes(data)
+    (folder / "project").mkdir()
+    (folder / "project" / "report.md").write_text("# someone's own report\n")
+    (folder / "linked_run").mkdir()
+    (folder / "linked_run" / "results.jsonl").symlink_to(folder / "a_file.txt")
+    (folder / "linked_run" / "run.json").write_text(json.dumps(MANIFEST))
+    for name, manifest in (("broken_run", None), ("other_run", {**MANIFEST, "config": "async"}), ("good_run", MANIFEST),
+                           ("edited_run", MANIFEST)):
+        (folder / name).mkdir()
+        (folder / name / "run.json").write_text(json.dumps(manifest) if manifest else "{ not json")
+    (folder / "good_run" / "results.jsonl").write_text("")
+    (folder / "edited_run" / "results.jsonl").write_text("hand-written note\n{}\n")
+    (folder / "linked_manifest").mkdir()
+    (folder / "linked_manifest" / "run.json").symlink_to(folder / "good_run" / "run.json")
+    images = folder / "images"
+    images.mkdir()
+    (folder / "outside.jpg").write_bytes(EXAMPLE_IMAGE.read_bytes())
+    (images / "link.jpg").symlink_to(folder / "outside.jpg")
+    for name, reference in (("outside", str(EXAMPLE_IMAGE)), ("dotdot", "../outside.jpg"), ("linked", "link.jpg"),
+                            ("missing", "nope.jpg")):
+        (images / f"{name}.jsonl").write_text(json.dumps({"text": "x", "image": reference}) + "\n")
+    if heavy is not None:
+        for name in ("bomb.png", "huge.png"):
+            (folder / name).symlink_to(heavy / name)
 
 
 def single_error_line(output: str) -> str:
@@ -177,8 +408,9 @@ def single_error_line(output: str) -> str:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input_gives_one_line_naming_the_field(case: Case, tmp_path: Path, model_url: str, refusing_url: str) -> None:
-    write_inputs(tmp_path, refusing_url)
+def test_bad_input_gives_one_line_naming_the_field(case: Case, tmp_path: Path, model_url: str, refusing_url: str,
+                                                  flood_url: str, heavy_images: Path) -> None:
+    write_inputs(tmp_path, refusing_url, flood_url, heavy_images)
     env = {"M3D_LOCAL_BASE_URL": model_url, "OPENAI_API_KEY": "", "COLUMNS": "80", **case.env}
     if case.process:
         full = {k: v for k, v in {**os.environ, "PYTHONPATH": str(REPO), **env}.items() if v}
@@ -189,7 +421,7 @@ def test_bad_input_gives_one_line_naming_the_field(case: Case, tmp_path: Path, m
         result = CliRunner().invoke(app, case.args, env=env)
         assert isinstance(result.exception, SystemExit), f"escaped: {result.exception!r}\n{result.output}"
         code, stdout, stderr = result.exit_code, result.stdout, result.stderr
-    assert code != 0
+    assert code == 2, f"a user's mistake exits with 2, not {code}"
     assert "Traceback" not in stdout + stderr and 'File "' not in stdout + stderr
     assert not stdout.strip(), stdout
     line = single_error_line(stderr)
@@ -198,5 +430,5 @@ def test_bad_input_gives_one_line_naming_the_field(case: Case, tmp_path: Path, m
 
 
 def test_the_table_is_large_enough() -> None:
-    assert len(CASES) >= 30
+    assert len(CASES) >= 120
     assert len({c.id for c in CASES}) == len(CASES)

@@ -40,7 +40,7 @@ async def test_disambiguation_debate_runs_offline_on_a_recorded_mr2_trace() -> N
     kept = [e for e in await pipeline.gather(sample) if e.kept]
     assert kept, "the trace yields evidence for this claim"
     first_prompt = clients["agent_a"].calls[0].prompt
-    assert "quoted-evidence" in first_prompt and kept[0].id in first_prompt
+    assert "<<<QUOTED " in first_prompt and kept[0].id in first_prompt
     assert verdict.taxonomy == "factcheck" and verdict.label == "false"
     assert set(e.id for e in kept) <= set(verdict.evidence_ids)
     assert verdict.diagnostics.queries_answered == 1

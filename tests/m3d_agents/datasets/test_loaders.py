@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from datetime import date
 from pathlib import Path
@@ -97,7 +98,8 @@ def test_generic_jsonl_with_column_mapping_and_label_map(tmp_path: Path) -> None
     path = tmp_path / "posts.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     loaded = load_dataset(f"jsonl:{path}", {"text": "post", "label": "verdict", "id": "uid", "images": "pics",
-                                             "language": "lang", "label_map": "hoax=fake,legit=real,satire=skip"})
+                                             "language": "lang", "label_map": "hoax=fake,legit=real,satire=skip",
+                                             "images_outside_root": "true"})
     assert [(s.id, s.gold_label, s.metadata.language) for s in loaded.samples] == [("a", "fake", "en"), ("b", "real", "fr")]
     assert loaded.samples[0].images == [image]
     assert loaded.report.skipped == {"label 'satire' has no mapping onto the chosen taxonomy": 1}
@@ -157,3 +159,45 @@ def test_mr2_unverified_has_no_binary_label_but_maps_onto_factcheck() -> None:
     factcheck = load_dataset(f"mr2:{path}", {"taxonomy": "factcheck"})
     assert Counter(s.gold_label for s in factcheck.samples) == {"true": 2, "false": 2, "unproven": 1}
     assert all(s.images[0].is_file() for s in factcheck.samples)
+
+
+@pytest.mark.parametrize("reference", ["absolute", "dotdot", "link"])
+def test_rows_may_not_name_images_outside_the_data_sets_folder(tmp_path: Path, reference: str) -> None:
+    """A data set file could otherwise make a run read any file and send it to the endpoint."""
+    outside = FIXTURES / "VERITE/images/true_0.jpg"
+    folder = tmp_path / "set"
+    folder.mkdir()
+    named = {"absolute": str(outside), "dotdot": os.path.relpath(outside, folder), "link": "inner.jpg"}[reference]
+    if reference == "link":
+        (folder / "inner.jpg").symlink_to(outside)
+    path = folder / "posts.jsonl"
+    path.write_text(json.dumps({"post": "x", "pics": [named]}) + "\n")
+    with pytest.raises(InputError, match="outside the data set's image folder") as caught:
+        load_dataset(f"jsonl:{path}", {"text": "post", "images": "pics"})
+    assert caught.value.field == "posts.jsonl:1.pics"
+    allowed = load_dataset(f"jsonl:{path}", {"text": "post", "images": "pics", "images_outside_root": "true"})
+    assert allowed.samples[0].images[0].resolve() == outside.resolve()
+
+
+@pytest.mark.parametrize("content, words", [
+    ("\ufeff".encode("utf-16") + b"", "UTF-16"),
+    ("{\"post\": \"caf\xe9\"}\n".encode("latin-1"), "not UTF-8"),
+    (b"[" * 50_000 + b"]" * 50_000, "nested"),
+    (b'{"post": ' + b"[" * 500 + b"]" * 500 + b"}\n", "nested"),
+    (b'{"post": ["a", "b"]}\n', "is a list, not text"),
+    (b'{"post": true}\n', "is a bool, not text"),
+])
+def test_unreadable_data_set_files_name_the_file_and_row(tmp_path: Path, content: bytes, words: str) -> None:
+    path = tmp_path / "posts.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=words) as caught:
+        load_dataset(f"jsonl:{path}", {"text": "post"})
+    assert "posts.jsonl" in str(caught.value)
+
+
+def test_an_oversized_csv_field_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "posts.csv"
+    path.write_text("text,label\nfine,real\n\"" + "x" * (2 << 20) + "\",real\n")
+    with pytest.raises(InputError, match=r"posts.csv:3.*longer than") as caught:
+        load_dataset(f"csv:{path}", {"text": "text", "label": "label"})
+    assert caught.value.field.startswith("posts.csv:")

@@ -198,6 +198,11 @@ class DebaterProtocol:
         consensus = state.consensus()
         if consensus is not None:
             return DebateOutcome(consensus, "consensus", rationale_for(state, consensus))
+        if not state.has_quorum():
+            share = state.config.majority_quorum
+            return DebateOutcome(
+                None, f"no consensus and no quorum for a majority: {state.readable_votes()} of {len(state.deciders)} "
+                f"deciders gave a readable answer (more than {share:.0%} needed): {state.latest_labels()}", "")
         majority = state.majority()
         if majority is None:
             return DebateOutcome(None, f"no consensus and no majority: {state.latest_labels()}", "")

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from debates.strategies.factguard.training.trajectories import TrajectoryRow, read_trajectories
 from m3d_agents.diagnostics import FactGuardDiagnostics
+from m3d_agents.safe_files import replace_file
 
 Format = Literal["hf", "llamafactory"]
 
@@ -135,11 +136,11 @@ def export_sft(run_dir: Path, out: Path, fmt: Format = "hf", review: int = 20, s
                 "reward": row.reward.model_dump() if row.reward else None,
             })
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in written), encoding="utf-8")
+    replace_file(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in written))
     review_path = None
     if review and written:
         review_path = out.with_name(out.stem + ".review.jsonl")
         chosen = random.Random(seed).sample(written, min(review, len(written)))
-        review_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen), encoding="utf-8")
+        replace_file(review_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen))
     return ExportReport(trajectories=len(trajectories), kept=kept, rows=len(written), dropped=dropped, out=str(out),
                         review=str(review_path) if review_path else None)

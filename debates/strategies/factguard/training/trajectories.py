@@ -9,7 +9,6 @@ in the run folder.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,8 @@ from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.diagnostics import Diagnostics, FactGuardDiagnostics
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
+from m3d_agents.safe_files import AppendOnlyFile, read_text_nofollow, refuse_linked_folder, replace_file
+from m3d_agents.safe_json import loads_bounded
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
 
@@ -84,11 +85,10 @@ class TrajectoryRecorder:
         images = self.run_dir / "images"
         for sha, data in ledger.images.items():
             target = images / f"{sha}.png"
-            if not target.exists():
+            if not os.path.lexists(target):
+                refuse_linked_folder(images)
                 images.mkdir(parents=True, exist_ok=True)
-                temporary = target.with_suffix(".tmp")
-                temporary.write_bytes(data)
-                temporary.replace(target)
+                replace_file(target, data)
         row = TrajectoryRow(
             sample_id=sample.id, config=verdict.config, taxonomy=sample.taxonomy, gold=sample.gold_label,
             gold_binary=binary(sample.gold_label, sample.taxonomy), label=verdict.label,
@@ -105,29 +105,22 @@ class TrajectoryRecorder:
 
 def append_line(path: Path, line: str) -> None:
     """One write and one fsync per row, as the results file does, so a crash leaves whole rows."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        view = memoryview((line + "\n").encode())
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    with AppendOnlyFile(path) as log:
+        log.append((line + "\n").encode())
 
 
 def read_trajectories(run_dir: Path) -> list[TrajectoryRow]:
     """Every trajectory of a run (the last row wins for a sample run twice); a torn last line is ignored."""
     path = run_dir / TRAJECTORIES
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise InputError("run", f"{run_dir} has no {TRAJECTORIES}; run m3d evaluate with --record-trajectories")
     rows: dict[str, TrajectoryRow] = {}
-    lines = path.read_text(encoding="utf-8").split("\n")
+    lines = read_text_nofollow(path).split("\n")
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            row = TrajectoryRow.model_validate(json.loads(line))
+            row = TrajectoryRow.model_validate(loads_bounded(line))
         except ValueError as exc:
             if number >= len(lines) - 1:
                 break

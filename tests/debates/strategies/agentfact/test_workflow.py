@@ -173,7 +173,8 @@ async def test_the_golden_trace_runs_as_scripted() -> None:
     prompts = [call.prompt for client in clients.values() for call in client.calls]
     for leaked in LEAKED:
         assert not any(leaked in prompt for prompt in prompts), leaked
-    assert any("[E4] theonion.com (satire)" in call.prompt for call in clients["screener"].calls)
+    assert any("[E4] reliability: satire" in call.prompt and "theonion.com" in call.prompt
+               for call in clients["screener"].calls)
     assert "[E2]" not in clients["reasoner"].calls[0].prompt and "[E5]" in clients["reasoner"].calls[0].prompt
 
     by_role = {role: usage.calls for role, usage in verdict.accounting.by_role.items()}

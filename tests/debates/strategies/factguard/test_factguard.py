@@ -69,7 +69,7 @@ async def test_tools_then_an_answer(clip: Path, tmp_path: Path) -> None:
     verdict, client, turns = await run(script, post(clip), tmp=tmp_path / "grids")
     assert len(client.calls) == 2 and verdict.label == "fake"
     second = client.calls[1]
-    assert "```quoted-evidence" in second.prompt and "City floods" in second.prompt and "apnews.com" in second.prompt
+    assert "<<<QUOTED " in second.prompt and "City floods" in second.prompt and "apnews.com" in second.prompt
     assert "2.25 s" in second.prompt or "2.20 s" in second.prompt
     assert images_in(second) == 8 + 1, "the overview frames and exactly one grid"
     assert [t.speaker for t in verdict.transcript] == ["verifier", "tool_desk", "verifier"]

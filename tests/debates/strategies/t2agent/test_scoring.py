@@ -56,7 +56,7 @@ async def test_the_trajectory_prompt_holds_the_whole_path_and_the_confidence_pro
     deep = [p for p in scored if "Action 2: Finish[TEXT SUPPORT]" in p]
     assert deep, "the S_T of an answer at depth 2 was asked"
     path = deep[0].split("The agent's steps so far:")[1]
-    assert re.search(r"Thought 1: Who is the mayor\?\nAction 1: Wikipedia\[Alphaville\]\nObservation 1: .*Jane Roe", path, re.S)
+    assert re.search(r"Thought 1: Who is the mayor\?\nAction 1: Wikipedia\[Alphaville\]\nObservation 1:\s.*Jane Roe", path, re.S)
     assert "Thought 2: The page names the same mayor" in path and "Mayor Jane Roe opened the bridge" in deep[0]
     confidence = next(c.prompt for c in client.calls if "reliability score is" in c.prompt and "TEXT SUPPORT" in c.prompt)
     assert "Observation 1:" in confidence and "Its mayor is Jane Roe." in confidence

@@ -163,7 +163,7 @@ def test_errors_are_clear_pages_without_tracebacks_or_secrets(
     for response in pages.values():
         assert "Traceback" not in response.text and SECRET not in response.text
     logged = capfd.readouterr().err
-    assert "RuntimeError" in logged and "Bearer [redacted]" in logged
+    assert "RuntimeError" in logged and "Authorization: ***" in logged
     assert SECRET not in logged and "Traceback" not in logged
 
 
@@ -184,14 +184,14 @@ def test_a_failed_system_verdict_in_a_study_is_shown_and_saved_without_the_key(
         assert "Post 1 of 1" in first.text
         reveal = browser.post(str(first.url) + "/before",
                               data={"csrf": token, "label": "pristine", "confidence": "7"})
-        assert "The system could not answer" in reveal.text and "[redacted]" in reveal.text and SECRET not in reveal.text
+        assert "The system could not answer" in reveal.text and "***" in reveal.text and SECRET not in reveal.text
         done = browser.post(str(reveal.url).replace("/reveal", "/after"), data={"csrf": token, "label": "falsified", "confidence": "2"})
         assert "Thank you" in done.text
     (study,) = (tmp_path / "studies").glob("*.jsonl")
     text = study.read_text()
     assert SECRET not in text
     rows = [StudyAnswer.model_validate_json(line) for line in text.splitlines()]
-    assert rows[1].system_label is None and rows[1].system_error and "[redacted]" in rows[1].system_error
+    assert rows[1].system_label is None and rows[1].system_error and "***" in rows[1].system_error
 
 
 def test_the_study_summary_compares_before_and_after() -> None:
@@ -219,7 +219,7 @@ def test_a_failed_live_debate_says_so_on_its_page_without_the_key(tmp_path: Path
     with running_server(settings_for(tmp_path, factory)) as served, httpx.Client(base_url=served.base) as browser:
         debate_id, seen = live_debate(served, browser, {"config": "check", "backend": "scripted", "text": "A post"})
     assert seen[0] == {"type": "status", "text": "The debate has started."}
-    assert seen[-1]["type"] == "failed" and "401" in seen[-1]["text"] and "Bearer [redacted]" in seen[-1]["text"]
+    assert seen[-1]["type"] == "failed" and "401" in seen[-1]["text"] and "Authorization: ***" in seen[-1]["text"]
     assert SECRET not in json.dumps(seen)
     assert served.live_debates.debates[debate_id].phase == "failed"
 

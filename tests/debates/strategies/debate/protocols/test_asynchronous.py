@@ -80,3 +80,18 @@ def test_consensus_reached_in_the_middle_of_a_round_reports_that_round() -> None
     diagnostics = state.diagnostics("fake")
     assert diagnostics.consensus_round == 2
     assert diagnostics.rounds == 2
+
+
+def test_a_majority_needs_a_quorum_of_readable_votes_and_says_when_it_has_none() -> None:
+    """The audit's case: one readable vote of two decided the debate as a "majority"."""
+    state = debate("async", ("agent_a", says("fake")), ("agent_b", "I could not make up my mind."), max_rounds=1)
+    assert state.protocol.next_speakers(state) is None
+    decision = state.protocol.decide(state)
+    assert decision.label is None
+    assert "no quorum" in decision.decided_by and "1 of 2 deciders gave a readable answer" in decision.decided_by
+    three = debate("async-three", ("agent_a", says("fake")), ("agent_b", says("fake")), ("agent_c", "no answer"), max_rounds=1)
+    assert three.protocol.decide(three).label == "fake", "two readable of three is a quorum"
+    lone = debate("async-three", ("agent_a", says("fake")), ("agent_b", "no"), ("agent_c", "no answer"), max_rounds=1)
+    assert lone.protocol.decide(lone).label is None
+    lenient = debate("async", ("agent_a", says("fake")), ("agent_b", "undecided"), max_rounds=1, majority_quorum=0.4)
+    assert lenient.protocol.decide(lenient).label == "fake", "the quorum is a setting"
