@@ -4,8 +4,8 @@ server's prefix cache can reuse.
 A loopback OpenAI-compatible server (asyncio HTTP/1.1 in a child process, so its CPU time is not
 counted) answers every request after a delay, with no limit on parallel requests. Answers follow
 the JSON schema of the request (``response_format``) or are scripted per role, so every
-configuration parses them. The framework runs through the real path: BatchRunner (or
-RayBatchRunner), run_sample, AutoGen agents and the backend's default HTTP client, with the
+configuration parses them. The framework runs through the real path: a run session, BatchRunner (or
+RayBatchRunner), AutoGen agents and the backend's default HTTP client, with the
 response cache off. Each figure is the best of ``--repeat`` runs (default 3), as timeit does: other
 jobs on a shared machine only ever add time.
 
@@ -384,13 +384,14 @@ async def batch(config: str, items: list[Any], pool: Any, out: Path, concurrency
     from debates.eval.run.batch import BatchRunner
     from debates.eval.records import RunManifest
     from debates.eval.run.ray_runner import RayBatchRunner
+    from debates.session import RunSession
 
     kind = RayBatchRunner if ray else BatchRunner
-    runner = kind(config, items, pool, out, RunManifest(config=config, **MANIFEST), concurrency=concurrency,
-                  backend="bench", **ray)
-    cpu, wall = time.process_time(), time.perf_counter()
-    outcome = await runner.run()
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    async with RunSession(config, pool, backend="bench") as session:
+        runner = kind(config, items, session, out, RunManifest(config=config, **MANIFEST), concurrency=concurrency, **ray)
+        cpu, wall = time.process_time(), time.perf_counter()
+        outcome = await runner.run()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     failed = [r for r in outcome.rows if r.status == "error"]
     if failed:
         raise SystemExit(f"{len(failed)} samples failed, e.g. {failed[0].error}")

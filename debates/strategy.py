@@ -5,37 +5,44 @@ the group-chat debate (with its protocols), the single check, self-consistency, 
 search, fact-checking and video strategies. A *configuration* is a small YAML file that names its
 strategy and holds that strategy's settings; ``strategy:`` defaults to ``debate`` when the file
 names a ``protocol:``. Every run path (``m3d check``, ``m3d debate``, ``m3d evaluate``, the
-notebooks, the web page) goes through :func:`debates.session.run_sample`, which has no branch on a strategy's or a
-configuration's name: adding a strategy is one module that registers itself and one YAML file.
+notebooks, the web page) goes through :class:`debates.session.RunSession`, which has no branch on a strategy's or
+a configuration's name: adding a strategy is one module that registers itself and one YAML file.
 
-The :class:`RunContext` carries what a run gives a strategy (backends, evidence sources, people in
-seats, streaming callbacks, the seed) and assembles the Verdict fields that every strategy
-shares, so a strategy only says what it decided and how.
+The :class:`RunContext` carries what a run gives a strategy (backends, evidence sources and the
+run's evidence policy, people in seats, streaming callbacks, the seed) and owns the steps every
+strategy shares, so that each is written once: the evidence step (:meth:`RunContext.gather_evidence`),
+the seeds (:meth:`RunContext.seed_for`), the answer-taxonomy check (:func:`answer_taxonomy`) and the
+Verdict fields every strategy fills (:meth:`RunContext.verdict`). A strategy only says what it
+decided and how.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Mapping, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Generic, Mapping, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from debates.fidelity import Departure
 from debates.tool_settings import ToolSettings, resolve_tools, tool_problem
 from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.errors import InputError
 from m3d_agents.config_types import PARSE_RETRIES_DOC, ParseRetries, Settings
 from m3d_agents.diagnostics import StrategyDiagnostics, UntypedDiagnostics
 from m3d_agents.evidence import Evidence
-from m3d_agents.labels import collapse_label, get_taxonomy
+from m3d_agents.labels import Taxonomy, collapse_label, get_taxonomy
+from m3d_agents.media.images import PreparedSample, prepare_sample
 from m3d_agents.registry import Registry
 from m3d_agents.sample import InputLimits, Sample
 from m3d_agents.verdict import TranscriptTurn, Verdict
 from retrieval.config import RetrievalConfig
+from retrieval.policy import EvidencePolicy
 
 if TYPE_CHECKING:
-    from m3d_agents.backends.factory import BackendPool
+    from m3d_agents.backends.factory import Backend, BackendPool
     from m3d_agents.tools.cards import ToolSetup
     from retrieval.interfaces import EvidenceSource, QueryAnswerer
     from retrieval.report import EvidenceLog
@@ -119,6 +126,35 @@ class StrategyConfig(Settings):
         return None
 
 
+def derive_seed(*parts: object) -> int:
+    """A seed in [0, 2**31) from its parts, the same on every machine and in every process.
+
+    How every seed of a run is made: a sample's seed is ``derive_seed(run_seed, sample_id)``, and a
+    call site's seed within the sample is ``derive_seed(sample_seed, *names)`` (see
+    :meth:`RunContext.seed_for`). The parts are joined with ``:`` and hashed with SHA-256; the first
+    31 bits are the seed. Unlike arithmetic formulas (``seed * 1000 + i``) two call sites cannot
+    collide by their numbers, and unlike Python's ``hash`` the value does not change between
+    processes, so a resumed or distributed run asks exactly what it asked before.
+    """
+    digest = hashlib.sha256(":".join(str(part) for part in parts).encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def answer_taxonomy(config: StrategyConfig, answering: str, sample: Sample) -> Taxonomy:
+    """The taxonomy ``config`` answers in, checked to carry over to the sample's before any model is asked.
+
+    Strategies answer in their own label set (the cascade in m3d, AgentFact in factcheck3, T2Agent
+    in binary) and :meth:`RunContext.verdict` carries the answer over; a sample whose taxonomy
+    cannot take it is the caller's mistake, said in one line naming the configuration.
+    """
+    source, target = get_taxonomy(answering), get_taxonomy(sample.taxonomy)
+    try:
+        collapse_label(source.labels[0], source, target)
+    except ValueError as exc:
+        raise InputError("taxonomy", f"the {config.name} configuration answers in {source.name}: {exc}") from None
+    return source
+
+
 def strategy_field(name: str) -> Any:
     """The ``strategy:`` field of a strategy's own configuration model: fixed to its registered name."""
     return Field(name, description=f"the registered strategy that runs this configuration: {name}")
@@ -133,6 +169,7 @@ class RunContext:
     """Overrides the backend of every seat and call of the strategy."""
     limits: InputLimits | None = None
     seed: int = 0
+    """The sample's seed (see :func:`derive_seed`); strategies take their call sites' seeds from :meth:`seed_for`."""
     evidence: list[Evidence] = field(default_factory=list)
     """Evidence given with the sample (a recorded trace, a data set's gold evidence)."""
     gold_evidence: list[Evidence] = field(default_factory=list)
@@ -145,22 +182,54 @@ class RunContext:
     searchers: Mapping[str, QueryAnswerer] = field(default_factory=dict)
     """Search by kind (``web``, ``wikipedia``, ``corpus``) for strategies whose agents search as an
     action (tree search, fact-checking, the video agent); a kind that is absent is not available."""
+    evidence_policy: EvidencePolicy = field(default_factory=EvidencePolicy)
+    """The run's leakage filter and source ratings (built once per run by the session); every item a
+    source or searcher hands this sample passes it, so no strategy filters with other settings."""
     evidence_log: EvidenceLog | None = None
-    """Collects what retrieval did for the sample; :func:`run_sample` puts its report on the verdict."""
+    """Collects what retrieval did for the sample; the session puts its report on the verdict."""
     human_seats: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """Seat name -> input function (sync or async; see :mod:`debates.chat.human_input`)."""
     on_turn: TurnCallback | None = None
     on_message: MessageCallback | None = None
     ledger: UsageLedger = field(default_factory=UsageLedger)
     started: float = field(default_factory=time.perf_counter)
+    _gathered: list[Evidence] | None = field(default=None, init=False, repr=False)
 
-    async def gather_evidence(self, sample: Sample) -> list[Evidence]:
-        """The evidence a strategy may show its agents: what came with the sample plus what the
-        evidence source gathers, kept items only (dropped ones stay in the evidence report)."""
-        gathered = list(self.evidence)
-        if self.evidence_source is not None:
-            gathered += await self.evidence_source.gather(sample, ledger=self.ledger)
-        return [e for e in gathered if e.kept]
+    def __post_init__(self) -> None:
+        """Every searcher answers through the run's policy, so evidence that agents search for themselves
+        (tools, the retrieval desk, AgentFact's retriever) is screened like the evidence gathered up front."""
+        policy = self.evidence_policy
+        self.searchers = {kind: policy.searcher(searcher) for kind, searcher in self.searchers.items()}
+        if self.query_answerer is not None:
+            self.query_answerer = policy.searcher(self.query_answerer)
+
+    async def gather_evidence(self, sample: Sample, *, from_source: bool = True, dropped: bool = False) -> list[Evidence]:
+        """The one evidence step: what came with the sample, then what the run's evidence source
+        gathers for it, screened by the run's evidence policy.
+
+        ``from_source=False`` asks no source (a strategy whose agents search for themselves and need
+        no gathered pages). Kept items only unless ``dropped`` (the items a filter left out, with the
+        reason, for a verdict that lists them). The source is asked once per sample however many
+        agents ask.
+        """
+        if not from_source:
+            return [e for e in self.evidence if e.kept or dropped]
+        if self._gathered is None:
+            gathered: list[Evidence] = []
+            if self.evidence_source is not None:
+                found = await self.evidence_source.gather(sample, ledger=self.ledger)
+                gathered = await self.evidence_policy.screen(found, sample, self.ledger)
+            self._gathered = gathered
+        items = [*self.evidence, *self._gathered]
+        return items if dropped else [e for e in items if e.kept]
+
+    def seed_for(self, *call_site: object) -> int:
+        """The seed of one call site of this sample (``seed_for("seat", "agent_a")``): see :func:`derive_seed`."""
+        return derive_seed(self.seed, *call_site)
+
+    def prepare(self, sample: Sample) -> PreparedSample:
+        """The sample's media checked and loaded under the run's limits: every strategy's first step."""
+        return prepare_sample(sample, self.limits)
 
     def tool_setup(self, config: StrategyConfig) -> ToolSetup:
         """The per-tool backends and weights of this run: the configuration's ``tools:`` over the config file's.
@@ -170,6 +239,11 @@ class RunContext:
     def backend_name(self, *preferred: str | None) -> str:
         """The backend a call should use: the run's override, else the first preference given, else the default."""
         return self.backend or next((p for p in preferred if p), None) or self.pool.default_backend
+
+    def backend_for(self, config: StrategyConfig) -> tuple[str, Backend]:
+        """The backend of a strategy's calls (the run's override, else the configuration's) with its name."""
+        name = self.backend_name(config.backend)
+        return name, self.pool.get(name)
 
     async def emit(self, turn: TranscriptTurn) -> None:
         """Stream a finished turn to ``on_turn``."""
@@ -224,6 +298,18 @@ class Strategy(Protocol):
     def __init__(self, config: Any) -> None: ...
 
     async def run(self, sample: Sample, ctx: RunContext) -> Verdict: ...
+
+
+C = TypeVar("C", bound=StrategyConfig)
+
+
+class ConfiguredStrategy(Generic[C]):
+    """What every built-in strategy starts from: its configuration, validated by ``config_model``, kept as ``config``."""
+
+    config_model: ClassVar[type[StrategyConfig]]
+
+    def __init__(self, config: C) -> None:
+        self.config = config
 
 
 STRATEGIES: Registry[type[Strategy]] = Registry("strategy")

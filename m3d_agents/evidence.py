@@ -12,6 +12,9 @@ from m3d_agents.fence import Quoted, quote, quote_all
 
 EvidenceKind = Literal["web_page", "reverse_image", "wikipedia", "corpus", "tool", "answer", "video_frame"]
 Reliability = Literal["reliable", "unreliable", "satire", "unsure", "factcheck", "unknown"]
+DROPPED_BY_LEAKAGE = "dropped by leakage rule "
+"""How the reason of an item that a leakage rule dropped begins (:mod:`retrieval.leakage` writes it), so
+that a tool can count leaks without re-applying a rule the run may have switched off."""
 
 
 class Evidence(BaseModel):

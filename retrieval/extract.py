@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from retrieval.domains import use_offline_suffix_list
-from retrieval.language import detect_language
+from m3d_agents.language import page_language
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def extract_article(html: str, url: str | None = None) -> ExtractedPage:
         title=title,
         authors=authors,
         published=published,
-        language=detect_language(text, declared),
+        language=page_language(text, declared),
         text=text,
         method=method,
         claim_review=has_claim_review(html),

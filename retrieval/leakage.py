@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
-from m3d_agents.evidence import Evidence
+from m3d_agents.evidence import DROPPED_BY_LEAKAGE, Evidence
 from retrieval.config import LeakageSettings
 from retrieval.domains import domain_candidates
 from retrieval.reliability import DomainRatings
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 LeakageRule = Literal["factcheck_domain", "factcheck_path", "claim_review", "after_claim_date"]
 RULES: tuple[LeakageRule, ...] = ("factcheck_domain", "factcheck_path", "claim_review", "after_claim_date")
-DROPPED_BY = "dropped by leakage rule "
+DROPPED_BY = DROPPED_BY_LEAKAGE
 
 FACTCHECK_PATH = re.compile(r"(?:^|[/_-])(?:fact[-_]?check(?:s|ing|er|ers)?|reality[-_]?check)(?=$|[/_.-])", re.IGNORECASE)
 """A fact-check section in a URL path: a whole path segment, or a word of a hyphenated slug."""

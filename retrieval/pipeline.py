@@ -39,7 +39,8 @@ from retrieval.fetch import FetchedPage, Fetcher, decode_body
 from retrieval.guards import FetchGuard
 from retrieval.leakage import Candidate, LeakageFilter, LeakageReport
 from retrieval.providers.base import ImageQuery, ReverseImageResult, ReverseImageSearch, SearchHit, WebSearch
-from retrieval.reliability import DomainRatings, ReliabilityRater
+from retrieval.policy import EvidencePolicy
+from retrieval.reliability import ReliabilityRater
 from retrieval.report import PAGES, EvidenceLog
 from retrieval.store import EvidenceStore, StoreMiss
 from retrieval.summarise import Summariser
@@ -77,6 +78,7 @@ class EvidencePipeline:
         config: RetrievalConfig | None = None,
         log: EvidenceLog | None = None,
         replay_misses: ReplayMisses = "raise",
+        policy: EvidencePolicy | None = None,
     ) -> None:
         """``text_search`` providers are asked for the post's text when ``config.wikipedia`` is on
         (their hits' snippets are the evidence, as Wikipedia's lead sections are). ``log`` receives
@@ -89,8 +91,10 @@ class EvidencePipeline:
         self.fetcher = fetcher
         self.store = store
         self.config = config or RetrievalConfig()
-        self.rater = rater or ReliabilityRater(store=store)
-        self.leakage = leakage or LeakageFilter(self.rater.ratings, self.config.leakage)
+        self.rater = rater or (policy.rater if policy is not None else ReliabilityRater(store=store))
+        self.leakage = leakage or (policy.leakage if policy is not None else LeakageFilter(self.rater.ratings, self.config.leakage))
+        self.policy = policy
+        """The run's evidence policy this pipeline's rater and filter belong to, when a run path built it."""
         self.summariser = summariser
         self.log = log
         self.replay_misses = replay_misses
@@ -508,18 +512,19 @@ def assemble_pipeline(
     summary_backend: Backend | None = None,
     log: EvidenceLog | None = None,
     replay_misses: ReplayMisses = "raise",
+    policy: EvidencePolicy | None = None,
 ) -> EvidencePipeline:
-    """The parts every pipeline shares: ratings, the rater, the leakage filter and the summariser; run
-    paths that choose their own providers (:mod:`retrieval.runpath`) call it too.
+    """The parts every pipeline shares: the evidence policy (ratings, rater, leakage filter) and the
+    summariser; run paths that choose their own providers (:mod:`retrieval.runpath`) call it too.
 
-    ``backend`` judges unknown domains; ``summary_backend`` (default: ``backend``) writes summaries.
+    ``backend`` judges unknown domains, unless ``policy`` (the run's, whose rater already has its
+    judge) is given; ``summary_backend`` (default: ``backend``) writes summaries.
     """
-    ratings = DomainRatings.load(config.reliability_list)
-    rater = ReliabilityRater(ratings, judge=backend if config.judge_unknown_domains else None, store=store)
+    policy = policy or EvidencePolicy(config, judge=backend, store=store)
     writer = summary_backend or backend
     summariser = Summariser(writer, config.summary, store) if writer is not None and config.summary.enabled else None
     return EvidencePipeline(
-        reverse=reverse, web=web, text_search=text_search, fetcher=fetcher, store=store, rater=rater,
-        leakage=LeakageFilter(ratings, config.leakage), summariser=summariser, config=config, log=log,
-        replay_misses=replay_misses,
+        reverse=reverse, web=web, text_search=text_search, fetcher=fetcher, store=store, rater=policy.rater,
+        leakage=policy.leakage, summariser=summariser, config=config, log=log, replay_misses=replay_misses,
+        policy=policy,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import logging
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Literal, get_args
@@ -49,8 +50,7 @@ class DomainRatings:
 
     @classmethod
     def shipped(cls) -> "DomainRatings":
-        text = resources.files("retrieval").joinpath("data/domain_ratings.csv").read_text(encoding="utf-8")
-        return cls(_parse(text, "retrieval/data/domain_ratings.csv", "list"))
+        return cls(_shipped_entries())
 
     @classmethod
     def load(cls, user_list: Path | None = None) -> "DomainRatings":
@@ -69,6 +69,17 @@ class DomainRatings:
 
     def domains(self, rating: Rating) -> list[str]:
         return sorted(d for d, r in self.entries.items() if r.rating == rating)
+
+
+@lru_cache(maxsize=1)
+def _shipped() -> dict[str, DomainRating]:
+    text = resources.files("retrieval").joinpath("data/domain_ratings.csv").read_text(encoding="utf-8")
+    return _parse(text, "retrieval/data/domain_ratings.csv", "list")
+
+
+def _shipped_entries() -> dict[str, DomainRating]:
+    """The shipped list, read once per process (every run's policy starts from it); a copy, since a user list updates it."""
+    return dict(_shipped())
 
 
 def _parse(text: str, origin: str, source: str) -> dict[str, DomainRating]:

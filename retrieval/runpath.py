@@ -1,14 +1,17 @@
-"""Evidence for a run: one function turns a configuration's ``retrieval:`` block and the run's choices
-into the :class:`~debates.strategy.RunContext` options that strategies read.
+"""Evidence for a run: a configuration's ``retrieval:`` block and the run's choices turned into the
+evidence sources that every sample of the run shares.
 
-Every run path calls :func:`open_retrieval` (``m3d check``, ``m3d debate``, ``m3d evaluate``, ``m3d serve``'s pages, the
-notebooks) and passes :meth:`RunRetrieval.context_options` to ``run_sample`` or the batch runner:
+Only the run session (:class:`debates.session.RunSession`) opens them, once per run, and every
+front-end runs through a session (``m3d check``, ``m3d debate``, ``m3d evaluate`` in one process or
+on Ray workers, ``m3d reproduce``, ``m3d serve``'s pages, the notebooks). What it opens:
 
 - ``evidence_source``: the pipeline (reverse image search, caption search, Wikipedia, pages,
   extraction, reliability, the leakage filter, summaries) behind the evidence store;
 - ``query_answerer``: answers the queries debaters ask (web search, else the gathered pages);
 - ``searchers``: ``web``, ``wikipedia`` and ``corpus`` search for agents that search as an action;
-- ``evidence_log``: collects each sample's :class:`~m3d_agents.verdict.EvidenceReport`.
+- ``log``: collects each sample's :class:`~m3d_agents.verdict.EvidenceReport`;
+- ``policy``: the run's :class:`~retrieval.policy.EvidencePolicy`, whose rater and leakage filter
+  the pipeline and the answerers share.
 
 Modes (``--retrieval``):
 
@@ -21,7 +24,8 @@ Modes (``--retrieval``):
 
 Without ``--retrieval`` a configuration with a ``retrieval:`` block runs in ``record`` mode and
 one without runs with retrieval off. A provider that cannot run (no key) or fails (no network, a
-refusal) is reported and the run goes on.
+refusal) is reported and the run goes on. :func:`replay_mr2` is the fifth way: a recorded MR2
+trace (``--replay-mr2``) answers from its own files, never online.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from m3d_agents.backends.config import default_cache_root
 from m3d_agents.backends.factory import Backend, BackendPool
@@ -39,11 +43,10 @@ from retrieval.answerer import GatheredEvidenceAnswerer, SearchAnswerer
 from retrieval.config import RetrievalConfig
 from retrieval.fetch import Fetcher
 from retrieval.guards import FetchGuard, OfflineGuard
-from retrieval.interfaces import QueryAnswerer
-from retrieval.leakage import LeakageFilter
-from retrieval.pipeline import EvidencePipeline, assemble_pipeline
+from retrieval.interfaces import EvidenceSource, QueryAnswerer
+from retrieval.pipeline import assemble_pipeline, mr2_replay_pipeline
+from retrieval.policy import EvidencePolicy
 from retrieval.providers.base import ReverseImageSearch, WebSearch, endpoint
-from retrieval.reliability import DomainRatings, ReliabilityRater
 from retrieval.report import EvidenceLog
 from retrieval.store import EvidenceStore, StoreMode
 
@@ -57,22 +60,14 @@ class RunRetrieval:
 
     mode: RetrievalMode
     log: EvidenceLog
-    evidence_source: EvidencePipeline | None = None
+    policy: EvidencePolicy | None = None
+    """The run's evidence policy, whose rater and filter the sources share; None for sources opened
+    outside a run path (a test's), which then take the one the run session builds from the configuration."""
+    evidence_source: EvidenceSource | None = None
     query_answerer: QueryAnswerer | None = None
     searchers: dict[str, QueryAnswerer] = field(default_factory=dict)
     store: EvidenceStore | None = None
     fetcher: Fetcher | None = None
-
-    def context_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``run_sample`` (the :class:`~debates.strategy.RunContext` fields)."""
-        options: dict[str, Any] = {"evidence_log": self.log}
-        if self.evidence_source is not None:
-            options["evidence_source"] = self.evidence_source
-        if self.query_answerer is not None:
-            options["query_answerer"] = self.query_answerer
-        if self.searchers:
-            options["searchers"] = dict(self.searchers)
-        return options
 
     async def close(self) -> None:
         if self.fetcher is not None:
@@ -90,64 +85,63 @@ def parse_mode(value: str | None) -> RetrievalMode | None:
     return value
 
 
-def settings_of(config: Any) -> RetrievalConfig | None:
-    """The ``retrieval:`` block of any strategy's configuration (None: it asks for no evidence)."""
-    settings = getattr(config, "retrieval", None)
-    return settings if isinstance(settings, RetrievalConfig) else None
-
-
 def open_retrieval(
-    config: Any,
+    settings: RetrievalConfig | None,
     pool: BackendPool,
     *,
+    backend: str,
     mode: RetrievalMode | None = None,
     store_path: Path | None = None,
-    backend: str | None = None,
     guard: FetchGuard | None = None,
 ) -> RunRetrieval:
-    """The evidence sources of a run of ``config`` (see the module docstring for the modes).
+    """The evidence sources of a run whose configuration has the ``retrieval:`` block ``settings``
+    (None: it has none); see the module docstring for the modes.
 
-    ``backend`` is the run's backend override; summaries and reliability judgements use the block's
-    ``summary.backend``, else that override, else the configuration's own backend, else the default.
-    ``guard`` replaces the fetch guard (tests only; the command line never passes one).
+    ``backend`` is the backend of the run's calls (its override, else the configuration's, else the
+    default): summaries use the block's ``summary.backend``, else this one; reliability judgements
+    use this one. ``guard`` replaces the fetch guard (tests only; the command line never passes one).
     """
-    settings = settings_of(config)
     chosen: RetrievalMode = mode or ("record" if settings is not None else "off")
     if chosen == "off":
         why = "--retrieval off" if settings is not None else "the configuration has no retrieval block; --retrieval live turns it on"
-        return RunRetrieval(mode="off", log=EvidenceLog("off", why))
+        return RunRetrieval(mode="off", log=EvidenceLog("off", why), policy=EvidencePolicy(settings))
     note = ""
     if settings is None:
         settings = RetrievalConfig()
         note = "the configuration has no retrieval block, so the library defaults were used"
     path = store_path or settings.store_path or default_cache_root() / "evidence.sqlite"
     store = EvidenceStore(path, STORE_MODES[chosen])
+    try:
+        return _open(settings, pool, backend, chosen, store, guard, note)
+    except BaseException:
+        store.close()
+        raise
+
+
+def _open(settings: RetrievalConfig, pool: BackendPool, backend: str, chosen: RetrievalMode, store: EvidenceStore,
+          guard: FetchGuard | None, note: str) -> RunRetrieval:
     fetcher = Fetcher(settings.fetch, OfflineGuard() if chosen == "replay" else guard or FetchGuard())
     not_run: dict[str, str] = {}
     reverse = _reverse_providers(settings, fetcher, chosen, not_run)
     web = _web_providers(settings, fetcher, chosen, not_run)
     wikipedia = _wikipedia(settings, fetcher)
     log = EvidenceLog(chosen, note, not_run)
-    run_backend = backend or getattr(config, "backend", None) or pool.default_backend
     summaries = settings.summary.enabled
     judge: Backend | None = (
-        pool.get(run_backend) if settings.judge_unknown_domains or (summaries and not settings.summary.backend) else None
+        pool.get(backend) if settings.judge_unknown_domains or (summaries and not settings.summary.backend) else None
     )
     writer = pool.get(settings.summary.backend) if summaries and settings.summary.backend else judge
-    if not settings.judge_unknown_domains:
-        judge = None
+    policy = EvidencePolicy(settings, judge=judge, store=store)
     misses: Literal["report"] = "report"
     pipeline = assemble_pipeline(
         settings, judge, store, reverse, web, fetcher, text_search=[wikipedia], summary_backend=writer, log=log,
-        replay_misses=misses,
+        replay_misses=misses, policy=policy,
     )
-    ratings = DomainRatings.load(settings.reliability_list)
 
     def answerer(providers: list[WebSearch], first_only: bool = False) -> SearchAnswerer:
         return SearchAnswerer(
-            providers, store=store, rater=ReliabilityRater(ratings, judge=pipeline.rater.judge, store=store),
-            leakage=LeakageFilter(ratings, settings.leakage), limit=settings.query_results, log=log, replay_misses=misses,
-            first_only=first_only,
+            providers, store=store, rater=policy.rater, leakage=policy.leakage, limit=settings.query_results, log=log,
+            replay_misses=misses, first_only=first_only,
         )
 
     searchers: dict[str, QueryAnswerer] = {"wikipedia": answerer([wikipedia])}
@@ -158,9 +152,32 @@ def open_retrieval(
         searchers["corpus"] = answerer([corpus])
     query_answerer: QueryAnswerer = searchers["web"] if web else GatheredEvidenceAnswerer(pipeline, settings.query_results)
     return RunRetrieval(
-        mode=chosen, log=log, evidence_source=pipeline, query_answerer=query_answerer, searchers=searchers,
+        mode=chosen, log=log, policy=policy, evidence_source=pipeline, query_answerer=query_answerer, searchers=searchers,
         store=store, fetcher=fetcher,
     )
+
+
+def replay_mr2(root: Path, settings: RetrievalConfig | None = None, summariser: Backend | None = None) -> RunRetrieval:
+    """The evidence of a recorded MR2 trace (``--replay-mr2``), never online.
+
+    The trace is read as recorded (up to 8 of its pages, both its image and its caption search),
+    under the run's evidence policy: the configuration's leakage settings, reliability list and
+    judging of unknown domains. Debaters' queries (``query_answerer``) and searching agents' web
+    queries (``searchers["web"]``) are both answered from the pages recorded for the claim;
+    ``summariser`` summarises them first.
+    """
+    log = EvidenceLog("replay", f"answers recorded in the MR2 trace at {root}")
+    recorded = RetrievalConfig(max_pages=8)
+    if settings is not None:
+        recorded = recorded.model_copy(update={
+            "leakage": settings.leakage, "reliability_list": settings.reliability_list,
+            "judge_unknown_domains": settings.judge_unknown_domains,
+        })
+    pipeline = mr2_replay_pipeline(root, summariser, config=recorded, log=log)
+    answerer = GatheredEvidenceAnswerer(pipeline)
+    policy = pipeline.policy or EvidencePolicy(pipeline.config)
+    return RunRetrieval(mode="replay", log=log, policy=policy, evidence_source=pipeline, query_answerer=answerer,
+                        searchers={"web": answerer})
 
 
 def _has_key(variable: str, mode: RetrievalMode, not_run: dict[str, str], name: str) -> bool:
@@ -213,8 +230,13 @@ def _corpus(settings: RetrievalConfig) -> WebSearch | None:
         return None
     from retrieval.providers.local_corpus import LocalCorpus
 
+    reranker = None
+    if settings.corpus_rerank:
+        from retrieval.rerank import MiniLMReranker
+
+        reranker = MiniLMReranker()
     if settings.corpus == "climate_fever":
         from retrieval.climate_fever import load_climate_fever
 
-        return load_climate_fever()
-    return LocalCorpus.from_jsonl(Path(settings.corpus))
+        return load_climate_fever(reranker)
+    return LocalCorpus.from_jsonl(Path(settings.corpus), reranker=reranker)

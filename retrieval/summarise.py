@@ -124,15 +124,12 @@ class Summariser:
             )
         client = self.backend.view(ledger, agent="summariser", role="summary")
 
-        def count_retry() -> None:
-            ledger.parse_retries += 1
-
         answer = await ask(
             client,
             [SystemMessage(content=prompts.load("retrieval/evidence_summary_system")), UserMessage(content=task, source="user")],
             lambda text: parse_model(text, schema),
             create_kwargs=self.backend.structured_args(schema),
-            on_retry=count_retry,
+            on_retry=ledger.count_parse_retry,
         )
         if answer.value is None:
             return SummaryOutcome(error=answer.error)

@@ -119,7 +119,7 @@ class ModelSeat(BaseChatAgent):
             parse=self._parse,
             retries=self._config.parse_retries,
             create_kwargs={"extra_create_args": dict(self._create_kwargs)},
-            on_retry=lambda: setattr(self._client.ledger, "parse_retries", self._client.ledger.parse_retries + 1),
+            on_retry=self._client.ledger.count_parse_retry,
             context=TurnContext(self.seat, self._config, self._prepared, self._turn_state, self._vision, self.view.own_round,
                                 self._tools),
         )))

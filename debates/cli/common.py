@@ -1,5 +1,4 @@
-"""What every ``m3d`` command shares: the consoles, one-line errors, building a sample (typed, or replayed
-from a recorded MR2 trace), printing a verdict."""
+"""What every ``m3d`` command shares: the consoles, one-line errors, building a typed sample, printing a verdict."""
 
 from __future__ import annotations
 
@@ -19,10 +18,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from debates.strategy import StrategyConfig
-from debates.session import run_sample
 from m3d_agents.backends.config import BackendSettings
-from m3d_agents.backends.factory import Backend, BackendPool
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.redaction import RedactingFormatter, redact, redact_data
 from m3d_agents.sample import Sample, SampleMetadata, VideoRef
@@ -189,26 +185,6 @@ def build_sample(
         raise InputError(field, first["msg"]) from exc
 
 
-def replayed_sample(root: Path, sample_id: str | None, summariser: Backend | None) -> tuple[Sample, dict[str, Any]]:
-    """A claim from an MR2 trace, with an evidence source and query answers that never go online.
-
-    Debaters' queries (``query_answerer``) and searching agents' web queries (``searchers["web"]``)
-    are both answered from the pages recorded for the claim.
-    """
-    from retrieval.answerer import GatheredEvidenceAnswerer
-    from retrieval.pipeline import mr2_replay_pipeline
-    from retrieval.providers.mr2_trace import MR2Trace
-    from retrieval.report import EvidenceLog
-
-    if sample_id is None:
-        raise InputError("sample_id", f"--replay-mr2 needs --sample-id; the trace has {', '.join(MR2Trace(root).ids())}")
-    log = EvidenceLog("replay", f"answers recorded in the MR2 trace at {root}")
-    pipeline = mr2_replay_pipeline(root, summariser, log=log)
-    sample = MR2Trace(root).sample(sample_id)
-    answerer = GatheredEvidenceAnswerer(pipeline)
-    return sample, {"evidence_source": pipeline, "query_answerer": answerer, "searchers": {"web": answerer}, "evidence_log": log}
-
-
 RETRIEVAL_HELP = (
     "Where evidence comes from: live (ask the providers whose keys are set), record (reuse the evidence "
     "store, ask for the rest), replay (the store only, no network), off. Default: record when the "
@@ -320,33 +296,6 @@ def stream_turn(turn: TranscriptTurn) -> None:
     stance = turn.stance or ("(no answer)" if turn.parse_error else "")
     title = f"{turn.speaker} · {turn.role} · round {turn.round}" + (f" · {stance}" if stance else "")
     console.print(Panel(Text(redact(turn.text.strip())), title=Text(title), title_align="left"))
-
-
-async def run_post(
-    config: StrategyConfig,
-    sample: Sample,
-    settings: BackendSettings,
-    backend: str | None,
-    *,
-    retrieval: str | None = None,
-    evidence_store: Path | None = None,
-    **options: Any,
-) -> tuple[Verdict, bool]:
-    """Run one configuration on one post with the configured backends and the run's evidence sources,
-    closing them afterwards. Returns the verdict and whether the backend could see images."""
-    from retrieval.runpath import open_retrieval, parse_mode
-
-    pool = BackendPool(settings)
-    try:
-        sources = open_retrieval(config, pool, mode=parse_mode(retrieval), store_path=evidence_store, backend=backend)
-        try:
-            verdict = await run_sample(config, sample, pool, backend=backend, **{**sources.context_options(), **options})
-        finally:
-            await sources.close()
-        name = backend or config.backend or pool.default_backend
-        return verdict, pool.get(name).vision
-    finally:
-        await pool.close()
 
 
 class ProgressBar:

@@ -90,16 +90,18 @@ def reproduce(
     from debates.eval.papers.reproduce import ReproduceOutcome, ReproduceRequest, check_reproduction
     from debates.eval.papers.reproduce import reproduce as run_table
     from debates.eval.papers.table_report import write_table
+    from debates.eval.run.evaluate import EvaluateRequest
 
     assert table is not None and dataset is not None and backend is not None and out is not None
 
     async def main() -> ReproduceOutcome:
-        request = ReproduceRequest(
-            table=table, dataset=dataset, backend=backend, out=out, dataset_options=parse_option_pairs(dataset_option),
+        evaluation = EvaluateRequest(
+            config="", dataset=dataset, backend=backend, out=out, dataset_options=parse_option_pairs(dataset_option),
             limit=limit, concurrency=concurrency, config_file=config_file, seed=seed, rate_limits=_rate_limits(rate_limit),
             prices=prices, rerun_errors=rerun_errors, retrieval=retrieval, evidence_store=evidence_store, workers=workers,
-            ray_address=ray_address, max_worker_deaths=max_worker_deaths, resamples=resamples, bootstrap_seed=bootstrap_seed,
+            ray_address=ray_address, max_worker_deaths=max_worker_deaths,
         )
+        request = ReproduceRequest(table=table, evaluation=evaluation, resamples=resamples, bootstrap_seed=bootstrap_seed)
         checked = check_reproduction(request)
         err_console.print(f"[dim]{checked.table.id}: {len(checked.runs)} configuration(s) to run into {out}/<configuration>[/]")
         with ProgressBar(progress) as bar:

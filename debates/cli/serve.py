@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Optional
 
 import typer
 
@@ -51,7 +51,7 @@ def serve(
 ) -> None:
     """Serve the web page: live debates (take a seat), review of run folders, and the before/after user study."""
     from debates.ui.web.server import build_server, server_logging
-    from debates.ui.web.settings import RunOptions, WebSettings
+    from debates.ui.web.settings import WebSettings
     from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
     from m3d_agents.backends.factory import BackendPool
     from m3d_agents.datasets import load_dataset, parse_option_pairs
@@ -66,30 +66,20 @@ def serve(
         names = list(dict.fromkeys([*backend_settings.names(), default]))
         options = parse_option_pairs(dataset_option)
         datasets: dict[str, list[Sample]] = {spec: load_dataset(spec, options).samples for spec in dataset}
-        run_options: RunOptions | None = None
+        replayed_ids: frozenset[str] = frozenset()
         if replay_mr2 is not None:
-            from retrieval.answerer import GatheredEvidenceAnswerer
-            from retrieval.pipeline import mr2_replay_pipeline
             from retrieval.providers.mr2_trace import MR2Trace
 
             trace = MR2Trace(replay_mr2)
             datasets[f"mr2-replay:{replay_mr2}"] = [trace.sample(i) for i in trace.ids()]
-            pipeline = mr2_replay_pipeline(replay_mr2)
-            recorded = set(trace.ids())
-
-            def replayed(sample: Sample) -> Mapping[str, Any]:
-                if sample.id not in recorded:
-                    return {}
-                return {"evidence_source": pipeline, "query_answerer": GatheredEvidenceAnswerer(pipeline)}
-
-            run_options = replayed
+            replayed_ids = frozenset(trace.ids())
         token, how = _token(host, token_file)
         limits = InputLimits()
         settings = WebSettings(
             pool_factory=lambda: BackendPool(backend_settings), backends=names, default_backend=default,
             run_roots=[r.resolve() for r in runs], datasets=datasets, study_dir=study_dir, host=host, token=token,
-            max_upload_bytes=int(max_upload_mb * 1_000_000), limits=limits, run_options=run_options,
-            retrieval=mode, evidence_store=evidence_store,
+            max_upload_bytes=int(max_upload_mb * 1_000_000), limits=limits, retrieval=mode, evidence_store=evidence_store,
+            replay_mr2=replay_mr2, replayed_ids=replayed_ids,
         )
         settings.check()
         shown = f"[{host}]" if ":" in host else host

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import random
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from debates.cli.common import console, fail, run_cli
+from debates.cli.common import console, evidence_store_option, fail, run_cli
 from m3d_agents.config_types import SEED_MAX
 from m3d_agents.errors import InputError
 from m3d_agents.media.images import load_image
@@ -21,24 +19,19 @@ from m3d_agents.tools.greedy_selection import SelectionStep, greedy_select
 EVALUABLE_CONFIGS = ("forensic-fusion",)
 
 
-def mediaeval_images(folder: Path) -> list[tuple[Path, bool]]:
-    """Labelled images of a MediaEval 2016 folder: ``posts.txt`` labels joined to ``images/**/<image_id>.*``."""
-    posts = folder / "posts.txt"
-    if not posts.is_file():
-        raise InputError("dataset", f"{posts} does not exist; expected a MediaEval 2016 folder with posts.txt and images/")
-    files = {p.stem: p for p in sorted((folder / "images").rglob("*")) if p.is_file() and p.suffix.lower() != ".txt"}
-    labels: dict[str, bool] = {}
-    csv.field_size_limit(sys.maxsize)
-    with posts.open(encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
-            label = (row.get("label") or "").strip().lower()
-            if label not in {"fake", "real"}:
-                continue
-            for image_id in (row.get("image_id(s)") or "").split(","):
-                image_id = image_id.strip()
-                if image_id in files and image_id not in labels:
-                    labels[image_id] = label == "fake"
-    return [(files[i], labels[i]) for i in sorted(labels)]
+def mediaeval_images(spec: str) -> list[tuple[Path, bool]]:
+    """Labelled images of a MediaEval 2016 data set (``mediaeval:PATH``), read by the data set's loader:
+    each image once, with the label of the first post that shows it (``True``: fake)."""
+    from m3d_agents.datasets import load_dataset, parse_spec
+
+    kind, _ = parse_spec(spec)
+    if kind != "mediaeval":
+        raise InputError("dataset", f"{spec!r} is not supported; use mediaeval:PATH (a MediaEval 2016 folder)")
+    labels: dict[Path, bool] = {}
+    for sample in load_dataset(spec).samples:
+        for image in sample.images:
+            labels.setdefault(image, sample.gold_label == "fake")
+    return sorted(labels.items(), key=lambda item: item[0].stem)
 
 
 def balanced_subset(items: list[tuple[Path, bool]], limit: int, seed: int) -> list[tuple[Path, bool]]:
@@ -52,13 +45,6 @@ def balanced_subset(items: list[tuple[Path, bool]], limit: int, seed: int) -> li
     take_fakes = min(len(fakes), limit - take_reals)
     take_reals = min(len(reals), limit - take_fakes)
     return fakes[:take_fakes] + reals[:take_reals]
-
-
-def parse_dataset(spec: str) -> Path:
-    kind, _, path = spec.partition(":")
-    if kind != "mediaeval" or not path:
-        raise InputError("dataset", f"{spec!r} is not supported; use mediaeval:PATH (a MediaEval 2016 folder)")
-    return Path(path)
 
 
 def select_tools(
@@ -78,6 +64,12 @@ def select_tools(
     backend: Optional[str] = typer.Option(None, "--backend", help="A configuration's backend for every call."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="A configuration's posts in flight at once."),
+    retrieval: str = typer.Option(
+        "off", "--retrieval", case_sensitive=False,
+        help="Where a configuration's evidence comes from while tool sets are compared: off (default: every trial "
+        "sees the same posts without gathered evidence), record, replay or live; see m3d check --help.",
+    ),
+    evidence_store: Optional[Path] = evidence_store_option(),
 ) -> None:
     """Greedy tool selection (T2Agent): add each candidate tool in turn and keep it if dev accuracy rises.
 
@@ -92,7 +84,7 @@ def select_tools(
         fail("--compare-to is running or baseline; --mode is greedy or independent")
     if config not in EVALUABLE_CONFIGS:
         select_for_config(config, dataset, dataset_option, limit, base, candidate, seed, compare_to, mode, backend, config_file,
-                          concurrency)
+                          concurrency, retrieval, evidence_store)
         return
     base = base or ["ela"]
     candidates = candidate or [name for name in FORENSIC_TOOLS if name not in base]
@@ -100,7 +92,7 @@ def select_tools(
     if unknown:
         fail(f"tools: unknown tool(s) {', '.join(unknown)}; known: {', '.join(FORENSIC_TOOLS)}")
     try:
-        items = balanced_subset(mediaeval_images(parse_dataset(dataset)), limit, seed)
+        items = balanced_subset(mediaeval_images(dataset), limit, seed)
     except InputError as exc:
         fail(str(exc))
     results: list[tuple[dict[str, ForensicResult], bool]] = []
@@ -136,21 +128,25 @@ def show_step(step: SelectionStep) -> None:
 
 def select_for_config(
     name: str, dataset: str, dataset_option: list[str], limit: int, base: list[str], candidate: list[str], seed: int,
-    compare_to: str, mode: str, backend: str | None, config_file: Path | None, concurrency: int,
+    compare_to: str, mode: str, backend: str | None, config_file: Path | None, concurrency: int, retrieval: str,
+    evidence_store: Path | None,
 ) -> None:
-    """Alg. 2 over a whole configuration: each tool set runs the configuration on the same dev posts."""
+    """Alg. 2 over a whole configuration: each tool set runs the configuration on the same dev posts, each in a run session."""
     import asyncio
 
     from debates.eval.run.tool_selection import ToolSelectable, balanced_samples, config_accuracy, label_counts
     from debates.config_loader import available_configs, load_config
+    from debates.session import RunSession
     from m3d_agents.backends.config import load_backend_settings
     from m3d_agents.backends.factory import BackendPool
     from m3d_agents.datasets import load_dataset, parse_option_pairs, parse_spec
+    from retrieval.runpath import parse_mode
 
     try:
         loaded = load_config(name)
         kind, _ = parse_spec(dataset)
         options = parse_option_pairs(dataset_option)
+        retrieval_mode = parse_mode(retrieval)
     except InputError as exc:
         fail(str(exc))
     if not isinstance(loaded, ToolSelectable):
@@ -177,9 +173,13 @@ def select_for_config(
         pool = BackendPool(load_backend_settings(config_file))
         loop = asyncio.get_running_loop()
 
+        async def trial(tools: tuple[str, ...]) -> float:
+            async with RunSession(loaded.with_tools(tools), pool, backend=backend, retrieval=retrieval_mode,
+                                  evidence_store=evidence_store) as session:
+                return await config_accuracy(session, samples, concurrency=concurrency, seed=seed)
+
         def evaluate(tools: tuple[str, ...]) -> float:
-            run = config_accuracy(loaded.with_tools(tools), samples, pool, backend=backend, concurrency=concurrency, seed=seed)
-            return asyncio.run_coroutine_threadsafe(run, loop).result()
+            return asyncio.run_coroutine_threadsafe(trial(tools), loop).result()
 
         try:
             base_accuracy = await asyncio.to_thread(evaluate, tuple(base))

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import typer
 
-from debates.cli.common import console, evidence_store_option, fail, retrieval_option, written_path
+from debates.cli.common import console, evidence_store_option, fail, retrieval_option, run_cli, written_path
 
 train_app = typer.Typer(no_args_is_help=True, help="Train a model with the FactGuard rewards (needs the 'train' extra).")
 
@@ -198,13 +198,14 @@ def grpo_command(
     """GRPO with the FactGuard rewards, the project's loop generating the rollouts (FactProbe searching through --retrieval)."""
     _train_ready()
     from debates.config_loader import load_config
+    from debates.session import RunSession
     from debates.strategies.factguard import FactGuardConfig
     from debates.strategies.factguard.training.grpo import GRPOSettings, train_grpo
     from debates.strategies.factguard.training.local_model import prepare_local_model
     from m3d_agents.backends.factory import BackendPool
     from m3d_agents.datasets import load_dataset, parse_option_pairs
     from m3d_agents.errors import InputError
-    from retrieval.runpath import open_retrieval, parse_mode
+    from retrieval.runpath import parse_mode
 
     settings = _settings(GRPOSettings, settings_file, {
         **given(max_steps=max_steps, num_generations=num_generations, beta=beta, learning_rate=learning_rate,
@@ -218,9 +219,12 @@ def grpo_command(
         chosen = load_config(config)
         if not isinstance(chosen, FactGuardConfig):
             raise InputError("config", f"GRPO trains the factguard strategy, not {chosen.strategy}")
-        sources = open_retrieval(chosen, BackendPool(), mode=parse_mode(retrieval), store_path=evidence_store, backend="policy")
+        # The rollouts run in this session; its pool takes the policy as the ``policy`` backend at every step.
+        session = RunSession(chosen, BackendPool(), backend="policy", retrieval=parse_mode(retrieval), evidence_store=evidence_store)
+        run_cli(session.open())
     except InputError as exc:
         fail(str(exc))
+    sources = session.sources
     samples = loaded.samples[:limit] if limit else loaded.samples
     not_run = "; ".join(f"{name} not run ({why})" for name, why in sources.log.not_run.items())
     console.print(f"FactProbe: retrieval {sources.mode}{' (' + sources.log.note + ')' if sources.log.note else ''}"
@@ -229,7 +233,7 @@ def grpo_command(
     console.print(f"GRPO: G={settings.num_generations}, beta={settings.beta}, lr={settings.learning_rate}, alpha={r.alpha}, "
                   f"gamma={r.gamma}, lambda={r.lam}, r+={r.r_tool_pos}, r-={r.r_tool_neg}, format gate {'on' if r.format_gate else 'off'}")
     try:
-        run = train_grpo(model or prepare_local_model(), samples, chosen, out, settings, retrieval=sources, chat_template=chat_template)
+        run = train_grpo(model or prepare_local_model(), samples, chosen, out, settings, session=session, chat_template=chat_template)
     except InputError as exc:
         fail(str(exc))
     for sample_id, tokens in run.fit.too_long.items():

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from debates.strategy import CallBudget, RunContext, StrategyConfig, strategy, strategy_field
+from debates.strategy import CallBudget, ConfiguredStrategy, RunContext, StrategyConfig, strategy, strategy_field
 from debates.strategies.checker import CheckerAgent, checked, checker_turn
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.diagnostics import CheckDiagnostics
-from m3d_agents.media.images import prepare_sample
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Finding, Verdict
 
@@ -25,26 +24,21 @@ class CheckConfig(StrategyConfig):
 
 
 @strategy("check")
-class Check:
+class Check(ConfiguredStrategy[CheckConfig]):
     """One agent, one answer."""
 
     config_model: ClassVar[type[StrategyConfig]] = CheckConfig
-
-    def __init__(self, config: CheckConfig) -> None:
-        self.config = config
 
     async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
         """Validate the sample, ask one agent, and return its verdict or a recorded abstention.
 
         Input errors and backend errors propagate: they are the caller's to report, not a verdict.
         """
-        prepared = prepare_sample(sample, ctx.limits)
+        prepared = ctx.prepare(sample)
         taxonomy = get_taxonomy(sample.taxonomy)
-        backend_name = ctx.backend_name(self.config.backend)
+        backend_name, backend = ctx.backend_for(self.config)
         evidence = await ctx.gather_evidence(sample)
-        agent = CheckerAgent(
-            "checker", ctx.pool.get(backend_name), ctx.ledger, prepared, taxonomy, retries=self.config.parse_retries, evidence=evidence
-        )
+        agent = CheckerAgent("checker", backend, ctx.ledger, prepared, taxonomy, retries=self.config.parse_retries, evidence=evidence)
         await agent.run(task=f"Check post {sample.id}.")
         answer = agent.answer
         assert answer is not None

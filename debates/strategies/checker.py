@@ -27,7 +27,7 @@ from m3d_agents.media.images import PreparedSample
 from m3d_agents.verdict import TranscriptTurn
 from m3d_agents.labels import Taxonomy
 from m3d_agents.parsing import parse_model_setting_aside_confidence
-from m3d_agents.tools.describers import enable_image_describers
+from m3d_agents.tools.image_in_words import enable_image_describers
 
 
 def answer_schema(taxonomy: Taxonomy) -> type[BaseModel]:
@@ -110,16 +110,13 @@ class CheckerAgent(BaseChatAgent):
             UserMessage(content=user_content(task, self._prepared, self._backend.vision), source="user"),
         ]
 
-        def count_retry() -> None:
-            self._ledger.parse_retries += 1
-
         self.answer = await ask(
             self._client,
             llm_messages,
             lambda text: parse_model_setting_aside_confidence(text, schema),
             retries=self._retries,
             create_kwargs=self._create_kwargs(schema),
-            on_retry=count_retry,
+            on_retry=self._ledger.count_parse_retry,
         )
         post = checked(self.answer)
         metadata = {"stance": post.label if post else ""}

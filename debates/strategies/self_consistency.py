@@ -23,12 +23,11 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from debates.strategy import CallBudget, RunContext, StrategyConfig, strategy, strategy_field
+from debates.strategy import CallBudget, ConfiguredStrategy, RunContext, StrategyConfig, strategy, strategy_field
 from debates.strategies.checker import CheckerAgent, checked, checker_turn
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.config_types import Temperature
 from m3d_agents.diagnostics import SelfConsistencyDiagnostics
-from m3d_agents.media.images import prepare_sample
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Finding, Verdict
 
@@ -55,25 +54,21 @@ def majority(labels: list[str]) -> str | None:
 
 
 @strategy("self-consistency")
-class SelfConsistency:
+class SelfConsistency(ConfiguredStrategy[SelfConsistencyConfig]):
     """N independent checks; the majority label wins; the agreement rate is the confidence."""
 
     config_model: ClassVar[type[StrategyConfig]] = SelfConsistencyConfig
 
-    def __init__(self, config: SelfConsistencyConfig) -> None:
-        self.config = config
-
     async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
         config = self.config
-        prepared = prepare_sample(sample, ctx.limits)
+        prepared = ctx.prepare(sample)
         taxonomy = get_taxonomy(sample.taxonomy)
-        backend_name = ctx.backend_name(config.backend)
-        backend = ctx.pool.get(backend_name)
+        backend_name, backend = ctx.backend_for(config)
         evidence = await ctx.gather_evidence(sample)
         agents = [
             CheckerAgent(
                 f"check_{i + 1}", backend, ctx.ledger, prepared, taxonomy, retries=config.parse_retries,
-                sampling={"temperature": config.temperature, "seed": ctx.seed * 1009 + i}, evidence=evidence,
+                sampling={"temperature": config.temperature, "seed": ctx.seed_for("check", i)}, evidence=evidence,
             )
             for i in range(config.n)
         ]

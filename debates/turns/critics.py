@@ -31,7 +31,7 @@ from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.media.images import PreparedImage
 from m3d_agents.parsing import parse_ten_point_score, parse_unit_score
 from m3d_agents.registry import Registry
-from m3d_agents.tools.describers import forensic_describer
+from m3d_agents.tools.image_in_words import forensic_describer
 from m3d_agents.tools.forensics.learned import NAME as LEARNED
 from m3d_agents.tools.forensics.learned import analyse_learned, configured_path
 

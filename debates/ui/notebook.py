@@ -186,7 +186,7 @@ def show_post(sample: Sample) -> None:
 
 
 class TranscriptView:
-    """An ``on_message`` callback for ``run_sample`` that shows every turn the moment it is finished.
+    """An ``on_message`` callback for a run session's ``run`` that shows every turn the moment it is finished.
 
     ``output`` (an ``ipywidgets.Output``) keeps the transcript in one place while the debate runs in
     the background, which a person's seat needs; without it turns go to the running cell.
@@ -206,7 +206,7 @@ class TranscriptView:
         show_html(turn_html(turn, state.taxonomy, person=turn.speaker in self.people), self.output)
 
     def turn(self, turn: TranscriptTurn) -> None:
-        """An ``on_turn`` callback for ``run_sample``: the same display for any strategy's turns."""
+        """An ``on_turn`` callback for a run session's ``run``: the same display for any strategy's turns."""
         self.shown += 1
         show_html(turn_html(turn, self.taxonomy, person=turn.speaker in self.people), self.output)
 

@@ -67,6 +67,10 @@ class UsageLedger:
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
 
+    def count_parse_retry(self) -> None:
+        """One more question asked again because its answer could not be read (an ``on_retry`` for :func:`~m3d_agents.asking.ask`)."""
+        self.parse_retries += 1
+
     def record_tool(self, tool: str, unavailable: bool) -> None:
         usage = self.tools.setdefault(tool, ToolUsage())
         usage.calls += 1

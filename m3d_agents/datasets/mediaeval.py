@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from m3d_agents.datasets.base import dataset, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_csv_rows
-from m3d_agents.datasets.language import LanguageFilter
+from m3d_agents.language import LanguageFilter
 from m3d_agents.errors import InputError
 from m3d_agents.sample import SampleMetadata
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from m3d_agents.datasets.base import dataset, ImageResolver, LoadedDataset, LoaderOptions, Skips, make_sample, map_label, read_records
-from m3d_agents.datasets.language import LanguageFilter
+from m3d_agents.language import LanguageFilter
 
 MAPS: dict[str, dict[str, str | None]] = {
     "binary": {"0": "real", "1": "fake", "2": None},

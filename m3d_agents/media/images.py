@@ -57,7 +57,7 @@ class PreparedSample:
     descriptions: list[str] = field(default_factory=list)
     """What each image shows, in words, for agents that are given a description rather than (or beside)
     the image: a vision model's grounded description, or OCR and file metadata on text-only backends.
-    Filled once per sample by the strategies that use it (see :mod:`m3d_agents.tools.image_descriptions`)."""
+    Filled once per sample by the strategies that use it (see :mod:`m3d_agents.tools.image_in_words`)."""
     video: "VideoInfo | None" = None
     """The probed video file, when the sample has one (probed once, here)."""
 

@@ -3,6 +3,6 @@ each described by a tool card, plus greedy tool selection."""
 
 from m3d_agents.tools.cards import ToolCard, ToolContext, ToolRegistry
 from m3d_agents.tools.catalogue import default_registry
-from m3d_agents.tools.describers import enable_image_describers
+from m3d_agents.tools.image_in_words import enable_image_describers
 
 __all__ = ["ToolCard", "ToolContext", "ToolRegistry", "default_registry", "enable_image_describers"]

@@ -262,10 +262,9 @@ async def test_what_the_reverse_search_recognised_is_an_item_only_where_the_conf
 
 def test_llm_consensus_configurations_keep_the_recognised_context_out_of_the_prompts() -> None:
     from debates.config_loader import load_config
-    from retrieval.runpath import settings_of
 
     for name in ("async", "async-ai", "sync", "judged", "actor-skeptic", "disambiguation", "disambiguation-sync"):
-        settings = settings_of(load_config(name))
+        settings = load_config(name).retrieval
         assert settings is not None and settings.recognised == "summaries", name
 
 

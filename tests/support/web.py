@@ -23,6 +23,8 @@ from debates.ui.web.settings import WebSettings
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
+from retrieval.report import EvidenceLog
+from retrieval.runpath import RunRetrieval
 from tests.support.paths import REPO
 from tests.support.runs import VERITE_SPEC, verite_samples
 
@@ -63,6 +65,11 @@ class Served:
     @property
     def live_debates(self) -> Any:
         return self.app.app.state.live_debates
+
+
+def static_sources() -> RunRetrieval:
+    """Evidence sources a test opens itself for a post: :class:`StaticEvidence` under a replay log."""
+    return RunRetrieval(mode="replay", log=EvidenceLog("replay", "two items a test gives"), evidence_source=StaticEvidence())
 
 
 class StaticEvidence:

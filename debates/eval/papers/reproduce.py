@@ -16,7 +16,7 @@ its tool calls were answered "unavailable".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Literal
@@ -32,11 +32,10 @@ from debates.eval.papers.paper_tables import Missing, PaperTable, check_runnable
 from debates.eval.records import EvalRow
 from debates.eval.score.report import load_run
 from debates.eval.papers.table_figures import METRICS, Figure, row_figures
-from debates.config_loader import available_configs, load_config
+from debates.config_loader import available_configs
 from m3d_agents.safe_files import refuse_foreign_folder
 from m3d_agents.datasets import LoadedDataset, parse_spec
 from m3d_agents.errors import InputError
-from retrieval.runpath import settings_of
 
 TABLE_JSON = "table.json"
 TABLE_MD = "table.md"
@@ -45,36 +44,23 @@ TABLE_PLOT = "table.png"
 
 @dataclass
 class ReproduceRequest:
-    """The options of ``m3d reproduce``: a table, and the evaluation options every row's run shares."""
+    """The options of ``m3d reproduce``: a table, and the evaluation run every row of it makes.
+
+    ``evaluation`` holds the options that ``m3d evaluate`` would take; each row's run is that
+    request with the row's configuration and ``<out>/<configuration>`` as its folder, so its
+    ``config`` is not read and its ``out`` is the table's folder.
+    """
 
     table: str
-    dataset: str
-    backend: str
-    out: Path
-    dataset_options: dict[str, str] = field(default_factory=dict)
-    limit: int | None = None
-    concurrency: int = 4
-    config_file: Path | None = None
-    seed: int = 0
-    rate_limits: dict[str, float] = field(default_factory=dict)
-    prices: Path | None = None
-    rerun_errors: bool = False
-    retrieval: str | None = None
-    evidence_store: Path | None = None
-    workers: int | None = None
-    ray_address: str | None = None
-    max_worker_deaths: int = 3
+    evaluation: EvaluateRequest
     resamples: int = 2000
     bootstrap_seed: int = 0
 
     def row_request(self, config: str) -> EvaluateRequest:
-        return EvaluateRequest(
-            config=config, dataset=self.dataset, dataset_options=dict(self.dataset_options), limit=self.limit,
-            concurrency=self.concurrency, out=self.out / config, backend=self.backend, config_file=self.config_file,
-            seed=self.seed, rate_limits=dict(self.rate_limits), prices=self.prices, rerun_errors=self.rerun_errors,
-            retrieval=self.retrieval, evidence_store=self.evidence_store, workers=self.workers, ray_address=self.ray_address,
-            max_worker_deaths=self.max_worker_deaths,
-        )
+        if self.evaluation.out is None:
+            raise InputError("out", "give the table's folder with --out")
+        return replace(self.evaluation, config=config, out=self.evaluation.out / config,
+                       dataset_options=dict(self.evaluation.dataset_options), rate_limits=dict(self.evaluation.rate_limits))
 
 
 class Difference(BaseModel):
@@ -346,17 +332,19 @@ class Reproduction:
 def check_reproduction(request: ReproduceRequest) -> Reproduction:
     """Every option checked before any sample is read: the table, its configurations, the data set's kind, each run folder."""
     table = load_table(request.table)
-    kind = request.dataset.partition(":")[0].strip().lower()
+    kind = request.evaluation.dataset.partition(":")[0].strip().lower()
     check_runnable(table, available_configs(), kind)
-    kind, _ = parse_spec(request.dataset)
+    kind, _ = parse_spec(request.evaluation.dataset)
     if kind not in table.datasets:
         raise InputError("dataset", f"{table.id} reports on {', '.join(table.datasets)}, not on {kind}")
     if request.resamples < 100:
         raise InputError("resamples", "must be at least 100")
+    if request.evaluation.out is None:
+        raise InputError("out", "give the table's folder with --out")
     configs = set(table.configs())
     table_files = {TABLE_JSON, TABLE_MD, TABLE_PLOT}
     refuse_foreign_folder(
-        request.out, "out", lambda name: name in configs or name in table_files or name.startswith(tuple(f".{f}." for f in table_files)),
+        request.evaluation.out, "out", lambda name: name in configs or name in table_files or name.startswith(tuple(f".{f}." for f in table_files)),
         f"the folder of a {table.id} reproduction",
     )
     runs = {config: check_request(request.row_request(config)) for config in table.configs()}
@@ -400,9 +388,9 @@ async def reproduce(
         departures[config] = manifest.departures
     settings = first.settings.get(first.backend_name)
     without_evidence = [config for config, (_, _, mode) in runs.items()
-                        if mode == "off" and settings_of(load_config(config)) is not None]
-    setting = describe_setting(checked.table, checked.kind, request.dataset, loaded, len(samples), request.limit,
-                               first.backend_name, settings.model_name, without_evidence)
+                        if mode == "off" and checked.runs[config].strategy.retrieval is not None]
+    setting = describe_setting(checked.table, checked.kind, request.evaluation.dataset, loaded, len(samples),
+                               request.evaluation.limit, first.backend_name, settings.model_name, without_evidence)
     result = table_result(checked.table, setting, runs, resamples=request.resamples, seed=request.bootstrap_seed,
                           kind=checked.kind, departures=departures)
     return ReproduceOutcome(result=result, interrupted=False, ran=ran, worker_deaths=deaths)

@@ -18,7 +18,6 @@ import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
@@ -28,8 +27,7 @@ from debates.eval.run.lock import LOCK, RunLock
 from debates.eval.score.prices import PriceTable
 from debates.eval.records import MANIFEST, RESULTS, EvalRow, ResultsFile, RowError, RunManifest, read_manifest, read_rows, row_from_verdict
 from debates.strategy import StrategyConfig
-from debates.config_loader import load_config
-from debates.session import run_sample, sample_seed
+from debates.session import RunSession, sample_seed
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
@@ -209,49 +207,48 @@ class BatchRunner:
         self,
         config: str,
         samples: list[Sample],
-        pool: BackendPool,
+        session: RunSession,
         out_dir: Path,
         manifest: RunManifest,
         *,
         concurrency: int = 4,
-        backend: str | None = None,
         prices: PriceTable | None = None,
         rerun_errors: bool = False,
         on_progress: Callable[[Tally], None] | None = None,
-        context_options: Mapping[str, Any] | None = None,
         recorder: SampleRecorder | None = None,
         gold_evidence: Mapping[str, list[Evidence]] | None = None,
-        strategy: StrategyConfig | None = None,
     ) -> None:
-        """``context_options`` are further :class:`~debates.strategy.RunContext` fields given to every
-        sample (the run's evidence sources from :func:`retrieval.runpath.open_retrieval`).
-
-        ``config`` names the configuration in the rows; ``strategy`` is the configuration itself when
-        the caller has loaded it (from a YAML file), else it is loaded by that name."""
+        """Every sample runs in ``session`` (its configuration, backends and evidence sources), which the
+        caller opens before :meth:`run` and closes after; ``config`` names the configuration in the rows."""
         if concurrency < 1:
             raise InputError("concurrency", "must be at least 1")
         self.config = config
         self.samples = samples
-        self.pool = pool
+        self.session = session
         self.out_dir = out_dir
         self.manifest = manifest
         self.concurrency = concurrency
-        self.backend = backend
         self.prices = prices or PriceTable()
         self.rerun_errors = rerun_errors
         self.on_progress = on_progress
-        self.context_options = dict(context_options or {})
         self.recorder = recorder
-        self.strategy = strategy
         self.gold_evidence = dict(gold_evidence or {})
         """The data set's own evidence by sample id; only an evidence-bounded strategy setting reads it."""
         self.tally = Tally()
         self.results = ResultsFile(out_dir / RESULTS)
 
-    @cached_property
+    @property
+    def pool(self) -> BackendPool:
+        return self.session.pool
+
+    @property
+    def backend(self) -> str | None:
+        """The run's backend override (``--backend``), if any."""
+        return self.session.backend
+
+    @property
     def strategy_config(self) -> StrategyConfig:
-        """The configuration, loaded once for the run rather than once per sample."""
-        return self.strategy if self.strategy is not None else load_config(self.config)
+        return self.session.config
 
     def pending(self) -> tuple[list[tuple[int, Sample]], list[EvalRow], bool]:
         prepare_run_dir(self.out_dir, self.manifest)
@@ -287,11 +284,7 @@ class BatchRunner:
         started = time.perf_counter()
         ledger = self.recorder.ledger() if self.recorder is not None else None
         try:
-            options: dict[str, Any] = {**self.context_options, **({"ledger": ledger} if ledger is not None else {})}
-            verdict = await run_sample(
-                self.strategy_config, sample, self.pool, backend=self.backend, seed=seed,
-                gold_evidence=list(self.gold_evidence.get(sample.id, [])), **options,
-            )
+            verdict = await self.session.run(sample, seed=seed, gold_evidence=self.gold_evidence.get(sample.id), ledger=ledger)
             if self.recorder is not None and ledger is not None:
                 self.recorder.write(sample, verdict, ledger)
         except Exception as exc:  # noqa: BLE001 - a failed sample is recorded and the run goes on

@@ -9,9 +9,10 @@ samples through the same :meth:`BatchRunner.run_one` as a local run, so a row is
 way wherever it ran. Workers never touch the run folder: they return rows to the driver, which
 alone writes the results file (see :mod:`debates.eval.run.ray_runner`).
 
-What a worker needs is sent to it: configurations, the backend settings and the samples (image
-paths made absolute). Keys are not: a worker reads them from its own environment, so on a remote
-cluster set them on the nodes. Data set files must be at the same path on every node.
+What a worker needs is sent to it: the run session's recipe (configuration, backend override,
+retrieval mode and evidence store), the backend settings and the samples (image paths made
+absolute); each worker opens the same run session on its own pool. Keys are not: a worker reads
+them from its own environment, so on a remote cluster set them on the nodes. Data set files must be at the same path on every node.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from debates.eval.run.batch import BatchRunner
+from debates.session import SessionSpec
 from debates.eval.records import RunManifest
 from debates.eval.run.permits import ActorCalls, ClusterPool, PermitBroker
 from m3d_agents.backends.config import BackendConfig, BackendSettings
-from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample
 
@@ -48,17 +49,15 @@ class WorkerSpec:
     out_dir: Path
     manifest: RunManifest
     settings: BackendSettings
+    session: SessionSpec
+    """The run session's recipe: the worker opens the same session (configuration, backend override,
+    evidence sources) on its own pool."""
     overrides: dict[str, BackendConfig] = field(default_factory=dict)
     rate_limits: dict[str, float] = field(default_factory=dict)
     imports: tuple[str, ...] = ()
     """Modules to import first: plug-ins (strategies, protocols, ...) that register themselves."""
     options: dict[str, Any] = field(default_factory=dict)
     """Further BatchRunner keyword arguments, passed through unchanged."""
-    context: Callable[[BackendPool], Any] | None = None
-    """Opens a worker's own run context on its own pool (e.g. :func:`retrieval.runpath.open_retrieval`
-    with the run's settings): an object with ``context_options()`` and ``async close()``, whose
-    options are added to the runner's ``context_options``. Live objects (stores, HTTP sessions)
-    cannot travel between processes; their recipe can."""
 
 
 class SampleWorker:
@@ -71,16 +70,12 @@ class SampleWorker:
         self.pool = ClusterPool(spec.settings, spec.overrides, broker=ActorCalls(broker), holder=self.holder,
                                 rate_limits=spec.rate_limits)
         self.spec = spec
-        self.context: Any = None
-        self.runner = BatchRunner(spec.config, [], self.pool, spec.out_dir, spec.manifest, **spec.options)
+        self.session = spec.session.session(self.pool)
+        self.runner = BatchRunner(spec.config, [], self.session, spec.out_dir, spec.manifest, **spec.options)
 
     async def hello(self) -> dict[str, Any]:
-        """Called once before any sample: opens the worker's run context inside its event loop."""
-        if self.spec.context is not None and self.context is None:
-            self.context = self.spec.context(self.pool)
-            options = {**self.spec.options.get("context_options", {}), **self.context.context_options()}
-            self.runner = BatchRunner(self.spec.config, [], self.pool, self.spec.out_dir, self.spec.manifest,
-                                      **{**self.spec.options, "context_options": options})
+        """Called once before any sample: opens the worker's run session inside its event loop."""
+        await self.session.open()
         return {"holder": self.holder, "pid": os.getpid(), "node": socket.gethostname(), "cpu_s": time.process_time()}
 
     async def run(self, index: int, sample: Sample) -> str:
@@ -92,9 +87,10 @@ class SampleWorker:
         return time.process_time()
 
     async def close(self) -> None:
-        if self.context is not None:
-            await self.context.close()
-        await self.pool.close()
+        try:
+            await self.session.close()
+        finally:
+            await self.pool.close()
 
 
 class BrokerActor(PermitBroker):

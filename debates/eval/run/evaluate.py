@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from debates.eval.run.batch import BatchOutcome, BatchRunner, Tally, check_run_dir
 from debates.eval.records import MANIFEST, RunManifest
@@ -26,6 +25,7 @@ from debates.eval.run.ratelimit import RateLimitedPool, rate_limit_problem
 from debates.eval.score.report import RunSummary, write_report
 from debates.strategy import StrategyConfig
 from debates.config_loader import load_config
+from debates.session import RunSession
 from m3d_agents.backends.config import BackendSettings, load_backend_settings, resolve_backend_name
 from m3d_agents.config_types import SEED_MAX
 from m3d_agents.datasets import LoadedDataset, load_dataset, parse_spec
@@ -34,9 +34,6 @@ from m3d_agents.evidence import Evidence
 from m3d_agents.safe_files import replace_file
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import RetrievalMode
-
-if TYPE_CHECKING:
-    from retrieval.runpath import RunRetrieval
 
 @dataclass
 class EvaluateRequest:
@@ -147,7 +144,7 @@ def check_request(request: EvaluateRequest) -> CheckedRequest:
 def plan_of(strategy: StrategyConfig, settings: BackendSettings, override: str | None, mode: RetrievalMode | None) -> PlannedRun:
     """The run of ``strategy`` as it is known before it starts: the agents' backend (the override, else the
     configuration's own, else the default), the retrieval mode and the config file's tools."""
-    agents = override or getattr(strategy, "backend", None) or resolve_backend_name(None, settings)
+    agents = override or strategy.backend or resolve_backend_name(None, settings)
     return PlannedRun(config=strategy, backend_name=agents, backend=settings.get(agents), mode=mode, file_tools=settings.tools)
 
 
@@ -184,8 +181,6 @@ async def run_evaluation(
     ``loaded`` is the data set when the caller has read it already (several runs over one data set);
     ``note`` receives one-line remarks for the user (how many samples, what the loader left out).
     """
-    from retrieval.runpath import open_retrieval
-
     request = checked.request
     if loaded is None:
         loaded, samples = load_samples(request)
@@ -195,18 +190,14 @@ async def run_evaluation(
             raise InputError("dataset", "the data set gave no samples")
     skipped = loaded.report.skipped_total
     pool = RateLimitedPool(checked.settings, rate_limits=request.rate_limits)
-    try:
-        sources = open_retrieval(checked.strategy, pool, mode=checked.mode, store_path=request.evidence_store,
-                                 backend=checked.override)
-    except BaseException:
-        await pool.close()
-        raise
-    if note is not None:
-        note(f"{len(samples)} samples from {request.dataset}" + (f"; loader left out {skipped} rows" if skipped else ""))
-    try:
+    # Opening the session finds a store that cannot be opened before any sample runs, and closes the pool if so.
+    async with RunSession(checked.strategy, pool, backend=checked.override, retrieval=checked.mode,
+                          evidence_store=request.evidence_store, close_pool=True) as session:
+        if note is not None:
+            note(f"{len(samples)} samples from {request.dataset}" + (f"; loader left out {skipped} rows" if skipped else ""))
         manifest = RunManifest(config=checked.config_label, dataset=request.dataset, dataset_options=request.dataset_options,
                                backend=checked.backend_name, seed=request.seed, taxonomy=samples[0].taxonomy,
-                               load_report=loaded.report, retrieval=sources.mode, departures=checked.departures)
+                               load_report=loaded.report, retrieval=session.mode, departures=checked.departures)
         if progress is not None:
             progress.start(checked.config_label, len(samples))
         recorder = None
@@ -214,38 +205,27 @@ async def run_evaluation(
             from debates.strategies.factguard.training.trajectories import TrajectoryRecorder
 
             recorder = TrajectoryRecorder(checked.run_dir)
-        runner = _runner(checked, samples, pool, manifest, sources, progress, recorder, loaded.gold_evidence)
+        runner = _runner(checked, samples, session, manifest, progress, recorder, loaded.gold_evidence)
         outcome = await runner.run()
-    finally:
-        await sources.close()
-        await pool.close()
     finish_departures(outcome.out_dir, checked.departures, checked.strategy)
     summary = write_report(outcome.out_dir)
     return EvaluateResult(outcome=outcome, summary=summary, samples=samples)
 
 
-def _runner(checked: CheckedRequest, samples: list[Sample], pool: RateLimitedPool, manifest: RunManifest,
-            sources: RunRetrieval, progress: RunProgress | None, recorder: Any,
-            gold_evidence: Mapping[str, list[Evidence]] | None) -> BatchRunner:
-    """The batch runner of this run: in this process, or on Ray workers (``workers``/``ray_address``)."""
-    from retrieval.runpath import open_retrieval
-
+def _runner(checked: CheckedRequest, samples: list[Sample], session: RunSession, manifest: RunManifest,
+            progress: RunProgress | None, recorder: Any, gold_evidence: Mapping[str, list[Evidence]] | None) -> BatchRunner:
+    """The batch runner of this run: in this process, or on Ray workers (``workers``/``ray_address``), each of
+    which opens the same session on its own backend pool."""
     request = checked.request
-    options: dict[str, Any] = dict(concurrency=request.concurrency, backend=checked.override, prices=checked.price_table,
+    options: dict[str, Any] = dict(concurrency=request.concurrency, prices=checked.price_table,
                                    rerun_errors=request.rerun_errors, recorder=recorder, gold_evidence=gold_evidence,
-                                   strategy=checked.strategy,
                                    on_progress=progress.update if progress is not None else None)
     if on_ray(request.workers, request.ray_address):
         from debates.eval.run.ray_runner import RayBatchRunner
 
-        # Each worker opens the run's evidence sources itself, on its own backend pool.
-        opener = partial(open_retrieval, checked.strategy, mode=sources.mode,
-                         store_path=request.evidence_store.resolve() if request.evidence_store else None,
-                         backend=checked.override)
-        return RayBatchRunner(checked.config_label, samples, pool, checked.run_dir, manifest, workers=request.workers,
-                              address=request.ray_address, max_worker_deaths=request.max_worker_deaths, worker_context=opener, **options)
-    return BatchRunner(checked.config_label, samples, pool, checked.run_dir, manifest, context_options=sources.context_options(),
-                       **options)
+        return RayBatchRunner(checked.config_label, samples, session, checked.run_dir, manifest, workers=request.workers,
+                              address=request.ray_address, max_worker_deaths=request.max_worker_deaths, **options)
+    return BatchRunner(checked.config_label, samples, session, checked.run_dir, manifest, **options)
 
 
 def worker_deaths_line(outcome: Any) -> str | None:

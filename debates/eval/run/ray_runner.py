@@ -27,15 +27,15 @@ import importlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from debates.eval.run.batch import BatchOutcome, BatchRunner, cancel_on_signals, error_row
 from debates.eval.records import RESULTS
 from debates.session import sample_seed
 from debates.eval.run.cluster import RaySession, WorkerSpec, absolute_paths
 from debates.eval.run.dispatch import Dispatcher, Item, Slot
+from debates.eval.run.ratelimit import RateLimitedPool
 from debates.eval.records import EvalRow, read_rows
-from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import BackendError, InputError
 
 
@@ -74,16 +74,13 @@ class RayBatchRunner(BatchRunner):
       process is already connected to);
     - ``max_worker_deaths``: how many times a sample may kill its worker before it is recorded as an error;
     - ``worker_imports``: modules each worker imports first (plug-ins that register themselves);
-    - ``worker_context``: opens each worker's own run context (evidence sources) on its own pool,
-      in place of ``context_options``, whose live objects cannot leave this process (see
-      :class:`~debates.eval.run.cluster.WorkerSpec`);
     - ``start_timeout_s`` and ``start_attempts``: how long a worker may take to start, and how
       many times a slot tries before the run goes on without it.
     """
 
     def __init__(self, *args: Any, workers: int | None = None, address: str | None = None, max_worker_deaths: int = 3,
                  worker_imports: Iterable[str] = (), start_timeout_s: float = 300.0, start_attempts: int = 3,
-                 worker_context: Callable[[BackendPool], Any] | None = None, **options: Any) -> None:
+                 **options: Any) -> None:
         super().__init__(*args, **options)
         if workers is not None and workers < 1:
             raise InputError("workers", "must be at least 1")
@@ -95,17 +92,18 @@ class RayBatchRunner(BatchRunner):
         self.worker_imports = tuple(worker_imports)
         self.start_timeout_s = start_timeout_s
         self.start_attempts = start_attempts
-        self.worker_context = worker_context
-        left_out = {"on_progress", "concurrency", *(("context_options",) if worker_context is not None else ())}
-        self._worker_options = {k: v for k, v in options.items() if k not in left_out}
+        self._worker_options = {k: v for k, v in options.items() if k not in ("on_progress", "concurrency")}
         self.live_workers: dict[str, dict[str, Any]] = {}
         """Slot name -> the running worker's holder id, pid and node, while the run lasts."""
 
     def _spec(self) -> WorkerSpec:
+        """What each worker needs: the session's recipe (each worker opens the same session, its evidence
+        sources included, on its own pool: live objects cannot leave this process, their recipe can)."""
+        pool = self.pool
         return WorkerSpec(
-            config=self.config, out_dir=self.out_dir, manifest=self.manifest, settings=self.pool.settings,
-            overrides=dict(self.pool.overrides), rate_limits=dict(getattr(self.pool, "rate_limits", {}) or {}),
-            imports=self.worker_imports, options=self._worker_options, context=self.worker_context,
+            config=self.config, out_dir=self.out_dir, manifest=self.manifest, settings=pool.settings,
+            overrides=dict(pool.overrides), rate_limits=dict(pool.rate_limits) if isinstance(pool, RateLimitedPool) else {},
+            imports=self.worker_imports, options=self._worker_options, session=self.session.spec(),
         )
 
     def _progress(self) -> None:
@@ -120,7 +118,6 @@ class RayBatchRunner(BatchRunner):
         if todo:
             for module in self.worker_imports:
                 importlib.import_module(module)
-            self.strategy_config  # noqa: B018 - a configuration that cannot load fails here, before any worker starts
             session = RaySession(self.address, self.workers)
             restore_signals = None
             try:

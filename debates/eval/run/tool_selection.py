@@ -13,10 +13,7 @@ import asyncio
 import random
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from debates.session import sample_seed
-from debates.strategy import StrategyConfig
-from debates.session import run_sample
-from m3d_agents.backends.factory import BackendPool
+from debates.session import RunSession, sample_seed
 from m3d_agents.sample import Sample
 
 
@@ -55,23 +52,15 @@ def balanced_samples(samples: Sequence[Sample], limit: int, seed: int) -> list[S
     return chosen
 
 
-async def config_accuracy(
-    config: StrategyConfig,
-    samples: Sequence[Sample],
-    pool: BackendPool,
-    *,
-    backend: str | None = None,
-    concurrency: int = 4,
-    seed: int = 0,
-    **options: Any,
-) -> float:
-    """The share of ``samples`` whose verdict label equals the gold label, in the sample's own taxonomy (the run carries
-    the configuration's answer over to it): four-class accuracy on MMFakeBench, binary on MediaEval."""
+async def config_accuracy(session: RunSession, samples: Sequence[Sample], *, concurrency: int = 4, seed: int = 0) -> float:
+    """The share of ``samples`` whose verdict label equals the gold label, run in ``session`` (open), in the sample's
+    own taxonomy (the run carries the configuration's answer over to it): four-class accuracy on MMFakeBench, binary
+    on MediaEval."""
     gate = asyncio.Semaphore(concurrency)
 
     async def correct(sample: Sample) -> bool:
         async with gate:
-            verdict = await run_sample(config, sample, pool, backend=backend, seed=sample_seed(seed, sample.id), **options)
+            verdict = await session.run(sample, seed=sample_seed(seed, sample.id))
         return not verdict.abstained and verdict.label == sample.gold_label
 
     results = await asyncio.gather(*(correct(s) for s in samples))

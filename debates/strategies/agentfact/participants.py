@@ -4,8 +4,9 @@ board, then replies with a readable account of what it did (what the transcript 
 - the strategist plans (steps, sentences to check, background to search); a replan is shown the
   latest judgement and the queries already run;
 - the retriever turns background needs into queries (one call per plan, shown the query history),
-  then runs one query per turn through the run's web searcher, re-checks leakage, and adds new
-  items to the retrieved pool under fresh ids;
+  then runs one query per turn through the run's web searcher (whose answers the run context has
+  screened with the run's leakage and reliability settings) and adds new items to the retrieved
+  pool under fresh ids;
 - the visual analyst reads the reverse-image pages once per sample: the relationship from the
   provider's match kind, a text-only miscaption judgement per page, and the fused forensic score of
   the post image; comparing images needs a vision model and a downloaded match, and says so;
@@ -46,7 +47,7 @@ from debates.strategies.agentfact.schemas import (
     plan_schema,
     query_schema,
 )
-from debates.strategies.agentfact.settings import ROLES, AgentFactConfig, Role
+from debates.strategies.agentfact.settings import AgentFactConfig, Role
 from debates.strategy import RunContext
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.factory import Backend
@@ -57,9 +58,7 @@ from m3d_agents.parsing import parse_model
 from m3d_agents.sample import Sample
 from m3d_agents.tools.forensics.fusion import fuse, run_forensics
 from retrieval.interfaces import QueryAnswerer
-from retrieval.leakage import Candidate, LeakageFilter
 from retrieval.pipeline import match_kind
-from retrieval.reliability import ReliabilityRater
 
 M = TypeVar("M", bound=BaseModel)
 NO_VISION = "unavailable: backend has no vision"
@@ -144,7 +143,7 @@ class Participant(BaseChatAgent):
         """One structured question to this seat's backend, metered under the seat and ``call``."""
         flow = self.flow
         backend = flow.backends[self.role]
-        sampling: dict[str, Any] = {"seed": flow.ctx.seed * 1000 + ROLES.index(self.role)}
+        sampling: dict[str, Any] = {"seed": flow.ctx.seed_for("agentfact", self.role)}
         if flow.config.temperature is not None:
             sampling["temperature"] = flow.config.temperature
         if flow.config.max_tokens is not None:
@@ -152,14 +151,11 @@ class Participant(BaseChatAgent):
         structured = backend.structured_args(schema)
         create = {"extra_create_args": {**structured.get("extra_create_args", {}), **sampling}}
 
-        def count_retry() -> None:
-            flow.ctx.ledger.parse_retries += 1
-
         return await ask(
             backend.view(flow.ctx.ledger, agent=self.name, role=call or self.role),
             [SystemMessage(content=prompts.load("agentfact/system")), UserMessage(content=task, source="user")],
             lambda text: parse_model(text, schema),
-            retries=flow.config.parse_retries, create_kwargs=create, on_retry=count_retry,
+            retries=flow.config.parse_retries, create_kwargs=create, on_retry=flow.ctx.ledger.count_parse_retry,
         )
 
 
@@ -193,8 +189,6 @@ class Retriever(Participant):
     def __init__(self, role: Role, flow: Workflow, description: str, answerer: QueryAnswerer | None) -> None:
         super().__init__(role, flow, description)
         self.answerer = answerer
-        self.leakage = LeakageFilter()
-        self.rater = ReliabilityRater()
 
     async def act(self) -> tuple[str, str | None, str | None]:
         board = self.flow.board
@@ -210,7 +204,6 @@ class Retriever(Participant):
                 board.errors.append("retriever: no web search is configured for this run; queries return nothing")
             return f"Query: {query}\nNo web search is configured for this run: nothing was retrieved.", None, error
         found = await self.answerer.answer(query, self.flow.sample, ledger=self.flow.ctx.ledger)
-        found = await checked(found, self.leakage, self.rater, self.flow)
         board.record_leakage(found)
         kept = [e for e in found if e.kept][: self.flow.config.per_query_items]
         added = board.add_retrieved(kept)
@@ -233,36 +226,17 @@ class Retriever(Participant):
         return answer.error
 
 
-async def checked(items: list[Evidence], leakage: LeakageFilter, rater: ReliabilityRater, flow: Workflow) -> list[Evidence]:
-    """Items from any searcher, with every leakage rule applied and unrated sources rated from the lists:
-    the run's searcher may be one that knows neither (a plain search answerer, a test double)."""
-    rated = []
-    for item in items:
-        if item.kept and item.reliability == "unknown" and item.domain:
-            reliability, _ = await rater.rate(item.domain, flow.ctx.ledger)
-            item = item.model_copy(update={"reliability": reliability})
-        rated.append(item)
-    filtered, _report = leakage.apply([Candidate(evidence=e) for e in rated], flow.sample.metadata.claim_date)
-    return filtered
-
-
 class VisualAnalyst(Participant):
-    def __init__(self, role: Role, flow: Workflow, description: str) -> None:
-        super().__init__(role, flow, description)
-        self.leakage = LeakageFilter()
-        self.rater = ReliabilityRater()
-
     async def act(self) -> tuple[str, str | None, str | None]:
         flow, board, config = self.flow, self.flow.board, self.flow.config
-        source = flow.ctx.evidence_source
         lines: list[str] = []
         error = None
-        if source is None:
+        if flow.ctx.evidence_source is None:
             lines.append("No reverse image search is configured for this run.")
             found: list[Evidence] = []
         else:
-            gathered = await source.gather(flow.sample, ledger=flow.ctx.ledger)
-            found = await checked([e for e in gathered if e.kind == "reverse_image"], self.leakage, self.rater, flow)
+            gathered = await flow.ctx.gather_evidence(flow.sample, dropped=True)
+            found = [e for e in gathered if e.kind == "reverse_image"]
             board.record_leakage(found)
         for item in found:
             if item.kept and not item.url and item.text.strip():

@@ -17,10 +17,8 @@ from debates.strategies.agentfact.participants import Workflow, build_participan
 from debates.strategies.agentfact.settings import AgentFactConfig, Role
 from debates.strategies.agentfact.state import AgentFactState, speakers
 from debates.chat.run import run_team
-from debates.strategy import RunContext, StrategyConfig, strategy
+from debates.strategy import ConfiguredStrategy, RunContext, StrategyConfig, answer_taxonomy, strategy
 from m3d_agents.errors import InputError
-from m3d_agents.labels import collapse_label, get_taxonomy
-from m3d_agents.media.images import prepare_sample
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
 
@@ -28,30 +26,23 @@ ANSWER_TAXONOMY = "factcheck3"
 
 
 @strategy("agentfact")
-class AgentFact:
+class AgentFact(ConfiguredStrategy[AgentFactConfig]):
     """Plan, retrieve, screen, reason, explain: the five AgentFact agents under their controller."""
 
     config_model: ClassVar[type[StrategyConfig]] = AgentFactConfig
-
-    def __init__(self, config: AgentFactConfig) -> None:
-        self.config = config
 
     async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
         config = self.config
         if ctx.human_seats:
             raise InputError("human-seat", f"the {config.name} workflow has no seat a person can take")
-        answering, taxonomy = get_taxonomy(ANSWER_TAXONOMY), get_taxonomy(sample.taxonomy)
-        try:
-            collapse_label("unproven", answering, taxonomy)
-        except ValueError as exc:
-            raise InputError("taxonomy", f"the {config.name} configuration answers in {answering.name}: {exc}") from None
+        answer_taxonomy(config, ANSWER_TAXONOMY, sample)
         gold = list(ctx.gold_evidence) if config.setting == "evidence_bounded" else []
         if config.setting == "evidence_bounded" and not gold:
             raise InputError(
                 "evidence", f"the {config.name} configuration reasons over a data set's own evidence, and none came with "
                 f"sample {sample.id} (m3d evaluate passes RW-Post's)",
             )
-        prepared = prepare_sample(sample, ctx.limits)
+        prepared = ctx.prepare(sample)
         state = AgentFactState(lambda: Board.start(config, sample.text, has_images=bool(prepared.images), gold=gold))
         backends: dict[Role, str] = {seat.role: ctx.backend_name(seat.backend, config.backend) for seat in config.seats}
         flow = Workflow(

@@ -19,16 +19,13 @@ from debates.chat.state import DebateState
 from debates.chat.team import PolicyGroupChat
 from debates.chat.config import DebateConfig, SeatConfig
 from debates.chat.protocol import PROTOCOLS, DebateProtocol
-from debates.strategy import RunContext, StrategyConfig, strategy
+from debates.strategy import ConfiguredStrategy, RunContext, StrategyConfig, answer_taxonomy, strategy
 from debates.turns import build_turn_policy
 from debates.chat.run import run_team
-from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
-from m3d_agents.labels import collapse_label, get_taxonomy
-from m3d_agents.media.images import prepare_sample
 from m3d_agents.sample import Sample
 from m3d_agents.tools.cards import ToolContext
-from m3d_agents.tools.describers import enable_image_describers
+from m3d_agents.tools.image_in_words import enable_image_describers
 from m3d_agents.verdict import Verdict
 
 
@@ -54,14 +51,14 @@ def build_seats(
         config.seat(name)
     seats: list[ChatAgent | Team] = []
     setup = ctx.tool_setup(config)
-    for index, seat in enumerate(config.seats):
+    for seat in config.seats:
         if seat.name in humans:
             seats.append(HumanSeat(seat, config, state.protocol, state.taxonomy, preparation, evidence, humans[seat.name]))
             continue
         chosen = ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model)
         create: dict[str, object] = {
             "temperature": seat.temperature if seat.temperature is not None else config.temperature,
-            "seed": ctx.seed * 1000 + index,
+            "seed": ctx.seed_for("seat", seat.name),
         }
         seats.append(
             ModelSeat(
@@ -85,32 +82,25 @@ def build_seats(
 
 
 @strategy("debate")
-class DebateStrategy:
+class DebateStrategy(ConfiguredStrategy[DebateConfig]):
     """A group-chat debate under one of the registered protocols."""
 
     config_model: ClassVar[type[StrategyConfig]] = DebateConfig
 
     def __init__(self, config: DebateConfig) -> None:
-        self.config = config
+        super().__init__(config)
         self.protocol: DebateProtocol = PROTOCOLS.get(config.protocol)
 
     async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
         config, protocol = self.config, self.protocol
-        prepared = prepare_sample(sample, ctx.limits)
-        taxonomy = get_taxonomy(sample.taxonomy)
-        answering = get_taxonomy(protocol.answer_taxonomy(config, sample.taxonomy))
-        try:
-            collapse_label(answering.labels[0], answering, taxonomy)
-        except ValueError as exc:
-            raise InputError("taxonomy", f"the {config.name} configuration answers in {answering.name}: {exc}") from None
+        prepared = ctx.prepare(sample)
+        answering = answer_taxonomy(config, protocol.answer_taxonomy(config, sample.taxonomy), sample)
         preparation = SamplePreparation(
             protocol, config, prepared, lambda seat: ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model),
             ctx.ledger,
         )
-        gathered = list(ctx.evidence)
-        if config.use_evidence and ctx.evidence_source is not None:
-            gathered += await ctx.evidence_source.gather(sample, ledger=ctx.ledger)
-        kept = [e for e in gathered if e.kept] if config.use_evidence else []
+        gathered = await ctx.gather_evidence(sample, dropped=True) if config.use_evidence else []
+        kept = [e for e in gathered if e.kept]
         state = DebateState(config=config, taxonomy=answering)
         participants = build_seats(config, state, preparation, kept, ctx)
         extra = protocol.extra_participants(state, sample, ctx.ledger, ctx.query_answerer)
@@ -132,6 +122,6 @@ class DebateStrategy:
             transcript=state.transcript(),
             findings=protocol.findings(state),
             evidence_ids=cited,
-            evidence=(gathered if config.use_evidence else []) + answered,
+            evidence=gathered + answered,
             diagnostics=state.diagnostics(decision.label, decision.decided_by, preparation.prepared.descriptions),
         )

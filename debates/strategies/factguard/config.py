@@ -34,6 +34,10 @@ class FactGuardConfig(StrategyConfig):
     temperature: Temperature | None = Field(None, description="the verifier's sampling temperature; None: the backend's own")
     max_tokens: MaxTokens | None = Field(768, description="tokens per turn; 768 is the paper's response length in training")
     artifacts_dir: Path | None = Field(None, description="where frame grids are saved; default: the cache folder")
+    upfront_evidence: bool = Field(
+        False, description="gather the run's evidence (its retrieval block) before the first turn and show it to the "
+        "verifier with the video; off in the paper's setting (ours), where evidence comes only from FactProbe searches",
+    )
 
     @field_validator("verifier_tools")
     @classmethod

@@ -175,11 +175,9 @@ class VerifierSeat(BaseChatAgent):
             return parse_agent_turn(text, self._arguments, tools_open=not last, answer_style=self._config.answer_style,
                                     max_calls=self._config.max_calls_per_turn)
 
-        def count_retry() -> None:
-            self._ledger.parse_retries += 1
-
         asking = asyncio.ensure_future(ask(self._client, list(self._history), parse, retries=self._config.parse_retries,
-                                           create_kwargs={"extra_create_args": dict(self._create)}, on_retry=count_retry))
+                                           create_kwargs={"extra_create_args": dict(self._create)},
+                                           on_retry=self._ledger.count_parse_retry))
         cancellation_token.link_future(asking)
         answer = await asking
         self._state.turns.append(VerifierTurn(index, answer.text, answer.value, answer.error, answer.attempts))

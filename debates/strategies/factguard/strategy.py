@@ -6,6 +6,10 @@ and either answers in ``<answer>`` or calls FactProbe (web search) and ClipScout
 time window) as ``<tool_call>{json}</tool_call>``; the tool desk runs the calls; in its last turn
 tools are closed and it must answer. A turn that cannot be read is asked for again, then the sample
 abstains with the reason. The two participants run in a fresh AutoGen group chat per sample.
+
+The paper's verifier retrieves only through FactProbe, so it gathers no evidence up front; with
+``upfront_evidence`` (ours, off in ``factguard.yaml``) it gets the run's gathered evidence in its
+first turn, through the same evidence step as every other strategy.
 """
 
 from __future__ import annotations
@@ -22,13 +26,13 @@ from debates.chat.run import run_team
 from debates.strategies.factguard.config import FactGuardConfig
 from debates.strategies.factguard.frames import ShownFrame, images_of, shown_frames, video_context
 from debates.strategies.factguard.seats import DESK, VERIFIER, FactGuardState, ToolDesk, VerifierSeat, opening_messages
-from debates.strategy import RunContext, StrategyConfig, strategy
+from debates.strategy import ConfiguredStrategy, RunContext, StrategyConfig, strategy
 from m3d_agents.backends.config import default_cache_root
 from m3d_agents.backends.factory import Backend
 from m3d_agents.diagnostics import AgentTurnRecord, FactGuardDiagnostics, RecordedToolCall
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
-from m3d_agents.media.images import prepare_sample
+from m3d_agents.evidence import Evidence, evidence_block
 from debates.strategies.factguard.turn_format import ANSWER_STYLES
 from m3d_agents.sample import Sample
 from m3d_agents.tools.cards import ToolContext
@@ -62,24 +66,22 @@ class Setup:
 
 
 @strategy("factguard")
-class FactGuard:
+class FactGuard(ConfiguredStrategy[FactGuardConfig]):
     """The two-turn video agent: verifier and tool desk."""
 
     config_model: ClassVar[type[StrategyConfig]] = FactGuardConfig
 
-    def __init__(self, config: FactGuardConfig) -> None:
-        self.config = config
-
-    def setup(self, sample: Sample, ctx: RunContext) -> Setup:
-        """Everything the loop starts from: the frames, the tool context, the system prompt and the first prompts."""
+    def setup(self, sample: Sample, ctx: RunContext, evidence: list[Evidence] | None = None) -> Setup:
+        """Everything the loop starts from: the frames, the tool context, the system prompt and the first prompts,
+        which show ``evidence`` (what the run gathered up front, with ``upfront_evidence``)."""
+        evidence = list(evidence or [])
         config = self.config
-        prepared = prepare_sample(sample, ctx.limits)
-        backend_name = ctx.backend_name(config.backend)
-        backend = ctx.pool.get(backend_name)
+        prepared = ctx.prepare(sample)
+        backend_name, backend = ctx.backend_for(config)
         frames = shown_frames(prepared, config.overview_frames)
         described = video_context(prepared, frames, backend.vision, config.describe_frames)
         context = ToolContext(
-            prepared=prepared, ledger=ctx.ledger, backend=backend, agent=DESK, searchers=dict(ctx.searchers),
+            prepared=prepared, ledger=ctx.ledger, backend=backend, agent=DESK, searchers=dict(ctx.searchers), evidence=evidence,
             budgets={t: config.budgets.get(t) for t in config.verifier_tools},
             artifacts_dir=config.artifacts_dir or default_cache_root() / "artifacts",
             settings={"grid_max_side": config.grid_max_side, "fact_probe_top_k": config.fact_probe_top_k},
@@ -100,22 +102,23 @@ class FactGuard:
                 transcript=(sample.video.transcript if sample.video and sample.video.transcript else "(no transcript)"),
                 video_context=described, question=prompts.load(question),
             )
-            return f"{text}\n\n{hint}" if hint else text
+            return "\n\n".join(filter(None, [text, evidence_block(evidence) if evidence else "", hint]))
 
         return Setup(backend_name, backend, frames, context, system, (first("factguard/question_open"), first("factguard/question_last")),
                      images_of(frames) if backend.vision else [], hint)
 
     def opening(self, sample: Sample, ctx: RunContext) -> list[LLMMessage]:
-        """The messages of the verifier's first call, as the loop sends them (training measures their length)."""
+        """The messages of the verifier's first call, as the loop sends them (training measures their length),
+        without evidence gathered up front (only ``upfront_evidence`` adds it, and the paper's setting has none)."""
         setup = self.setup(sample, ctx)
         return opening_messages(setup.system, setup.first, setup.images, self.config.max_turns)
 
     async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
         config = self.config
-        setup = self.setup(sample, ctx)
+        setup = self.setup(sample, ctx, await ctx.gather_evidence(sample) if config.upfront_evidence else [])
         backend_name, backend, frames, context, hint = setup.backend_name, setup.backend, setup.frames, setup.context, setup.hint
         state = FactGuardState(config.max_turns)
-        create: dict[str, Any] = {"seed": ctx.seed}
+        create: dict[str, Any] = {"seed": ctx.seed_for("verifier")}
         if config.temperature is not None:
             create["temperature"] = config.temperature
         if config.max_tokens is not None:

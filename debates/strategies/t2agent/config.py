@@ -63,7 +63,7 @@ class SearchSettings(Settings):
     threshold_on: Literal["confidence", "reward"] = Field("confidence", description="what τ is compared with: S_C or the reward")
     uct: Literal["eq3", "alg1"] = Field("eq3", description="eq3: V/(N+1) + exploration; alg1: V + exploration")
     priors: Literal["lvlm", "uniform", "random"] = Field("lvlm", description="lvlm: one model call; random: Table 7's ablation")
-    prior_seed: Seed | None = Field(None, description="random priors: the seed (None: the run's seed)")
+    prior_seed: Seed | None = Field(None, description="random priors: the seed (None: one derived from the sample's seed)")
     memory: int = Field(2, ge=0, le=10, description="M, earlier failed trajectories of the subtask shown in its step prompts")
     force_finish: bool = Field(True, description="at depth d the step must be a Finish, so every rollout ends in an answer")
     prune: bool = Field(True, description="stop exploring a subtask confirmed real")

@@ -41,27 +41,18 @@ from m3d_agents.diagnostics import PriorReport, SearchReport, SubtaskReport, T2A
 from debates.strategies.t2agent.scoring import read_score
 from debates.strategies.t2agent.search import Iteration, Memory, SearchOutcome, run_search
 from debates.strategies.t2agent.tree import Node, SearchTree
-from debates.strategy import RunContext, StrategyConfig, strategy
+from debates.strategy import ConfiguredStrategy, RunContext, StrategyConfig, answer_taxonomy, strategy
 from m3d_agents.asking import ask, ask_choices
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import MeteredClient
-from m3d_agents.errors import InputError
-from m3d_agents.labels import collapse_label, get_taxonomy
-from m3d_agents.media.images import PreparedSample, prepare_sample
+from m3d_agents.media.images import PreparedSample
 from m3d_agents.sample import Sample
 from m3d_agents.tools.cards import ToolContext
 from m3d_agents.tools.catalogue import default_registry
-from m3d_agents.tools.describers import enable_image_describers
+from m3d_agents.tools.image_in_words import enable_image_describers
 from m3d_agents.verdict import Finding, TranscriptTurn, Verdict
 
 _EVIDENCE_ID = re.compile(r"\[(ev-[0-9a-f]{6,})\]")
-
-
-def _seed(*parts: int) -> int:
-    value = 0
-    for part in parts:
-        value = (value * 1_000_003 + part) % 2**31
-    return value
 
 
 class ModelRollout:
@@ -105,9 +96,6 @@ class ModelRollout:
             extra["max_tokens"] = self.config.max_tokens
         return {"extra_create_args": extra}
 
-    def count_retry(self) -> None:
-        self.ctx.ledger.parse_retries += 1
-
     async def emit(self, turn: TranscriptTurn) -> None:
         self.transcript.append(turn)
         await self.ctx.emit(turn)
@@ -120,13 +108,13 @@ class ModelRollout:
         elif mode == "uniform":
             priors = Priors(uniform_priors(k), "uniform")
         elif mode == "random":
-            seed = self.settings.prior_seed if self.settings.prior_seed is not None else self.ctx.seed
+            seed = self.settings.prior_seed if self.settings.prior_seed is not None else self.ctx.seed_for("priors")
             priors = Priors(random_priors(k, seed), "random")
         else:
             priors = await model_priors(
                 self.client("prior", "prior"), prior_messages(self.config, self.prepared, self.vision), k,
-                retries=self.config.parse_retries, create_kwargs=self.create_kwargs(self.settings.prior_temperature, self.ctx.seed),
-                on_retry=self.count_retry,
+                retries=self.config.parse_retries, create_kwargs=self.create_kwargs(self.settings.prior_temperature, self.ctx.seed_for("priors")),
+                on_retry=self.ctx.ledger.count_parse_retry,
             )
         listed = ", ".join(f"{s.name} {v:.2f}" for s, v in zip(self.config.subtasks, priors.values))
         body = f"{priors.text.strip()}\n\n" if priors.text.strip() else ""
@@ -138,7 +126,7 @@ class ModelRollout:
     async def score(self, kind: str, agent: str, messages: list[LLMMessage]) -> float | None:
         """S_T or S_C for one prompt; an identical prompt in the same post is asked once when ``reuse_scores``.
 
-        Scores are asked with the run's seed (not one per node), so a response cache can serve an
+        Scores are asked with one seed per sample (not one per node), so a response cache can serve an
         identical prompt again in a later run."""
         key = (kind, repr([getattr(m, "content", "") for m in messages]))
         if self.config.reuse_scores and key in self._scores:
@@ -152,8 +140,8 @@ class ModelRollout:
     async def _ask_score(self, kind: str, agent: str, messages: list[LLMMessage]) -> float | None:
         answer = await ask(
             self.client(agent, kind), messages, lambda text: read_score(text, self.settings.score_map),
-            retries=self.config.parse_retries, create_kwargs=self.create_kwargs(self.settings.score_temperature, self.ctx.seed),
-            on_retry=self.count_retry,
+            retries=self.config.parse_retries, create_kwargs=self.create_kwargs(self.settings.score_temperature, self.ctx.seed_for("score")),
+            on_retry=self.ctx.ledger.count_parse_retry,
         )
         if answer.value is None:
             self.missing[kind] += 1
@@ -178,8 +166,8 @@ class ModelRollout:
 
         answers = await ask_choices(
             client, messages, parse, self.settings.children, retries=self.config.parse_retries,
-            create_kwargs=self.create_kwargs(self.settings.step_temperature, _seed(self.ctx.seed, node.id, 0)),
-            on_retry=self.count_retry, one_request=self.config.children_in_one_request,
+            create_kwargs=self.create_kwargs(self.settings.step_temperature, self.ctx.seed_for("step", node.id)),
+            on_retry=self.ctx.ledger.count_parse_retry, one_request=self.config.children_in_one_request,
         )
         children: list[Node] = []
         for answer in answers:
@@ -342,33 +330,23 @@ def _rationale(decision: FusionDecision, chosen: dict[str, Node], config: T2Agen
 
 
 @strategy("t2agent")
-class T2Agent:
+class T2Agent(ConfiguredStrategy[T2AgentConfig]):
     """Tree search over forgery-source subtasks with tool actions, a dual reward, pruning, early stop and fusion."""
 
     config_model: ClassVar[type[StrategyConfig]] = T2AgentConfig
 
-    def __init__(self, config: T2AgentConfig) -> None:
-        self.config = config
-
     async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
         """Everything per post (tree, memory, tool cache, score cache) is built here, so posts share nothing."""
         config = self.config
-        prepared = prepare_sample(sample, ctx.limits)
-        answering = get_taxonomy(config.taxonomy)
-        try:
-            collapse_label(config.real_label, answering, get_taxonomy(sample.taxonomy))
-        except ValueError as exc:
-            raise InputError("taxonomy", f"the {config.name} configuration answers in {answering.name}: {exc}") from None
-        backend_name = ctx.backend_name(config.backend)
-        backend = ctx.pool.get(backend_name)
+        prepared = ctx.prepare(sample)
+        answer_taxonomy(config, config.taxonomy, sample)
+        backend_name, backend = ctx.backend_for(config)
         if config.describe_images:
             enable_image_describers()
         registry = default_registry()
-        evidence = list(ctx.evidence)
-        if ctx.evidence_source is not None and self._needs_gathered_evidence():
-            evidence += await ctx.evidence_source.gather(sample, ledger=ctx.ledger)
-        tools = ToolContext(prepared, ledger=ctx.ledger, backend=backend, agent="tools",
-                            evidence=[e for e in evidence if e.kept], searchers=dict(ctx.searchers), setup=ctx.tool_setup(config))
+        evidence = await ctx.gather_evidence(sample, from_source=self._needs_gathered_evidence())
+        tools = ToolContext(prepared, ledger=ctx.ledger, backend=backend, agent="tools", evidence=evidence,
+                            searchers=dict(ctx.searchers), setup=ctx.tool_setup(config))
         runner = ActionRunner(registry, tools, cache_results=config.cache_tools)
         memory = Memory()
         transcript: list[TranscriptTurn] = []

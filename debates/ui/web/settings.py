@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Callable
 
 from debates.ui.web.security import is_loopback
 from m3d_agents.backends.factory import BackendPool
@@ -13,8 +13,11 @@ from m3d_agents.errors import InputError
 from m3d_agents.sample import InputLimits, Sample
 from m3d_agents.verdict import RetrievalMode
 
-RunOptions = Callable[[Sample], Mapping[str, Any]]
-"""Extra :class:`~debates.strategy.RunContext` fields for a post (an evidence source, a query answerer)."""
+if TYPE_CHECKING:
+    from retrieval.runpath import RunRetrieval
+
+SourcesFor = Callable[[Sample], "RunRetrieval | None"]
+"""Evidence sources that the embedding application opened itself for a post (None: the session opens the run's)."""
 
 
 @dataclass
@@ -34,10 +37,13 @@ class WebSettings:
     token: str | None = None
     max_upload_bytes: int = 10 * 1024 * 1024
     limits: InputLimits = field(default_factory=InputLimits)
-    run_options: RunOptions | None = None
     retrieval: RetrievalMode | None = None
-    """``--retrieval`` for posts that ``run_options`` does not cover; None leaves it to the configuration."""
+    """``--retrieval`` for every post that is not replayed; None leaves it to the configuration."""
     evidence_store: Path | None = None
+    replay_mr2: Path | None = None
+    """``--replay-mr2``: the MR2 trace whose claims (``replayed_ids``) are debated with their recorded evidence."""
+    replayed_ids: frozenset[str] = frozenset()
+    sources_for: SourcesFor | None = None
     unopened_debate_s: float = 600.0
     """A debate whose page never connects is dropped after this long, with its upload."""
     upload_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="m3d-serve-uploads-")))

@@ -14,7 +14,7 @@ from typing import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from m3d_agents.fence import one_line
-from m3d_agents.evidence import Evidence
+from m3d_agents.evidence import DROPPED_BY_LEAKAGE, Evidence
 from m3d_agents.tools.cards import ToolCard, ToolContext
 
 NAME = "fact_probe"
@@ -84,9 +84,7 @@ def select(results: Sequence[Evidence], top_k: int, social: Sequence[str] = SOCI
     for evidence in results:
         reason = None
         if not evidence.kept:
-            reason = "filtered"
-        elif evidence.reliability == "factcheck":
-            reason = "leak"
+            reason = "leak" if evidence.reason.startswith(DROPPED_BY_LEAKAGE) else "filtered"
         elif is_social(evidence.domain):
             reason = "social"
         elif not (evidence.text or evidence.summary or "").strip():

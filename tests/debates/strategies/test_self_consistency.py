@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from autogen_core.models import LLMMessage
 
-from debates.strategy import STRATEGIES
+from debates.strategy import STRATEGIES, derive_seed
 from debates.config_loader import available_configs, load_config
 from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
@@ -16,10 +16,13 @@ from tests.support.scripted import ScriptedClient, scripted_backend
 
 
 def answering(labels: Sequence[str | None]) -> Any:
-    """A checker that answers labels[i] for the i-th seed (None: an unreadable answer)."""
+    """A checker that answers labels[i] to check i, known by its seed (None: an unreadable answer).
+
+    Check i of a sample with seed 0 asks with the seed the run context derives for ``("check", i)``."""
+    by_seed = {derive_seed(0, "check", i): label for i, label in enumerate(labels)}
 
     def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
-        label = labels[int(kwargs["seed"]) % 1009]
+        label = by_seed[int(kwargs["seed"])]
         if label is None:
             return "no idea"
         return json.dumps({"rationale": f"because {label}", "label": label, "confidence": 0.9})

@@ -91,12 +91,14 @@ def test_without_a_video_file_clip_scout_is_unavailable() -> None:
     assert clip_scout(context, 0, 3) == "clip_scout: unavailable: no video file"
 
 
-async def test_fact_probe_keeps_the_top_results_and_drops_social_and_fact_check_sources(video_context: ToolContext) -> None:
+async def test_fact_probe_keeps_the_top_results_and_drops_social_and_leaked_sources(video_context: ToolContext) -> None:
+    leaked = hit("snopes.com", "Fact check: flood video", reliability="factcheck").model_copy(
+        update={"kept": False, "reason": "dropped by leakage rule factcheck_domain: snopes.com is a fact-checking site"})
     results = [
         hit("tiktok.com", "a TikTok repost"),
         hit("www.reuters.com", "Floods hit the city", "Heavy rain flooded streets on 12 May."),
         hit("m.youtube.com", "a video upload"),
-        hit("snopes.com", "Fact check: flood video", reliability="factcheck"),
+        leaked,
         *[hit(f"news{i}.example.org", f"Report {i}") for i in range(6)],
     ]
     searcher = DictAnswerer({"city flood May": results})
@@ -110,6 +112,13 @@ async def test_fact_probe_keeps_the_top_results_and_drops_social_and_fact_check_
     assert len(lines) == 5 and lines[0].startswith("[1] Floods hit the city — Heavy rain flooded streets on 12 May.")
     assert "https://www.reuters.com/page" in lines[0] and video_context.retrieved[0].id in lines[0]
     assert len(report) <= REPORT_CHARS
+
+
+async def test_fact_probe_leaves_leakage_to_the_runs_filter(video_context: ToolContext) -> None:
+    """A fact-checking page that the run's leakage settings let through (``leakage.enabled: false``) is reported."""
+    video_context.searchers = {"web": DictAnswerer({"flood": [hit("snopes.com", "Fact check: flood video", reliability="factcheck")]})}
+    report = await fact_probe(video_context, "flood")
+    assert "snopes.com" in report and video_context.stats["fact_probe.dropped_leak"] == 0
 
 
 def test_the_report_stays_within_its_size_in_whole_lines() -> None:

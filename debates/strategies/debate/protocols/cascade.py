@@ -24,7 +24,7 @@ from debates.chat.protocol import protocol
 from debates.chat.protocol import DebateOutcome
 from debates.strategies.debate.protocols.base import SoloProtocol
 from m3d_agents.evidence import evidence_block
-from m3d_agents.tools.image_descriptions import image_descriptions
+from m3d_agents.tools.image_in_words import image_descriptions
 from m3d_agents.errors import ParseError
 from m3d_agents.media.post_content import described_images
 from m3d_agents.parsing import parse_finish, strip_reasoning
@@ -147,7 +147,7 @@ class Cascade(SoloProtocol):
     ) -> PreparedSample:
         """T_image, once per sample and only when an agent that reads it is asked: the grounded
         description that the image and cross-modal agents share, made on the first of their
-        backends (see :mod:`m3d_agents.tools.image_descriptions`). A cascade that its text agent
+        backends (see :mod:`m3d_agents.tools.image_in_words`). A cascade that its text agent
         ends never makes it (eq. 9 gates the image agent off)."""
         lookers = [s for s in config.seats if s.role in ("image", "cross_modal")]
         if seat.role not in ("image", "cross_modal") or not prepared.images or prepared.descriptions:

@@ -33,13 +33,13 @@ from debates.strategies.factguard.training.rollout import FactGuardRollout, POLI
 from debates.strategies.factguard.training.rollout_images import RolloutImages
 from debates.strategies.factguard.training.scale import ScaleSettings, world_size
 from debates.strategies.factguard.training.trajectories import binary
+from debates.session import RunSession
 from debates.strategy import RunContext
 from m3d_agents.backends.config import BackendConfig
 from m3d_agents.backends.factory import Backend, BackendPool
 from m3d_agents.config_types import Seed, Temperature
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample
-from retrieval.runpath import RunRetrieval
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ def train_grpo(
     output_dir: Path,
     settings: GRPOSettings | None = None,
     *,
-    retrieval: RunRetrieval | None = None,
+    session: RunSession | None = None,
     processing_class: Any = None,
     chat_template: Path | None = None,
     extra_rewards: Sequence[Callable[..., list[float]]] = (),
@@ -163,8 +163,9 @@ def train_grpo(
 ) -> GRPORun:
     """Run GRPO on ``samples`` with the FactGuard loop as the rollout and return the run.
 
-    ``retrieval`` (from :func:`retrieval.runpath.open_retrieval`) answers FactProbe in the rollouts;
-    the run closes it when it ends, in the event loop the rollouts used it from.
+    ``session`` (a :class:`~debates.session.RunSession` of ``config`` with ``backend="policy"``, open) is the
+    run session the rollouts run in: its retrieval answers FactProbe; the run closes it when it ends, in
+    the event loop the rollouts used it from. None: retrieval off.
     """
     from debates.strategies.factguard.training.trainer import FactGuardGRPOTrainer
 
@@ -174,7 +175,7 @@ def train_grpo(
     template = training_template(processing_class, str(model_dir), chat_template)
     images = RolloutImages()
     rollout = FactGuardRollout(config, samples, template, settings.max_completion_length, settings.temperature, settings.seed,
-                               retrieval, images)
+                               session, images)
     try:
         fit = measure_prompts(samples, rollout.config, processing_class, template, settings.max_prompt_length)
         for sample_id, tokens in fit.too_long.items():

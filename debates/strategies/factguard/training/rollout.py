@@ -6,8 +6,9 @@ The conversation it recorded is rendered with the training template; the policy'
 trained and everything else (tool results, the instructions between turns) is masked out through
 TRL's ``env_mask``. On a vision-language policy the overview frames and the ClipScout grid are
 images in the conversation, and their features are kept for the forward passes
-(:mod:`~debates.strategies.factguard.training.rollout_images`). FactProbe searches through the run's
-retrieval (``--retrieval live|record|replay``), so a run can replay recorded results offline.
+(:mod:`~debates.strategies.factguard.training.rollout_images`). Rollouts run in the training run's
+session, so FactProbe searches through its retrieval (``--retrieval live|record|replay``, with its
+evidence policy) and a run can replay recorded results offline.
 
 TRL quirks this relies on (1.16; the rollout hook is experimental): the prompts handed to the
 rollout are already repeated ``num_generations`` times, so it returns one completion per prompt.
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 from debates.config_loader import with_overrides
-from debates.session import run_sample
+from debates.session import RunSession, run_strategy
 from debates.strategies.factguard.config import FactGuardConfig
 from debates.strategies.factguard.training.chat_template import TrainingTemplate
 from debates.strategies.factguard.training.policy_clients import HFPolicyClient, PolicyClient, VLLMPolicyClient
@@ -34,7 +35,6 @@ from m3d_agents.backends.factory import Backend, BackendPool
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.diagnostics import FactGuardDiagnostics
 from m3d_agents.sample import Sample
-from retrieval.runpath import RunRetrieval
 
 POLICY = "policy"
 
@@ -62,8 +62,10 @@ class FactGuardRollout:
     """TRL's ``rollout_func``: the FactGuard loop per prompt, with the policy as its model."""
 
     def __init__(self, config: FactGuardConfig, samples: Sequence[Sample], template: TrainingTemplate, max_new_tokens: int,
-                 temperature: float, seed: int = 0, retrieval: RunRetrieval | None = None,
+                 temperature: float, seed: int = 0, session: RunSession | None = None,
                  images: RolloutImages | None = None) -> None:
+        """``session`` is the training run's (open, with ``backend="policy"``): its pool takes the policy
+        as the ``policy`` backend at every step; None: a session of this configuration with retrieval off."""
         trained = with_overrides(config, parse_retries=0, describe_frames=False)
         assert isinstance(trained, FactGuardConfig)
         self.config: FactGuardConfig = trained
@@ -71,11 +73,14 @@ class FactGuardRollout:
         self.template = template
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
-        self.retrieval = retrieval
+        self.loop = asyncio.new_event_loop()
+        if session is None:
+            session = RunSession(trained, BackendPool(), backend=POLICY, retrieval="off")
+            self.loop.run_until_complete(session.open())
+        self.session = session
         self.images = images if images is not None else RolloutImages()
         self.seeds = itertools.count(seed * 100_000)
         self.stats = RolloutStats()
-        self.loop = asyncio.new_event_loop()
         self._vllm: Any = None
 
     @contextlib.contextmanager
@@ -101,11 +106,9 @@ class FactGuardRollout:
         self.stats = RolloutStats()
         processing_class = trainer.processing_class
         with self.policy(trainer) as (client, concurrency):
-            pool = BackendPool()
-            pool.add(Backend(POLICY, BackendConfig(kind="local", cache=False, concurrency=concurrency), client))
-            options = self.retrieval.context_options() if self.retrieval is not None else {}
+            self.session.pool.add(Backend(POLICY, BackendConfig(kind="local", cache=False, concurrency=concurrency), client))
             samples = [self.samples[str(prompt)] for prompt in prompts]
-            finished = self.loop.run_until_complete(self.run_all(samples, pool, options))
+            finished = self.loop.run_until_complete(self.run_all(samples))
         out: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "env_mask": [], "outcome": []}
         for sample, (verdict, ledger) in zip(samples, finished):
             verifier = [e for e in ledger.exchanges if e.agent == "verifier"]
@@ -130,17 +133,17 @@ class FactGuardRollout:
             })
         return {**out, "logprobs": None}
 
-    async def run_all(self, samples: Sequence[Sample], pool: BackendPool, options: dict[str, Any]) -> list[tuple[Any, UsageLedger]]:
-        return list(await asyncio.gather(*(self.run_one(sample, pool, options) for sample in samples)))
+    async def run_all(self, samples: Sequence[Sample]) -> list[tuple[Any, UsageLedger]]:
+        return list(await asyncio.gather(*(self.run_one(sample) for sample in samples)))
 
-    async def run_one(self, sample: Sample, pool: BackendPool, options: dict[str, Any]) -> tuple[Any, UsageLedger]:
+    async def run_one(self, sample: Sample) -> tuple[Any, UsageLedger]:
+        """The trained configuration (its retries and frame OCR off) on ``sample``, in the run session's context."""
         ledger = UsageLedger(record_messages=True)
-        verdict = await run_sample(self.config, sample, pool, backend=POLICY, seed=next(self.seeds), ledger=ledger, **options)
+        verdict = await run_strategy(self.config, sample, self.session.context(seed=next(self.seeds), ledger=ledger))
         return verdict, ledger
 
     def close(self) -> None:
-        if self.retrieval is not None:
-            self.loop.run_until_complete(self.retrieval.close())
+        self.loop.run_until_complete(self.session.close())
         self.loop.close()
 
 

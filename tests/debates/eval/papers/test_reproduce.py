@@ -175,12 +175,13 @@ def test_workers_run_every_row_on_the_ray_runner(tmp_path: Path, scripted: Path,
     import debates.eval.run.ray_runner as ray_runner
     from debates.eval.run.batch import BatchRunner
 
-    seen: list[tuple[str, int | None, str | None, int, bool]] = []
+    seen: list[tuple[str, int | None, str | None, int, str]] = []
 
     class InProcess(BatchRunner):
         def __init__(self, *args: Any, workers: int | None = None, address: str | None = None, max_worker_deaths: int = 3,
-                     worker_context: Any = None, **options: Any) -> None:
-            seen.append((args[0], workers, address, max_worker_deaths, callable(worker_context)))
+                     **options: Any) -> None:
+            recipe = args[2].spec()  # what each worker opens: the row's own run session
+            seen.append((args[0], workers, address, max_worker_deaths, recipe.config.name))
             super().__init__(*args, **options)
 
     monkeypatch.setattr(ray_runner, "RayBatchRunner", InProcess)
@@ -188,13 +189,13 @@ def test_workers_run_every_row_on_the_ray_runner(tmp_path: Path, scripted: Path,
     result = CliRunner().invoke(app, arguments("t2agent-table3", dataset, tmp_path / "t", scripted, "--limit", "1",
                                                "--workers", "2", "--max-worker-deaths", "4"), env={"COLUMNS": "320"})
     assert result.exit_code == 0, result.output
-    assert seen == [(c, 2, None, 4, True) for c in ("mmd-agent-wikipedia", "mmd-agent-tools", "t2agent-base-tools", "t2agent")]
+    assert seen == [(c, 2, None, 4, c) for c in ("mmd-agent-wikipedia", "mmd-agent-tools", "t2agent-base-tools", "t2agent")]
     seen.clear()
     single = CliRunner().invoke(app, ["evaluate", "--config", "standard", "--dataset", dataset, "--backend", "scripted",
                                       "--config-file", str(scripted), "--out", str(tmp_path / "e"), "--no-progress",
                                       "--ray-address", "auto", "--limit", "1"])
     assert single.exit_code == 0, single.output
-    assert seen == [("standard", None, "auto", 3, True)]
+    assert seen == [("standard", None, "auto", 3, "standard")]
 
 
 POSTS = 10

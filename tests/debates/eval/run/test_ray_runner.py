@@ -22,7 +22,9 @@ import ray
 from debates.cli.main import app
 from debates.eval.run.batch import BatchRunner
 from debates.eval.records import RunManifest
+from debates.eval.run.ratelimit import RateLimitedPool
 from debates.eval.run.ray_runner import RayBatchRunner, RayOutcome
+from debates.session import RunSession
 from debates.eval.records import read_rows
 from m3d_agents.backends.config import BackendConfig, BackendSettings
 from m3d_agents.backends.factory import BackendPool
@@ -74,10 +76,10 @@ class CountingServer:
         self.server.__exit__(*exc)
 
 
-def stub_pool(url: str, concurrency: int) -> BackendPool:
+def stub_pool(url: str, concurrency: int, rate_limits: dict[str, float] | None = None) -> RateLimitedPool:
     backend = BackendConfig(kind="vllm", base_url=url, model="test-model", cache=False, vision=False,
                             concurrency=concurrency, transport_retries=0)
-    return BackendPool(BackendSettings(backend="stub", backends={"stub": backend}))
+    return RateLimitedPool(BackendSettings(backend="stub", backends={"stub": backend}), rate_limits=rate_limits)
 
 
 def posts(count: int, marked: int | None = None) -> list[Sample]:
@@ -88,9 +90,25 @@ def posts(count: int, marked: int | None = None) -> list[Sample]:
 MANIFEST = dict(dataset="test", backend="stub", seed=0, taxonomy="binary")
 
 
-def runner(kind: type[BatchRunner], config: str, samples: list[Sample], pool: BackendPool, out: Path,
-           **options: Any) -> Any:
-    return kind(config, samples, pool, out, RunManifest(config=config, **MANIFEST), backend="stub", **options)
+class Run:
+    """A batch run of ``kind`` in its own run session (opened and closed around :meth:`run`), as m3d evaluate makes one."""
+
+    def __init__(self, kind: type[BatchRunner], config: str, samples: list[Sample], pool: BackendPool, out: Path,
+                 **options: Any) -> None:
+        self.session = RunSession(config, pool, backend="stub", close_pool=True)
+        self.runner = kind(config, samples, self.session, out, RunManifest(config=config, **MANIFEST), **options)
+
+    @property
+    def live_workers(self) -> dict[str, dict[str, Any]]:
+        return self.runner.live_workers  # type: ignore[attr-defined, no-any-return]
+
+    async def run(self) -> Any:
+        async with self.session:
+            return await self.runner.run()
+
+
+def runner(kind: type[BatchRunner], config: str, samples: list[Sample], pool: BackendPool, out: Path, **options: Any) -> Run:
+    return Run(kind, config, samples, pool, out, **options)
 
 
 async def wait_for_rows(path: Path, count: int, timeout: float = 120) -> None:
@@ -148,8 +166,7 @@ async def test_backend_concurrency_and_rate_limits_hold_across_all_workers(tmp_p
     with CountingServer(delay=0.4) as server:
         # Two workers with 4 samples each in flight would send 6 calls at once if each kept its own limit
         # of 3, and 10 calls a second if each kept its own rate.
-        pool = stub_pool(server.server.base_url, 3)
-        pool.rate_limits = {"stub": 600.0}  # type: ignore[attr-defined]
+        pool = stub_pool(server.server.base_url, 3, rate_limits={"stub": 600.0})
         outcome = await runner(RayBatchRunner, "check", posts(16), pool, tmp_path / "run", concurrency=8, workers=2).run()
     assert len(outcome.rows) == 16 and outcome.workers == 2
     assert server.peak == 3
@@ -235,8 +252,7 @@ def test_a_killed_driver_resumes_to_every_row_once(tmp_path: Path, monkeypatch: 
 
 
 async def test_a_configuration_that_cannot_load_fails_before_any_worker_starts(tmp_path: Path) -> None:
-    bad = runner(RayBatchRunner, "no-such-configuration", posts(2), stub_pool("http://127.0.0.1:9/v1", 8), tmp_path / "run",
-                 workers=2)
     with pytest.raises(InputError, match="no configuration 'no-such-configuration'"):
-        await bad.run()
+        runner(RayBatchRunner, "no-such-configuration", posts(2), stub_pool("http://127.0.0.1:9/v1", 8), tmp_path / "run",
+               workers=2)
     assert not (tmp_path / "run" / "results.jsonl").exists()

@@ -10,6 +10,7 @@ import pytest
 from autogen_core.models import LLMMessage
 
 from debates.eval.run.batch import BatchRunner
+from debates.session import RunSession
 from debates.eval.records import RunManifest
 from debates.eval.score.metrics import compute_metrics
 from debates.eval.records import EvalRow
@@ -59,7 +60,8 @@ async def test_the_report_lists_tool_statistics(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(json.dumps(config.model_dump(mode="json")))
     manifest = RunManifest(config=str(path), dataset="test", backend="scripted", seed=0, taxonomy="binary")
-    await BatchRunner(str(path), samples, pool, tmp_path / "run", manifest, backend="scripted").run()
+    async with RunSession(config, pool, backend="scripted", retrieval="off") as session:
+        await BatchRunner(str(path), samples, session, tmp_path / "run", manifest).run()
     summary = write_report(tmp_path / "run")
     tools = summary.metrics.tools
     assert tools is not None and tools.samples == 4 and tools.share_using_tools == 0.5

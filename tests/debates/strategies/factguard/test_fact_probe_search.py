@@ -50,7 +50,7 @@ async def test_serper_answers_alone_and_five_usable_results_reach_the_report(ser
     monkeypatch.setenv("SERPER_API_KEY", "serper-key")
     server.api_answers["serper"] = {"organic": ORGANIC}
     config = factguard_with(server, str(tmp_path / "evidence.sqlite"))
-    sources = open_retrieval(config, BackendPool(), mode="live", backend="policy", guard=FetchGuard(allow_loopback=True))
+    sources = open_retrieval(config.retrieval, BackendPool(), mode="live", backend="policy", guard=FetchGuard(allow_loopback=True))
     try:
         searcher = sources.searchers["web"]
         results = await searcher.answer("flood in town", Sample(text="a flood in town"))
@@ -65,7 +65,8 @@ async def test_serper_answers_alone_and_five_usable_results_reach_the_report(ser
 
 def test_without_a_serper_key_duckduckgo_is_the_provider_and_the_run_says_so(server: PageServer, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.delenv("SERPER_API_KEY", raising=False)
-    sources = open_retrieval(factguard_with(server, str(tmp_path / "e.sqlite")), BackendPool(), mode="live", backend="policy")
+    sources = open_retrieval(factguard_with(server, str(tmp_path / "e.sqlite")).retrieval, BackendPool(), mode="live",
+                             backend="policy")
     try:
         assert sources.log.not_run == {"serper": "no key: set SERPER_API_KEY"}
         assert [p.name for p in sources.searchers["web"].providers] == ["duckduckgo"]  # type: ignore[attr-defined]

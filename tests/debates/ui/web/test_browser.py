@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from tests.support.paths import EXAMPLE_IMAGE
 from tests.support.runs import judged_responder, make_run, scripted_pool_factory, verite_responder
-from tests.support.web import StaticEvidence, chromium, running_server, screenshot, settings_for
+from tests.support.web import chromium, running_server, screenshot, settings_for, static_sources
 
 pytestmark = pytest.mark.browser
 
@@ -32,7 +32,7 @@ def wait_until(condition, timeout_s: float = 10.0) -> None:  # type: ignore[no-u
 
 def test_a_person_takes_the_judge_seat_reads_the_streamed_turns_decides_and_the_verdict_shows(tmp_path: Path) -> None:
     factory, clients = scripted_pool_factory(judged_responder)
-    settings = settings_for(tmp_path, factory, run_options=lambda sample: {"evidence_source": StaticEvidence()})
+    settings = settings_for(tmp_path, factory, sources_for=lambda sample: static_sources())
     with running_server(settings) as served, chromium() as browser:
         page = browser.new_page()
         page.goto(served.base + "/live")

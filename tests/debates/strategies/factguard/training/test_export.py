@@ -11,6 +11,7 @@ from autogen_core.models import LLMMessage
 from pydantic import BaseModel
 
 from debates.eval.run.batch import BatchRunner
+from debates.session import RunSession
 from debates.eval.records import RunManifest
 from debates.config_loader import load_config, with_overrides
 from debates.strategies.factguard.training.export import drop_reason, export_sft
@@ -72,9 +73,9 @@ async def record(tmp_path: Path, config_name: str = "factguard") -> tuple[Path, 
     path.write_text(json.dumps(config.model_dump(mode="json")))
     run_dir = tmp_path / "run"
     manifest = RunManifest(config=str(path), dataset="test", backend="scripted", seed=0, taxonomy="binary")
-    runner = BatchRunner(str(path), samples, pool, run_dir, manifest, concurrency=2, backend="scripted",
-                         recorder=TrajectoryRecorder(run_dir))
-    outcome = await runner.run()
+    async with RunSession(config, pool, backend="scripted", retrieval="off") as session:
+        outcome = await BatchRunner(str(path), samples, session, run_dir, manifest, concurrency=2,
+                                    recorder=TrajectoryRecorder(run_dir)).run()
     assert len(outcome.rows) == len(PLAN) and all(r.status != "error" for r in outcome.rows), [r.error for r in outcome.rows]
     return run_dir, client
 

@@ -24,7 +24,7 @@ from debates.strategies.factguard.training.sft import train_sft  # noqa: E402
 from m3d_agents.backends.factory import BackendPool  # noqa: E402
 from m3d_agents.sample import Sample, VideoRef  # noqa: E402
 from retrieval.providers.base import SearchHit  # noqa: E402
-from retrieval.runpath import open_retrieval  # noqa: E402
+from debates.session import RunSession  # noqa: E402
 from retrieval.store import EvidenceStore  # noqa: E402
 from tests.support.tiny_vision_model import tiny_vision_model  # noqa: E402
 from tests.support.videos import make_clip  # noqa: E402
@@ -186,9 +186,10 @@ def test_fact_probe_in_a_grpo_rollout_answers_from_a_replayed_store(vlm: tuple[P
     asyncio.run(store.fetch("serper", "flood in town", produce, list[SearchHit]))
     store.close()
     config = factguard(tmp_path)
-    sources = open_retrieval(config, BackendPool(), mode="replay", store_path=store_path, backend="policy")
+    session = RunSession(config, BackendPool(), backend="policy", retrieval="replay", evidence_store=store_path)
+    asyncio.run(session.open())
     settings = GRPOSettings(num_generations=2, max_completion_length=96, max_steps=1, beta=0.0)
-    run = train_grpo(folder, posts(clip)[:1], config, tmp_path / "out", settings, processing_class=processor, retrieval=sources)
+    run = train_grpo(folder, posts(clip)[:1], config, tmp_path / "out", settings, processing_class=processor, session=session)
     reports = run.rollout.stats.observations
     assert len(reports) == 2 and all("fact_probe results for 'flood in town'" in r for r in reports)
     for report in reports:
