@@ -7,7 +7,14 @@ mkdocs runs this hook at build time (``hooks:`` in ``mkdocs.yml``):
 - ``reference/run-folder.md``: the files of a run folder and the fields of ``run.json`` and ``results.jsonl``;
 - ``reference/verdict.md``: the ``Verdict`` and its parts, from their pydantic fields and docstrings;
 - ``reference/layout.md``: every package and module with the first sentence of its docstring;
-- on any page, ``<!-- departures: NAME, NAME -->`` becomes the departures those configurations list.
+- ``reference/tables.md``: every paper table ``m3d reproduce`` knows, from its data file;
+- on any page, ``<!-- departures: NAME, NAME -->`` becomes the departures those configurations list,
+  ``<!-- seats -->`` the seats of every built-in configuration (the names ``--human-seat`` takes), and
+  ``<!-- paper-tables -->`` one line per paper table: its rows and the configurations that run them, and
+  ``<!-- datasets -->`` every data set kind with its loader options.
+
+Hand-kept lists of configurations, seats or tables drift as the code moves; these are read from the
+code at every build, and ``mkdocs build --strict`` fails when one cannot be.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ def _invoke(*args: str) -> str:
 def configurations_page() -> str:
     _import_path()
     from debates.config_loader import builtin_config_names, load_config
+    from m3d_agents.backends.config import BackendConfig, BackendSettings, LocalServerSettings, ToolBinding
 
     lines = ["# Configurations", "",
              "Every built-in configuration and every one of its settings, generated from the configuration models "
@@ -69,6 +77,12 @@ def configurations_page() -> str:
                 f"| `{f['name']}` | {_cell(f['type'])} | {_cell(json.dumps(f['default']))} | "
                 f"{_cell(json.dumps(f['value']))} | {_cell(f['description'])} |"
             )
+    lines += ["", "## Backend config files", "",
+              "A config file (`--config-file`, `M3D_CONFIG`, `./m3d.yaml` or `~/.config/m3d/config.yaml`) holds "
+              "these settings; each backend under `backends:` takes the settings of `BackendConfig`, and a tool "
+              "under `tools:` those of `ToolBinding`."]
+    for model in (BackendSettings, BackendConfig, LocalServerSettings, ToolBinding):
+        lines += ["", f"### {model.__name__}", "", _doc(model), "", *_field_table(model)]
     return "\n".join(lines) + "\n"
 
 
@@ -95,11 +109,23 @@ def cli_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _default(field: Any) -> str:
+    if field.is_required():
+        return "required"
+    if field.default_factory is not None:
+        try:
+            value = field.default_factory()
+        except TypeError:
+            return "computed"
+        return f"`{_cell(json.dumps(value.model_dump(mode='json') if hasattr(value, 'model_dump') else value, default=str))}`"
+    return f"`{_cell(json.dumps(field.default, default=str))}`"
+
+
 def _field_table(model: Any) -> list[str]:
-    lines = ["| field | type | description |", "|---|---|---|"]
+    lines = ["| field | type | default | description |", "|---|---|---|---|"]
     for name, field in model.model_fields.items():
         annotation = getattr(field.annotation, "__name__", None) or str(field.annotation).replace("typing.", "")
-        lines.append(f"| `{name}` | {_cell(annotation)} | {_cell(field.description or '')} |")
+        lines.append(f"| `{name}` | {_cell(annotation)} | {_default(field)} | {_cell(field.description or '')} |")
     return lines
 
 
@@ -157,12 +183,104 @@ def layout_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _table_rows(table: Any) -> str:
+    mapped: dict[str, list[str]] = {}
+    for row in table.rows:
+        mapped.setdefault(row.label, [])
+        target = f"`{row.config}`" if row.config else "no configuration"
+        if target not in mapped[row.label]:
+            mapped[row.label].append(target)
+    return "; ".join(f"{label} → {', '.join(targets)}" for label, targets in mapped.items())
+
+
+def _table_datasets(table: Any) -> str:
+    parts = []
+    for kind, setting in table.datasets.items():
+        said = [setting.split or "split not stated"]
+        if setting.samples:
+            said.append(f"{setting.samples:,} samples")
+        parts.append(f"{kind} ({', '.join(said)})")
+    return "; ".join(parts)
+
+
+def paper_tables_summary() -> str:
+    _import_path()
+    from debates.eval.papers.paper_tables import all_tables
+
+    lines = ["| table | paper rows → our configurations | data set (split, samples the paper scored) |", "|---|---|---|"]
+    for table in all_tables():
+        lines.append(f"| [`{table.id}`](../reference/tables.md#{table.id}) | {_cell(_table_rows(table))} | "
+                     f"{_cell(_table_datasets(table))} |")
+    return "\n".join(lines)
+
+
+def tables_page() -> str:
+    _import_path()
+    from debates.eval.papers.paper_tables import all_tables
+
+    lines = ["# Paper tables", "",
+             "Every table `m3d reproduce` knows, generated from its data file "
+             "(`debates/eval/papers/tables/<table>.yaml`): where its numbers come from, the data it was scored on, "
+             "each paper row with the configuration that runs it, and the notes that say what is assumed. "
+             "`m3d reproduce --list` prints the same in a terminal.", ""]
+    for table in all_tables():
+        page = f"page {table.citation.page}" if table.citation.page else f"page not known ({table.citation.page_note})"
+        lines += [f"## {table.id}", "", f"**{table.paper} {table.citation.table}**: {table.title}", "",
+                  f"- paper: {table.paper_title}; {page}",
+                  f"- numbers from: {table.citation.source}",
+                  f"- data: {_table_datasets(table)}; metrics: {', '.join(table.metrics)} ({table.scale})"]
+        if table.backbone:
+            lines.append(f"- the paper's backbone: {table.backbone}")
+        lines += ["", "| paper row | configuration | paper's backbone |", "|---|---|---|"]
+        for row in table.rows:
+            config = f"`{row.config}`" if row.config else "not run (no configuration)"
+            lines.append(f"| {_cell(row.label)} | {config} | {_cell(row.backbone or '')} |")
+        if table.notes:
+            lines += ["", *[f"- {_cell(note)}" for note in table.notes]]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def datasets_table() -> str:
+    _import_path()
+    from m3d_agents.datasets import DATASETS
+    from m3d_agents.datasets.base import LoaderOptions
+
+    shared = set(LoaderOptions.model_fields)
+    lines = ["| kind | what | its own options (`-o key=value`) |", "|---|---|---|"]
+    for name in DATASETS.names():
+        kind = DATASETS.get(name)
+        own = [f"`{key}`" for key in kind.options.model_fields if key not in shared]
+        lines.append(f"| `{name}` | {_cell(kind.summary)} | {', '.join(own) or 'none'} |")
+    lines += ["", "Every kind also takes " + ", ".join(f"`{key}`" for key in LoaderOptions.model_fields) + "."]
+    return "\n".join(lines)
+
+
+def seats_table() -> str:
+    _import_path()
+    from debates.chat.config import DebateConfig
+    from debates.config_loader import builtin_config_names, load_config
+
+    lines = ["| configuration | seats (role) |", "|---|---|"]
+    without = []
+    for name in builtin_config_names():
+        config = load_config(name)
+        if isinstance(config, DebateConfig):
+            seats = ", ".join(f"`{s.name}` ({s.role})" for s in config.seats)
+            lines.append(f"| `{name}` | {seats} |")
+        else:
+            without.append(f"`{name}` ({config.strategy})")
+    lines += ["", f"No seat a person can take: {', '.join(without)}."]
+    return "\n".join(lines)
+
+
 GENERATED = {
     "reference/configurations.md": configurations_page,
     "reference/cli.md": cli_page,
     "reference/run-folder.md": run_folder_page,
     "reference/verdict.md": verdict_page,
     "reference/layout.md": layout_page,
+    "reference/tables.md": tables_page,
 }
 
 
@@ -197,4 +315,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     def replace(match: re.Match[str]) -> str:
         return departures_table([n.strip() for n in match.group(1).split(",") if n.strip()])
 
-    return re.sub(r"<!--\s*departures:\s*([^>]*?)\s*-->", replace, markdown)
+    markdown = re.sub(r"<!--\s*departures:\s*([^>]*?)\s*-->", replace, markdown)
+    markdown = re.sub(r"<!--\s*seats\s*-->", lambda _: seats_table(), markdown)
+    markdown = re.sub(r"<!--\s*datasets\s*-->", lambda _: datasets_table(), markdown)
+    return re.sub(r"<!--\s*paper-tables\s*-->", lambda _: paper_tables_summary(), markdown)
