@@ -86,8 +86,8 @@ def test_the_readme_commands_name_configurations_tables_files_and_kinds_that_exi
             key, _, path = value.partition("=")
             assert (REPO / path).exists(), (key, words)
         if (seat := option(words, "--human-seat")) is not None:
-            config = load_config(option(words, "--config") or "check")
-            assert isinstance(config, DebateConfig) and seat in [s.name for s in config.seats]
+            loaded = load_config(option(words, "--config") or "check")
+            assert isinstance(loaded, DebateConfig) and seat in [s.name for s in loaded.seats]
 
 
 def test_every_configuration_named_after_a_paper_shows_its_departures_on_the_papers_page() -> None:
