@@ -106,7 +106,7 @@ def test_the_departures_table_holds_every_departure_a_configuration_lists() -> N
     for departure in load_config("t2agent").departures:
         assert f"`{departure.id}`" in table
         assert departure.paper_line in table
-    assert "(only leakage filter)" in table
+    assert "*(only a run whose leakage filter is on)*" in table
     assert "`check`" not in table
 
 

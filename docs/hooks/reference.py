@@ -294,6 +294,15 @@ def on_files(files: Files, config: Any) -> Files:
     return files
 
 
+WHEN = {
+    "no_evidence": "only a run that gathers no evidence",
+    "leakage_filter": "only a run whose leakage filter is on",
+    "fused_forgery": "only a run whose image critic reads the fused CPU forensics",
+    "learned_forgery": "only a run whose image critic reads a learned detector",
+}
+"""How the departures table says when a departure holds, for each ``when`` other than ``always``."""
+
+
 def departures_table(names: list[str]) -> str:
     _import_path()
     from debates.config_loader import load_config
@@ -302,7 +311,7 @@ def departures_table(names: list[str]) -> str:
     for name in names:
         config = load_config(name)
         for d in getattr(config, "departures", None) or []:
-            when = "" if d.when == "always" else f" (only {d.when.replace('_', ' ')})"
+            when = "" if d.when == "always" else f" *({WHEN.get(d.when, d.when.replace('_', ' '))})*"
             lines.append(f"| `{name}` | `{d.id}` | {_cell(d.text)}{when} | {d.paper_line} |")
     if len(lines) == 2:
         lines.append("| | | none listed | |")
