@@ -234,7 +234,7 @@ class PoolItem(BaseModel):
 class AgentFactDiagnostics(StrategyDiagnostics):
     strategy: Literal["agentfact"] = "agentfact"
     setting: str = Field(description="closed_book, evidence_bounded or open_web")
-    steps: int = Field(ge=0, description="retriever, screener and reasoner turns")
+    steps: int = Field(ge=0, description="the turns that count towards the step limit (the configuration's step_turns)")
     plans: int = Field(ge=0, description="plans made, replans included")
     queries: list[str] = Field(default_factory=list, description="search queries run")
     leakage: dict[str, int] = Field(default_factory=dict, description="items the leakage rules dropped, by rule")
@@ -244,6 +244,14 @@ class AgentFactDiagnostics(StrategyDiagnostics):
     explainer_attempts: int = Field(0, ge=0)
     pool: list[PoolItem] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="answers kept with fields cut to their length bounds, and where")
+    unavailable: dict[str, str] = Field(
+        default_factory=dict, description="what the paper's method does that this run could not (image matching on a "
+        "text-only backend, a detector without weights ...), and why"
+    )
+    unrelated_images: list[str] = Field(default_factory=list, description="pages whose image the image matching found unrelated, dropped")
+    citations_all_answers: int = Field(0, ge=0, description="ids cited by every answer the explainer gave, retries included")
+    citations_unknown_all_answers: int = Field(0, ge=0, description="of those, ids that named nothing the explainer was shown")
 
 
 class RecordedToolCall(BaseModel):

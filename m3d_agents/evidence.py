@@ -32,6 +32,9 @@ class Evidence(BaseModel):
     kept: bool = True
     reason: str = Field("", description="why it was kept, or the filter rule that dropped it")
     artifact: str | None = Field(None, description="an image a tool made for this evidence (a frame grid): its PNG file")
+    image_url: str | None = Field(
+        None, description="where the page's copy of the post's image is, as a reverse image search reported it"
+    )
 
     def model_post_init(self, _context: object) -> None:
         if not self.id:

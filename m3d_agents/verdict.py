@@ -98,6 +98,8 @@ class EvidenceReport(BaseModel):
     dropped: int = Field(0, description="items looked at and left out (leakage rules, language, duplicates)")
     dropped_why: dict[str, int] = Field(default_factory=dict)
     network_fetches: int = Field(0, description="requests that went out to a provider or a web page")
+    pages_kept: int = Field(0, description="kept items that are web pages (have a URL)")
+    undated_pages_kept: int = Field(0, description="of pages_kept, those with no publication date: the date rule could not check them")
 
     def lines(self) -> list[str]:
         """One or two lines for a console: what ran and what it gave, then what failed and why."""
@@ -133,6 +135,13 @@ class Explanation(BaseModel):
     confidence_level: int | None = Field(None, ge=1, le=5, description="the explainer's own 1-5 scale, not a probability")
     label_2class: Literal["true", "false"] | None = None
     dropped_citations: int = Field(0, ge=0, description="cited ids that named no evidence shown, removed after the retries")
+    cited_all_answers: int | None = Field(
+        None, ge=0, description="ids cited by every answer the explainer gave, retries included (repeats count); None: "
+        "not counted (rows written before it was)"
+    )
+    unknown_all_answers: int | None = Field(
+        None, ge=0, description="of cited_all_answers, the ids that named no evidence shown (what a retry corrected included)"
+    )
     display_ids: dict[str, str] = Field(
         default_factory=dict, description="Evidence.id -> the id the agents saw (E3 for text, I1 for image findings)"
     )

@@ -20,9 +20,9 @@ from m3d_agents.sample import Sample
 from m3d_agents.redaction import redact
 from retrieval.attempts import ReplayMisses, attempt
 from retrieval.domains import host_of
-from retrieval.leakage import Candidate, LeakageFilter
+from retrieval.leakage import Candidate, LeakageFilter, capped
 from retrieval.pipeline import EvidencePipeline
-from retrieval.providers.base import SearchHit, WebSearch
+from retrieval.providers.base import DatedWebSearch, SearchHit, WebSearch, search_web
 from retrieval.providers.local_corpus import CorpusDocument, LocalCorpus
 from retrieval.reliability import ReliabilityRater
 from retrieval.report import EvidenceLog
@@ -68,17 +68,20 @@ class SearchAnswerer:
     async def _hits(self, provider: WebSearch, query: str, sample: Sample) -> list[SearchHit]:
         network = not getattr(provider, "offline", False)
         asked = False
+        settings = self.leakage.settings
+        before = sample.metadata.claim_date if settings.enabled and settings.search_date_cap else None
+        before = before if isinstance(provider, DatedWebSearch) else None
 
         async def search() -> list[SearchHit]:
             nonlocal asked
             asked = True
             if self.log is not None and network:
                 self.log.network_fetch(sample.id)
-            return await provider.search(query, self.limit)
+            return await search_web(provider, query, self.limit, before)
 
         store = self.store
         hits = await attempt(
-            lambda: store.fetch(provider.name, query, search, list[SearchHit]) if store is not None else search(),
+            lambda: store.fetch(provider.name, capped(query, before), search, list[SearchHit]) if store is not None else search(),
             self.replay_misses,
         )
         if isinstance(hits, Exception):

@@ -52,6 +52,18 @@ class LeakageSettings(BaseModel):
     drop_after_claim_date: bool = Field(
         True, description="drop pages published after the post's claim date, where the sample has one"
     )
+    url_substrings: list[str] = Field(
+        default_factory=list, description="drop a page whose host or URL contains any of these, lower case (AgentFact's "
+        "App. C rule: snopes, politifact, factcheck, ...); empty: off",
+    )
+    drop_undated: bool = Field(
+        False, description="drop a page with no publication date when the claim has a date: the date rule cannot clear "
+        "it (AgentFact's configurations turn it on)",
+    )
+    search_date_cap: bool = Field(
+        False, description="ask search providers that take a date range (Serper) for pages up to the claim date only, "
+        "before the date rule filters what comes back",
+    )
 
 
 class ProviderEndpoints(BaseModel):
@@ -89,8 +101,10 @@ class RetrievalConfig(BaseModel):
         "summaries alone, and nothing when no page shows the image)",
     )
     web_first_available: bool = Field(
-        False, description="a searching agent's query goes to the web providers in order and stops at the first that "
-        "finds results (FactGuard: Serper, DuckDuckGo only without its key or when it fails); False asks every one"
+        False, description="every web search (an agent's query, the pages read for a query, the caption search) goes "
+        "to the web providers in order and stops at the first that finds results: with web_search [serper, duckduckgo], "
+        "Serper alone when its key is set, DuckDuckGo only without the key or when Serper fails or finds nothing "
+        "(FactGuard, AgentFact); False asks every one and pools their results"
     )
     caption_search: bool = Field(True, description="also search the web for the post's text")
     wikipedia: bool = Field(False, description="search Wikipedia for the post's text (AgentM3D's text evidence)")

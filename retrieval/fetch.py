@@ -23,6 +23,7 @@ from retrieval.guards import FetchGuard, FetchRefused
 REDIRECT_CODES = {301, 302, 303, 307, 308}
 PAGE_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 JSON_TYPES = ("application/json",)
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/webp", "image/gif", "image/bmp", "image/tiff")
 DEFAULT_USER_AGENT = "m3d-agents/0.1 (evidence retrieval for fact-checking research)"
 
 
@@ -64,6 +65,32 @@ class FetchedPage(BaseModel):
     content_type: str
     text: str
     sha256: str
+    retrieved_at: datetime
+
+
+class FetchedImage(BaseModel):
+    """An image's bytes as fetched (base64, so that the evidence store can keep it as JSON)."""
+
+    url: str
+    final_url: str
+    content_type: str
+    data_base64: str
+    sha256: str
+    retrieved_at: datetime
+
+    def data(self) -> bytes:
+        import base64
+
+        return base64.b64decode(self.data_base64)
+
+
+class _Body(BaseModel):
+    url: str
+    final_url: str
+    status: int
+    content_type: str
+    body: bytes
+    charset: str | None
     retrieved_at: datetime
 
 
@@ -119,18 +146,27 @@ class Fetcher:
 
     async def get_page(self, url: str) -> FetchedPage:
         """An HTML or plain-text page."""
-        return await self._deadline(url, self._request("GET", url, accept=PAGE_TYPES))
+        return _page(await self._deadline(url, self._request("GET", url, accept=PAGE_TYPES)))
+
+    async def get_image(self, url: str) -> FetchedImage:
+        """An image file (JPEG, PNG, WebP, GIF, BMP, TIFF), its bytes as sent, under the same guards and limits."""
+        import base64
+
+        got = await self._deadline(url, self._request("GET", url, accept=IMAGE_TYPES))
+        return FetchedImage(url=got.url, final_url=got.final_url, content_type=got.content_type,
+                            data_base64=base64.b64encode(got.body).decode("ascii"),
+                            sha256=hashlib.sha256(got.body).hexdigest(), retrieved_at=got.retrieved_at)
 
     async def get_json(self, url: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Any:
         full = str(httpx.URL(url, params=params)) if params else url
         page = await self._deadline(url, self._request("GET", full, accept=JSON_TYPES, headers=headers))
-        return _json(page)
+        return _json(_page(page))
 
     async def post_json(self, url: str, payload: Any, headers: dict[str, str] | None = None) -> Any:
         page = await self._deadline(url, self._request("POST", url, accept=JSON_TYPES, headers=headers, payload=payload))
-        return _json(page)
+        return _json(_page(page))
 
-    async def _deadline(self, url: str, work: Any) -> FetchedPage:
+    async def _deadline(self, url: str, work: Any) -> _Body:
         async with self._semaphore:
             try:
                 return await asyncio.wait_for(work, timeout=self.limits.timeout_s)
@@ -145,7 +181,7 @@ class Fetcher:
         accept: tuple[str, ...],
         headers: dict[str, str] | None = None,
         payload: Any = None,
-    ) -> FetchedPage:
+    ) -> _Body:
         current = url
         given = dict(headers or {})
         origin: tuple[str, str, int] | None = None
@@ -188,7 +224,7 @@ class Fetcher:
                 await response.aclose()
         raise FetchError(url, f"more than {self.limits.max_redirects} redirects")
 
-    async def _read(self, url: str, final_url: str, response: httpx.Response, accept: tuple[str, ...]) -> FetchedPage:
+    async def _read(self, url: str, final_url: str, response: httpx.Response, accept: tuple[str, ...]) -> _Body:
         if response.status_code >= 400:
             raise FetchError(final_url, f"HTTP {response.status_code}")
         content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -211,15 +247,14 @@ class Fetcher:
         encoding = response.headers.get("content-encoding", "").lower()
         if encoding in ("gzip", "deflate", "br", "zstd"):
             body = _decompress(final_url, body, encoding, self.limits.max_bytes)
-        return FetchedPage(
-            url=url,
-            final_url=final_url,
-            status=response.status_code,
-            content_type=content_type,
-            text=decode_body(body, response.charset_encoding),
-            sha256=hashlib.sha256(body).hexdigest(),
-            retrieved_at=datetime.now(timezone.utc),
-        )
+        return _Body(url=url, final_url=final_url, status=response.status_code, content_type=content_type, body=body,
+                     charset=response.charset_encoding, retrieved_at=datetime.now(timezone.utc))
+
+
+def _page(got: _Body) -> FetchedPage:
+    return FetchedPage(url=got.url, final_url=got.final_url, status=got.status, content_type=got.content_type,
+                       text=decode_body(got.body, got.charset), sha256=hashlib.sha256(got.body).hexdigest(),
+                       retrieved_at=got.retrieved_at)
 
 
 def _decompress(url: str, body: bytes, encoding: str, limit: int) -> bytes:
@@ -248,4 +283,5 @@ def _json(page: FetchedPage) -> Any:
         raise FetchError(page.final_url, f"the answer is not valid JSON: {exc}") from exc
 
 
-__all__ = ["FetchError", "FetchGuard", "FetchLimits", "FetchRefused", "FetchedPage", "Fetcher", "decode_body", "redact_url"]
+__all__ = ["FetchError", "FetchGuard", "FetchLimits", "FetchRefused", "FetchedImage", "FetchedPage", "Fetcher", "decode_body",
+           "redact_url"]

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from m3d_agents.backends.config import default_cache_root
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
+from m3d_agents.errors import BackendError
 from m3d_agents.evidence import Evidence, EvidenceKind, Reliability
 from m3d_agents.media.images import PreparedImage, load_image
 from m3d_agents.redaction import redact
@@ -35,13 +36,21 @@ from retrieval.attempts import ReplayMisses, attempt
 from retrieval.config import RetrievalConfig
 from retrieval.domains import host_of
 from retrieval.extract import extract_article
-from retrieval.fetch import FetchedPage, Fetcher, decode_body
+from retrieval.fetch import FetchedImage, FetchedPage, Fetcher, decode_body
 from retrieval.guards import FetchGuard
-from retrieval.leakage import Candidate, LeakageFilter, LeakageReport
-from retrieval.providers.base import ImageQuery, ReverseImageResult, ReverseImageSearch, SearchHit, WebSearch
+from retrieval.leakage import Candidate, LeakageFilter, LeakageReport, capped
 from retrieval.policy import EvidencePolicy
+from retrieval.providers.base import (
+    DatedWebSearch,
+    ImageQuery,
+    ReverseImageResult,
+    ReverseImageSearch,
+    SearchHit,
+    WebSearch,
+    search_web,
+)
 from retrieval.reliability import ReliabilityRater
-from retrieval.report import PAGES, EvidenceLog
+from retrieval.report import IMAGES, PAGES, EvidenceLog
 from retrieval.store import EvidenceStore, StoreMiss
 from retrieval.summarise import Summariser
 
@@ -133,13 +142,7 @@ class EvidencePipeline:
                 if self.config.first_available and found.pages:
                     break
         if self.config.caption_search:
-            for searcher in self.web:
-                found_hits = await self._ask(
-                    result, searcher, sample.text,
-                    lambda p=searcher: p.search(sample.text, self.config.max_pages * 2),  # type: ignore[misc]
-                    list[SearchHit], len,
-                )
-                hits += [(hit, "web_page") for hit in found_hits or []]
+            hits += [(hit, "web_page") for hit in await self._search(result, sample, sample.text, self.config.max_pages * 2)]
         result.image_context = " ".join(item.text for item in context_items) + _titles(hits)
         chosen = _dedupe(hits)[: self.config.max_pages]
         pages = await asyncio.gather(*(self._page(hit, origin, result) for hit, origin in chosen))
@@ -172,14 +175,9 @@ class EvidencePipeline:
         result = GatherResult(sample_id=sample.id)
         if not query.strip():
             return result
-        hits: list[tuple[SearchHit, HitOrigin]] = []
-        for searcher in self.web:
-            found = await self._ask(
-                result, searcher, query,
-                lambda p=searcher: p.search(query, self.config.query_pages),  # type: ignore[misc]
-                list[SearchHit], len,
-            )
-            hits += [(hit, "web_page") for hit in found or []]
+        hits: list[tuple[SearchHit, HitOrigin]] = [
+            (hit, "web_page") for hit in await self._search(result, sample, query, self.config.query_pages)
+        ]
         pages = await asyncio.gather(*(self._page(hit, origin, result) for hit, origin in _dedupe(hits)))
         candidates = _mark_duplicates([page for page in pages if page is not None])
         for candidate in candidates:
@@ -200,6 +198,23 @@ class EvidencePipeline:
             self.log.evidence(sample.id, result.evidence)
         self.last_answer = result
         return result
+
+    async def _search(self, result: GatherResult, sample: Sample, query: str, limit: int) -> list[SearchHit]:
+        """One web search through the providers: every one pooled, or with ``web_first_available`` the first
+        that finds results; capped at the claim date where the leakage settings ask and a provider can."""
+        leakage = self.config.leakage
+        before = sample.metadata.claim_date if leakage.enabled and leakage.search_date_cap else None
+        hits: list[SearchHit] = []
+        for searcher in self.web:
+            found = await self._ask(
+                result, searcher, capped(query, before if isinstance(searcher, DatedWebSearch) else None),
+                lambda p=searcher: search_web(p, query, limit, before),  # type: ignore[misc]
+                list[SearchHit], len,
+            )
+            hits += found or []
+            if self.config.web_first_available and found:
+                break
+        return hits
 
     async def _articles(self, sample: Sample, result: GatherResult) -> list[Candidate]:
         """Wikipedia articles (or another text search) for the post's text, their lead sections as evidence."""
@@ -319,6 +334,7 @@ class EvidencePipeline:
             text=text,
             language=extracted.language if extracted else None,
             reason=reason,
+            image_url=hit.image_url,
         )
         return Candidate(evidence=evidence, claim_review=bool(extracted and extracted.claim_review))
 
@@ -344,6 +360,31 @@ class EvidencePipeline:
             if self.replay_misses == "raise":
                 raise
             return evidence.model_copy(update={"reason": f"{evidence.reason}; no summary: none in the evidence store (replay)"})
+
+    async def matched_image(self, url: str, sample: Sample) -> FetchedImage:
+        """A matched image, downloaded through the fetch guards and the store (so a replay shows the same
+        image), logged under ``images``; raises :class:`BackendError` with the reason when it cannot be had."""
+        if self.fetcher is None:
+            raise BackendError("no fetcher: this pipeline answers from a recorded trace and downloads nothing")
+        fetcher = self.fetcher
+        asked = False
+
+        async def download() -> FetchedImage:
+            nonlocal asked
+            asked = True
+            if self.log is not None:
+                self.log.network_fetch(sample.id)
+            return await fetcher.get_image(url)
+
+        try:
+            image = await self._stored(IMAGES, url, download, FetchedImage)
+        except BackendError as exc:
+            if self.log is not None:
+                self.log.failed(sample.id, IMAGES, str(exc))
+            raise
+        if self.log is not None:
+            self.log.answered(sample.id, IMAGES, 1, from_store=not asked and self.store is not None)
+        return image
 
     async def close(self) -> None:
         if self.fetcher is not None:

@@ -20,6 +20,8 @@ from m3d_agents.verdict import EvidenceReport, ProviderReport, RetrievalMode
 
 PAGES = "pages"
 """The provider name under which page fetches are logged."""
+IMAGES = "images"
+"""The provider name under which downloads of matched images are logged."""
 
 
 @dataclass
@@ -27,6 +29,8 @@ class _SampleLog:
     providers: dict[str, ProviderReport] = field(default_factory=dict)
     kept: set[str] = field(default_factory=set)
     dropped: dict[str, str] = field(default_factory=dict)
+    pages: set[str] = field(default_factory=set)
+    undated: set[str] = field(default_factory=set)
     network_fetches: int = 0
 
     def provider(self, name: str) -> ProviderReport:
@@ -80,6 +84,10 @@ class EvidenceLog:
             if item.kept:
                 log.kept.add(item.id)
                 log.dropped.pop(item.id, None)
+                if item.url:
+                    log.pages.add(item.id)
+                    if item.published is None:
+                        log.undated.add(item.id)
             elif item.id not in log.kept:
                 log.dropped[item.id] = drop_kind(item.reason)
 
@@ -91,4 +99,5 @@ class EvidenceLog:
         return EvidenceReport(
             mode=self.mode, note=self.note, providers=providers, kept=len(log.kept), dropped=len(log.dropped),
             dropped_why=dict(Counter(log.dropped.values())), network_fetches=log.network_fetches,
+            pages_kept=len(log.pages), undated_pages_kept=len(log.undated),
         )

@@ -113,6 +113,10 @@ class EvalRow(BaseModel):
     config: str
     backend: str
     verdict: dict[str, Any] | None = Field(None, description="the full Verdict, transcript included")
+    gold_evidence: int | None = Field(
+        None, ge=0, description="evidence items the data set's human fact-check cites for the sample (RW-Post's), the "
+        "difficulty proxy of AgentFact's App. D; None where the data set gives none"
+    )
 
     def diagnostics(self) -> Diagnostics | None:
         """How this row's verdict was reached, typed: a row written before diagnostics were typed is read

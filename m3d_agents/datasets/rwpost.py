@@ -13,10 +13,12 @@ image. The fact-check article (``news_url``), the image's hosting link and the g
 never enter a Sample: they contain the answer. :func:`gold_evidence` reads the evidence on its own,
 for the evidence-bounded setting only.
 
-``claim_time`` is the last day of a month in every row seen (the data set dates claims by month), so
-"after the claim date" would let through up to a month of later pages, the fact-check's own month
-included. The default ``claim_date_policy: month_start`` therefore dates each claim at the first day
-of its month; ``as_given`` keeps the date as written.
+``claim_time`` is the claim's date as the data set gives it: the last day of a month in every row
+seen (the data set dates claims by month). The paper drops evidence published after "the original
+fact-checking date" (paper line 294) and its code compares with ``claim_time`` as written, so the
+default ``claim_date_policy: as_given`` keeps it; ``month_start`` dates each claim at the first day
+of its month instead, which also drops the pages of the claim's own month published before it (a
+stricter filter than the paper's, for runs that want no page of the fact-check's month).
 
 SATIRE rows appear in the released "other labels" files although the paper excludes satire; they
 are skipped and counted, like any label with no fact-check meaning.
@@ -28,6 +30,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from pydantic import Field
 
 from m3d_agents.datasets.base import (
     ImageResolver,
@@ -56,7 +60,10 @@ class Options(LoaderOptions):
     image_root: Path | None = None
     with_images: bool = True
     with_ocr: bool = False
-    claim_date_policy: Literal["month_start", "as_given"] = "month_start"
+    claim_date_policy: Literal["as_given", "month_start"] = Field(
+        "as_given", description="as_given: the claim date is claim_time as written (the paper); month_start: the first "
+        "day of its month (stricter)",
+    )
 
 
 def _repo_root(path: Path) -> Path:

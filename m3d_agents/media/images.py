@@ -112,6 +112,12 @@ def load_image(path: Path, limits: InputLimits | None = None, field: str = "imag
     return prepared
 
 
+def decode_image(data: bytes, source: str, limits: InputLimits | None = None, field: str = "image") -> PreparedImage:
+    """Validate and normalise an image held in memory (one downloaded from the web), as :func:`load_image`
+    does a file; ``source`` names it in errors."""
+    return _decode(data, Path(source), hashlib.sha256(data).hexdigest(), limits or InputLimits(), field)
+
+
 def _pixels(prepared: PreparedImage) -> int:
     return prepared.image.size[0] * prepared.image.size[1]
 

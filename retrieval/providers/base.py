@@ -61,6 +61,22 @@ class WebSearch(Protocol):
     async def search(self, query: str, limit: int = 10) -> list[SearchHit]: ...
 
 
+@runtime_checkable
+class DatedWebSearch(Protocol):
+    """A web search that can be limited to pages published up to a date (Serper's Google date range)."""
+
+    name: str
+
+    async def search_before(self, query: str, limit: int, before: date) -> list[SearchHit]: ...
+
+
+async def search_web(provider: WebSearch, query: str, limit: int, before: date | None = None) -> list[SearchHit]:
+    """``provider``'s results for ``query``, limited to pages up to ``before`` where it can limit them."""
+    if before is not None and isinstance(provider, DatedWebSearch):
+        return await provider.search_before(query, limit, before)
+    return await provider.search(query, limit)
+
+
 def endpoint(configured: str | None, provider: str, default: str) -> str:
     """A provider's API URL: the configured one, else ``M3D_<PROVIDER>_ENDPOINT``, else the public service.
 

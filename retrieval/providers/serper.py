@@ -20,8 +20,15 @@ class SerperSearch:
         self.endpoint = endpoint
 
     async def search(self, query: str, limit: int = 10) -> list[SearchHit]:
+        return await self._search({"q": query, "num": limit}, limit)
+
+    async def search_before(self, query: str, limit: int, before: date) -> list[SearchHit]:
+        """Pages published up to ``before``: Google's custom date range, which Serper passes on as ``tbs``."""
+        return await self._search({"q": query, "num": limit, "tbs": date_range(before)}, limit)
+
+    async def _search(self, payload: dict[str, object], limit: int) -> list[SearchHit]:
         key = require_key(KEY_VARIABLE, "Serper")
-        answer = await self.fetcher.post_json(self.endpoint, {"q": query, "num": limit}, headers={"X-API-KEY": key})
+        answer = await self.fetcher.post_json(self.endpoint, payload, headers={"X-API-KEY": key})
         if not isinstance(answer, dict) or "organic" not in answer:
             message = answer.get("message") if isinstance(answer, dict) else None
             raise BackendError(f"Serper answered without results: {message or str(answer)[:200]}")
@@ -35,6 +42,11 @@ class SerperSearch:
                     )
                 )
         return hits
+
+
+def date_range(before: date) -> str:
+    """Google's ``tbs`` value for pages up to ``before`` (month/day/year, as Google writes it)."""
+    return f"cdr:1,cd_max:{before.month}/{before.day}/{before.year}"
 
 
 def absolute_date(text: str | None) -> date | None:

@@ -58,7 +58,8 @@ def test_leakage_rules_drop_and_count() -> None:
     assert "factcheck_domain" in dropped["https://www.snopes.com/fact-check/moon-cheese/"]
     assert "ClaimReview" in dropped["https://example.org/review"]
     assert "after the claim date 2024-05-01" in dropped["https://example.org/later"]
-    assert report.dropped == {"factcheck_domain": 2, "factcheck_path": 0, "claim_review": 1, "after_claim_date": 1}
+    assert report.dropped == {"factcheck_substring": 0, "factcheck_domain": 2, "factcheck_path": 0, "claim_review": 1,
+                              "after_claim_date": 1, "undated": 0}, "the substring and undated rules are off by default"
     assert report.checked == 10 and len(out) == 10
 
 

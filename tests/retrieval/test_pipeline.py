@@ -188,7 +188,8 @@ async def test_live_path_fetches_scrapes_filters_and_summarises(tmp_path: Path) 
     assert not game.kept and "after the claim date 2012-10-30" in game.reason
     assert not by_url[urls[1]].kept and "ClaimReview" in by_url[urls[1]].reason
     assert urls[2] not in by_url and any("image/png" in f for f in result.failures)
-    assert result.leakage.dropped == {"factcheck_domain": 0, "factcheck_path": 0, "claim_review": 1, "after_claim_date": 1}
+    assert result.leakage.dropped == {"factcheck_substring": 0, "factcheck_domain": 0, "factcheck_path": 0, "claim_review": 1,
+                                      "after_claim_date": 1, "undated": 0}
     assert client.calls == []
     assert game.retrieved_at is not None and game.domain == "127.0.0.1"
 

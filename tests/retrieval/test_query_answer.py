@@ -66,7 +66,8 @@ async def test_a_query_keeps_the_helpful_pages_and_counts_each_leakage_rule() ->
         "https://www.theonion.com/harbourton-bridge-collapses-out-of-embarrassment",
         "https://harbourtongazette.example/2019/mill-lane-demolition",
     }
-    assert result.leakage.dropped == {"factcheck_domain": 1, "factcheck_path": 1, "claim_review": 0, "after_claim_date": 1}
+    assert result.leakage.dropped == {"factcheck_substring": 0, "factcheck_domain": 1, "factcheck_path": 1, "claim_review": 0,
+                                      "after_claim_date": 1, "undated": 0}
     satire = next(e for e in result.evidence if e.domain == "theonion.com")
     assert satire.reliability == "satire" and satire.summary == "- points that answer the search"
     bakery = next(e for e in result.evidence if e.domain == "harbourton-eats.example")
@@ -132,6 +133,7 @@ async def test_a_configuration_that_asks_for_pages_gets_the_pipeline_as_its_web_
     try:
         assert isinstance(sources.searchers["web"], EvidencePipeline)
         assert [p.name for p in sources.searchers["web"].web] == ["serper", "duckduckgo"]
+        assert sources.searchers["web"].config.web_first_available, "asked in order: the first that finds results answers alone"
         snippets = open_retrieval(load_config("t2agent").retrieval, pool, backend=pool.default_backend, mode="replay", store_path=store)
         assert not isinstance(snippets.searchers["web"], EvidencePipeline)
         await snippets.close()

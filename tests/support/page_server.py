@@ -17,12 +17,15 @@ MR2_MERGE = SHARED_DATA / "mr2-sample" / "queries_dataset" / "merge"
 
 
 class PageServer:
-    """Serves ``/bench/<id>``, ``/mr2/<path>``, ``/redirect?to=[&status=307]``, ``/slow``, ``/big``, ``/image``, ``/api/<name>``."""
+    """Serves ``/bench/<id>``, ``/mr2/<path>``, ``/redirect?to=[&status=307]``, ``/slow``, ``/big``, ``/image``,
+    ``/api/<name>``, and any path ending in ``.jpg`` as a JPEG (the matched images a reverse image search names)."""
 
     def __init__(self) -> None:
         self.api_answers: dict[str, Any] = {}
         self.requests: list[dict[str, Any]] = []
         self.pages: dict[str, str] = {}
+        self.images: dict[str, bytes] = {}
+        """Path -> the bytes served for it; other ``.jpg`` paths get a small picture of their own (:func:`picture`)."""
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -66,7 +69,9 @@ class PageServer:
         path, query = parts.path, parse_qs(parts.query)
         self.requests.append({"path": path, "query": query, "headers": dict(handler.headers), "body": body})
         html = "text/html; charset=utf-8"
-        if path.startswith("/bench/"):
+        if path.endswith(".jpg"):
+            self._send(handler, 200, self.images.get(path) or picture(path), "image/jpeg")
+        elif path.startswith("/bench/"):
             raw = gzip.decompress((BENCH / "html" / f"{path[7:]}.html.gz").read_bytes())
             self._send(handler, 200, raw, html)
         elif path.startswith("/mr2/"):
@@ -102,3 +107,20 @@ class PageServer:
             self._send(handler, 200, json.dumps(self.api_answers[path[5:]]).encode(), "application/json")
         else:
             self._send(handler, 404, b"not found", "text/plain")
+
+
+MATCHED_SIZE = (64, 48)
+"""The size of the pictures served for matched-image paths, so a test can recognise them after a model client re-encodes them."""
+
+
+def picture(path: str) -> bytes:
+    """A small JPEG whose colour comes from ``path``: each matched image differs, and is the same on every run."""
+    import hashlib
+    import io
+
+    from PIL import Image
+
+    red, green, blue = hashlib.sha256(path.encode()).digest()[:3]
+    buffer = io.BytesIO()
+    Image.new("RGB", MATCHED_SIZE, (red, green, blue)).save(buffer, format="JPEG")
+    return buffer.getvalue()

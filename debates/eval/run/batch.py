@@ -279,6 +279,12 @@ class BatchRunner:
         return None if any(c is None for c in costs) else round(sum(c for c in costs if c is not None), 8)
 
     async def run_one(self, index: int, sample: Sample) -> EvalRow:
+        row = await self._run_one(index, sample)
+        if sample.id in self.gold_evidence:
+            row.gold_evidence = len(self.gold_evidence[sample.id])
+        return row
+
+    async def _run_one(self, index: int, sample: Sample) -> EvalRow:
         seed = sample_seed(self.manifest.seed, sample.id)
         backend_name = self.backend or self.manifest.backend
         started = time.perf_counter()

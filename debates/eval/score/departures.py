@@ -29,6 +29,8 @@ from debates.strategy import StrategyConfig
 from debates.tool_settings import merged_tools
 from m3d_agents.backends.config import BackendConfig, ToolBinding
 from m3d_agents.verdict import RetrievalMode, ToolUsage
+from m3d_agents.tools.forensics.learned import MODEL_ENV
+from m3d_agents.tools.forensics.learned import NAME as DETECTOR
 from retrieval.readiness import USES, readiness
 
 
@@ -124,6 +126,9 @@ def _tool_departures(plan: PlannedRun) -> list[StatedDeparture]:
         found += [_detected(f"no-searcher-{slug(name)}", f"{name} searches the web, but retrieval is off for this run, so "
                             "every call will answer 'unavailable' (--retrieval live, or a retrieval block, turns it on)")
                   for name in used if registry.card(name).needs_network]
+    if DETECTOR in used and not learned_detector_named(plan):
+        found.append(_detected(f"no-weights-{slug(DETECTOR)}", f"{DETECTOR} has no weights (tools: {{{DETECTOR}: {{model: "
+                               f"PATH}}}} or {MODEL_ENV}), so every call will answer 'unavailable'"))
     for name, tool in plan.config.tools.items():
         if tool.paper is None or not tool.paper.separate_model or name not in used:
             continue
@@ -149,6 +154,8 @@ def planned_departures(plan: PlannedRun) -> list[StatedDeparture]:
     conditions = {"always"}
     detected = _evidence_departures(plan, conditions)
     detected += _tool_departures(plan)
+    if not plan.backend.has_vision:
+        conditions.add("text_only")
     if config.paper is not None and not plan.backend.has_vision:
         detected.append(_detected(
             "text-only-backend", f"backend {plan.backend_name} ({plan.backend.model_name}) is text-only, so no agent sees "

@@ -19,8 +19,15 @@ Conventions, chosen so that a run cannot look better by refusing to answer:
   against every other one, unproven included. It is not the misinformation view of ``binary``,
   where unproven counts as not misinformation; the two are named apart and never compared;
 * ``citation_validity`` is the share of evidence ids cited by explanations that exist in the
-  evidence shown, counted before unknown ids are removed; leakage counts are summed per rule over
-  the verdicts that report them.
+  evidence shown, over every answer the explainer gave, retries included (an unknown id that a
+  retry corrected still counts against it; rows written before this was counted fall back to the
+  final answer's ids and the ids removed from it); leakage counts are summed per rule over the
+  verdicts that report them;
+* ``leakage_share`` is each leakage rule's drops over the evidence items retrieval looked at, and
+  ``undated_kept_share`` the share of the kept pages (items with a URL) that carry no publication
+  date, which the date rule could not check, both from the verdicts' evidence reports;
+* ``difficulty`` is AgentFact's App. D: the scores of the rows grouped by how many evidence items
+  the data set's human fact-check cites (:data:`DIFFICULTY_BINS`), for data sets that give them.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from pydantic import BaseModel, Field
 from debates.eval.records import Escalation, EvalRow
 from m3d_agents.diagnostics import AgentFactDiagnostics, DebateDiagnostics, FactGuardDiagnostics
 from m3d_agents.labels import get_taxonomy
+from retrieval.leakage import RULES
 
 ABSTAIN = "(abstained)"
 FAILED = "(failed)"
@@ -79,6 +87,22 @@ class ToolStatistics(BaseModel):
     latency_per_sample_s: float
 
 
+DIFFICULTY_BINS: tuple[tuple[int, int | None], ...] = ((0, 3), (4, 6), (7, 8), (9, None))
+"""Gold-evidence counts per bin (inclusive; None: no upper end). AgentFact's App. D (paper lines 531-539)
+names 4-6 as the hardest and 9+ as the easiest; its figure's other edges are not in the text, so
+0-3 and 7-8 are our reading."""
+
+
+class DifficultyBin(BaseModel):
+    """The rows whose human fact-check cites ``low``..``high`` evidence items, scored as App. D scores them."""
+
+    bin: str
+    samples: int
+    accuracy: float
+    macro_f1: float
+    true_vs_not_true_macro_f1: float | None = None
+
+
 def escalation(rows: Sequence[EvalRow]) -> Escalation | None:
     """The planner's escalation over the finished rows that report one; None when no row had a planner."""
     diagnostics = [r.diagnostics() for r in rows if r.status != "error"]
@@ -114,6 +138,10 @@ class RunMetrics(BaseModel):
     citation_validity: float | None = None
     cited_ids: int = 0
     leakage: dict[str, int] = Field(default_factory=dict)
+    looked_at: int = Field(0, description="evidence items retrieval looked at (kept and dropped), over the rows")
+    leakage_share: dict[str, float] = Field(default_factory=dict, description="per leakage rule: its drops over looked_at")
+    undated_kept_share: float | None = Field(None, description="kept pages with no publication date, over the kept pages")
+    difficulty: list[DifficultyBin] = Field(default_factory=list, description="App. D: scores by gold-evidence count")
     escalation: Escalation | None = Field(None, description="the planner's escalation to best-of-N, for runs with a planner")
 
 
@@ -241,14 +269,54 @@ def true_or_not(label: str | None, true_label: str) -> str | None:
 
 
 def citation_counts(rows: Sequence[EvalRow]) -> tuple[int, int]:
-    """(valid cited ids, all cited ids) over the explanations of the rows, before clean-up."""
+    """(valid cited ids, all cited ids) over every answer of the rows' explainers, retries included."""
     valid = cited = 0
     for row in rows:
         explanation = (row.verdict or {}).get("explanation") or {}
+        if explanation.get("cited_all_answers") is not None:
+            every = int(explanation["cited_all_answers"])
+            valid += every - int(explanation.get("unknown_all_answers") or 0)
+            cited += every
+            continue
         kept = sum(len(point.get("evidence_ids") or []) for point in explanation.get("key_points") or [])
         valid += kept
         cited += kept + int(explanation.get("dropped_citations") or 0)
     return valid, cited
+
+
+def evidence_shares(rows: Sequence[EvalRow], rules: Sequence[str]) -> tuple[int, dict[str, float], float | None]:
+    """(items looked at, each leakage rule's share of them, the undated share of the kept pages), from the evidence reports."""
+    looked = pages = undated = 0
+    dropped: dict[str, int] = {}
+    for row in rows:
+        report = (row.verdict or {}).get("evidence_report") or {}
+        looked += int(report.get("kept") or 0) + int(report.get("dropped") or 0)
+        pages += int(report.get("pages_kept") or 0)
+        undated += int(report.get("undated_pages_kept") or 0)
+        for why, count in (report.get("dropped_why") or {}).items():
+            if why in rules:
+                dropped[why] = dropped.get(why, 0) + int(count)
+    shares = {rule: dropped.get(rule, 0) / looked for rule in rules} if looked else {}
+    return looked, shares, undated / pages if pages else None
+
+
+def difficulty_bins(rows: Sequence[EvalRow], label_order: Sequence[str], true_label: str | None) -> list[DifficultyBin]:
+    """App. D: the scored rows that know their gold-evidence count, per :data:`DIFFICULTY_BINS`; empty when none does."""
+    counted = [r for r in rows if r.scored and r.gold_evidence is not None]
+    out = []
+    for low, high in DIFFICULTY_BINS:
+        chosen = [r for r in counted if low <= int(r.gold_evidence or 0) and (high is None or int(r.gold_evidence or 0) <= high)]
+        if not chosen:
+            continue
+        scores = classification_scores([str(r.gold) for r in chosen], [predicted(r, r.label) for r in chosen], label_order)
+        two = None
+        if true_label is not None:
+            two = classification_scores([str(true_or_not(r.gold, true_label)) for r in chosen],
+                                        [predicted(r, true_or_not(r.label, true_label)) for r in chosen],
+                                        ["true", "not_true", *NO_ANSWER]).macro_f1
+        out.append(DifficultyBin(bin=f"{low}-{high}" if high is not None else f"{low}+", samples=len(chosen),
+                                 accuracy=scores.accuracy, macro_f1=scores.macro_f1, true_vs_not_true_macro_f1=two))
+    return out
 
 
 def leakage_counts(rows: Sequence[EvalRow]) -> dict[str, int]:
@@ -284,6 +352,7 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
             ["true", "not_true", *NO_ANSWER],
         )
     valid_cited, all_cited = citation_counts(finished)
+    looked_at, leakage_share, undated_share = evidence_shares(finished, RULES)
     answered = [r for r in scored if r.status == "ok"]
     calibrated = [r for r in answered if r.confidence is not None]
     abstained = sum(1 for r in finished if r.status == "abstained")
@@ -320,6 +389,10 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         citation_validity=valid_cited / all_cited if all_cited else None,
         cited_ids=all_cited,
         leakage=leakage_counts(finished),
+        looked_at=looked_at,
+        leakage_share=leakage_share,
+        undated_kept_share=undated_share,
+        difficulty=difficulty_bins(rows, label_order, true_label),
         escalation=escalation(rows),
     )
 

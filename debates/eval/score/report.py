@@ -108,6 +108,11 @@ def markdown(summary: RunSummary) -> str:
           if m.cited_ids else []),
         *([f"| leakage filter drops by rule | {', '.join(f'{rule} {n}' for rule, n in m.leakage.items())} |"]
           if m.leakage else []),
+        *([f"| leakage filter drops by rule, share of the {m.looked_at} evidence items looked at | "
+           f"{', '.join(f'{rule} {share:.3f}' for rule, share in m.leakage_share.items())} |"]
+          if m.leakage_share else []),
+        *([f"| undated pages kept (the date rule could not check them), share of the kept pages | {_fmt(m.undated_kept_share)} |"]
+          if m.undated_kept_share is not None else []),
         f"| abstention rate / coverage (answered share of attempted) | {_fmt(m.abstention_rate)} / {_fmt(m.coverage)} |",
         f"| selective accuracy (answered only) | {_fmt(m.selective_accuracy)} |",
         f"| ECE (10 bins) | {_fmt(m.ece)} |",
@@ -129,6 +134,12 @@ def markdown(summary: RunSummary) -> str:
         gold_rows = [label for label in m.classification.labels if m.classification.per_class[label].support]
         for label, counts in zip(gold_rows, m.classification.confusion):
             lines.append(f"| {label} | " + " | ".join(str(c) for c in counts) + " |")
+        lines.append("")
+    if m.difficulty:
+        lines += ["## Difficulty (AgentFact's App. D: gold-evidence items cited by the human fact-check)", "",
+                  "| gold evidence items | samples | accuracy | macro-F1 | true vs not true macro-F1 |", "|---|---|---|---|---|"]
+        lines += [f"| {b.bin} | {b.samples} | {b.accuracy:.3f} | {b.macro_f1:.3f} | {_fmt(b.true_vs_not_true_macro_f1)} |"
+                  for b in m.difficulty]
         lines.append("")
     if m.fake_class is not None:
         f = m.fake_class

@@ -20,20 +20,36 @@ from debates.strategies.agentfact.settings import AgentFactConfig, Role
 from m3d_agents.evidence import Evidence
 from retrieval.leakage import RULES, rule_of
 
-QueueKind = Literal["sentence", "need", "query"]
+QueueKind = Literal["sentence", "need", "claim", "query"]
 Relationship = Literal["same_source", "same_event", "unknown"]
+"""A kept image finding's group: the paper's first two (the third, no close relationship, is dropped),
+or unknown where no model could compare the images."""
+NO_RELATIONSHIP = "no close relationship to the post image (image matching)"
 SCREENED_OUT = "not used by the screener"
 WHOLE_PAGE_KINDS = ("web_page", "reverse_image", "wikipedia")
-STEP_ROLES: tuple[Role, ...] = ("retriever", "screener", "reasoner")
 
 
 def normalised(query: str) -> str:
     return " ".join(re.findall(r"\w+", query.lower()))
 
 
+QUERY_WORDS = 32
+"""Words of a query sent as written: search engines read about this many (Google ignores the rest)."""
+
+
+def clean_query(post: str) -> str:
+    """What to search when a post must be searched as written (a fallback): the claim alone when the
+    post is given as "Claim: ... / Post: ...", on one line, cut to :data:`QUERY_WORDS` words, so
+    the search engine gets a query and not the post's layout."""
+    lines = [line.strip() for line in post.splitlines() if line.strip()]
+    claim = next((line.split(":", 1)[1] for line in lines if line.lower().startswith("claim:")), " ".join(lines))
+    return " ".join(claim.split()[:QUERY_WORDS])
+
+
 @dataclass
 class QueueItem:
-    """A sentence to search verbatim, a background need waiting for its query, or a written query."""
+    """A sentence to search verbatim, a background need waiting for its query, the claim waiting for the
+    queries written for it (without a strategist), or a written query."""
 
     text: str
     kind: QueueKind
@@ -50,13 +66,15 @@ class ImageFinding:
     tampering: str
     miscaption_rate: int | None = None
     miscaption_reason: str = ""
+    relationship_reason: str = ""
 
     def line(self) -> str:
         miscaption = "-" if self.miscaption_rate is None else str(self.miscaption_rate)
         reason = f" ({self.miscaption_reason})" if self.miscaption_reason else ""
+        grouped = f" ({self.relationship_reason})" if self.relationship_reason else ""
         return (
             f"[{self.id}] page {self.evidence.domain or self.evidence.url or 'unknown'} ({self.evidence.reliability}): "
-            f"relationship={self.relationship}, tampering={self.tampering}, miscaption={miscaption}{reason}"
+            f"relationship={self.relationship}{grouped}, tampering={self.tampering}, miscaption={miscaption}{reason}"
         )
 
 
@@ -88,6 +106,8 @@ class Board:
     unscreened: list[str] = field(default_factory=list)
     eu: list[str] = field(default_factory=list)
     images: list[ImageFinding] = field(default_factory=list)
+    unrelated: list[Evidence] = field(default_factory=list)
+    """Pages whose image the image matching found no close relationship to the post's: dropped as noise."""
     post_findings: list[str] = field(default_factory=list)
     judgements: list[Judgement] = field(default_factory=list)
     steps: int = 0
@@ -105,19 +125,35 @@ class Board:
     explanation_attempts: int = 0
     errors: list[str] = field(default_factory=list)
     dropped_citations: dict[str, int] = field(default_factory=dict)
+    citations_all: int = 0
+    """Ids cited by every answer the explainer gave, retries included (repeats count)."""
+    citations_unknown: int = 0
+    """Of those, ids that named nothing the explainer was shown."""
     leaked: dict[str, set[str]] = field(default_factory=lambda: {rule: set() for rule in RULES})
     next_text: int = 1
     next_image: int = 1
+    query_rounds: int = 0
+    notes: list[str] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    """What the paper's method does that this run could not, and why (for the verdict and the departures)."""
+    """What the run changed in an answer to keep it (a plan field cut to its bound), for the diagnostics."""
 
     @classmethod
     def start(cls, config: AgentFactConfig, claim: str, *, has_images: bool, gold: list[Evidence] | None = None) -> "Board":
-        """A fresh board; without a strategist the queue starts with the post itself as a background need."""
+        """A fresh board; without a strategist the queue starts with the claim, for the query writer."""
         board = cls(config=config, claim=claim, has_images=has_images)
         if gold:
             board.add_gold(gold)
         if config.setting == "open_web" and not config.has("strategist"):
-            board.queue.append(QueueItem(claim, "need", 0))
+            board.requeue_claim()
         return board
+
+    def requeue_claim(self) -> None:
+        """Without a strategist, one more round of queries written for the claim (the w/o Agent-SP
+        ablation, paper line 373: the query writer gets the claim and its context); the retriever
+        starts one when the policy calls it to an empty queue."""
+        self.query_rounds += 1
+        self.queue.append(QueueItem(self.claim, "claim", self.query_rounds))
 
     # --- evidence ids --------------------------------------------------------------------------
 
@@ -156,8 +192,8 @@ class Board:
             added.append(display)
         return added
 
-    def add_image_finding(self, page: Evidence, relationship: Relationship, tampering: str) -> ImageFinding:
-        finding = ImageFinding(f"I{self.next_image}", page, relationship, tampering)
+    def add_image_finding(self, page: Evidence, relationship: Relationship, tampering: str, why: str = "") -> ImageFinding:
+        finding = ImageFinding(f"I{self.next_image}", page, relationship, tampering, relationship_reason=why)
         self.next_image += 1
         self.images.append(finding)
         return finding
@@ -182,12 +218,13 @@ class Board:
         fresh = [QueueItem(s, "sentence", number) for s in sentences if normalised(s) and normalised(s) not in ran]
         fresh += [QueueItem(n, "need", number) for n in needs if normalised(n)]
         if not fresh and not self.queries_run and self.config.search_post_if_plan_empty and self.config.setting == "open_web":
-            fresh = [QueueItem(self.claim, "sentence", number)]
+            fresh = [QueueItem(clean_query(self.claim), "sentence", number)]
         self.queue = fresh
 
     def pending_needs(self) -> list[QueueItem]:
+        """The needs (or the claim) of the plan at the head of the queue that still wait for their queries."""
         head = self.queue[0] if self.queue else None
-        return [q for q in self.queue if head is not None and q.kind == "need" and q.plan == head.plan]
+        return [q for q in self.queue if head is not None and q.kind in ("need", "claim") and q.plan == head.plan]
 
     def write_queries(self, needs: list[QueueItem], queries: list[str]) -> None:
         """Replace the plan's needs by the queries written for them, where the first need stood."""
@@ -253,10 +290,10 @@ class Board:
     # --- turns --------------------------------------------------------------------------------
 
     def finish_turn(self, role: Role) -> None:
-        """Count a finished turn; retriever, screener and reasoner turns are the steps ``max_steps`` bounds."""
+        """Count a finished turn; the configuration's ``step_roles`` are the steps ``max_steps`` bounds."""
         self.turns += 1
         self.last_role = role
-        if role in STEP_ROLES:
+        if role in self.config.step_roles():
             self.steps += 1
         if role == "explainer":
             self.explained = True

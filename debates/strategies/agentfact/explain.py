@@ -1,7 +1,9 @@
 """From the board to the verdict: the label, the explanation with its citations, and the evidence itself.
 
-The explainer's three-class label is the verdict's label (taxonomy ``factcheck3``). Its two-class
-label is derived from it (true, or false for anything else); the model's own two-class answer is
+The explainer's three-class label is the verdict's label (taxonomy ``factcheck3``) on a data set with the
+three ratings; on a two-label data set (out of context, real or fake) the verdict takes the two-class
+label, as the paper scores those (see :func:`~debates.strategies.agentfact.strategy.answer_label`). The
+two-class label is derived from the three-class one (true, or false for anything else); the model's own two-class answer is
 kept in the diagnostics with a flag when it disagrees. ``confidence`` is the explainer's 1-5 level
 divided by 5: a scale, not a probability (the raw level stays in the explanation).
 
@@ -35,6 +37,8 @@ def explanation_of(board: Board) -> Explanation | None:
         confidence_level=int(data["confidence_level"]),
         label_2class="true" if label == "true" else "false",
         dropped_citations=board.dropped_citations.get("explainer", 0),
+        cited_all_answers=board.citations_all,
+        unknown_all_answers=board.citations_unknown,
         display_ids={board.evidence_id(d): d for d in shown},
         image_analysis=[f.line() for f in board.images] + list(board.post_findings),
     )
@@ -43,7 +47,7 @@ def explanation_of(board: Board) -> Explanation | None:
 def evidence_of(board: Board) -> tuple[list[Evidence], list[str]]:
     """Every item the run retrieved or was given, and the ids of those the explainer was shown."""
     items: dict[str, Evidence] = {}
-    for item in [*board.er.values(), *(f.evidence for f in board.images)]:
+    for item in [*board.er.values(), *(f.evidence for f in board.images), *board.unrelated]:
         items.setdefault(item.id, item)
     shown = [board.evidence_id(d) for d, _ in board.useful()] + [f.evidence.id for f in board.images]
     return list(items.values()), list(dict.fromkeys(shown))
@@ -52,6 +56,7 @@ def evidence_of(board: Board) -> tuple[list[Evidence], list[str]]:
 def findings_of(board: Board, explanation: Explanation | None, label: str | None) -> list[Finding]:
     findings = [Finding(modality="image", summary=f.line(), evidence_ids=[f.evidence.id]) for f in board.images]
     findings += [Finding(modality="image", summary=line) for line in board.post_findings]
+    findings += [Finding(modality="image", summary=f"[unavailable] {what}: {why}") for what, why in board.unavailable.items()]
     if explanation is not None:
         findings.insert(0, Finding(modality="overall", label=label, summary=explanation.reasoning_logic,
                                    evidence_ids=explanation.cited_ids()))
@@ -79,4 +84,9 @@ def diagnostics_of(board: Board) -> AgentFactDiagnostics:
             for d, e in board.er.items()
         ],
         errors=list(board.errors),
+        notes=list(board.notes),
+        unavailable=dict(board.unavailable),
+        unrelated_images=[e.url or e.id for e in board.unrelated],
+        citations_all_answers=board.citations_all,
+        citations_unknown_all_answers=board.citations_unknown,
     )

@@ -4,18 +4,24 @@ No model picks the next speaker in AgentFact; the controller does, from the pool
 
 1. an explanation ends the run; a pending "explain" calls the explainer;
 2. first, the strategist and (open web, with an image) the visual analyst, together;
-3. after a screener or reasoner turn, a label other than unproven with sufficiency at least
-   ``stop_confidence`` is confident enough to explain; otherwise a screening that grew a useful
-   pool that was not empty calls the reasoner over the whole pool;
-4. the step limit explains;
+3. after a screener or reasoner turn, a judgement other than unproven whose sufficiency exceeds
+   ``stop_confidence`` is confident enough to explain, when its author may stop the loop: the
+   reasoner (R-A) always, the screener (R-T) only without a reasoner seat, since the paper's R-T
+   selects evidence and gives no final judgement (paper line 268); otherwise a screening that grew
+   the useful pool calls the reasoner over the whole pool (paper line 270);
+4. the step limit explains; only the screener's and the reasoner's turns are steps (the paper's
+   "reasoning steps", line 272);
 5. closed-book and evidence-bounded runs reason once, then explain; so does a run with no retriever;
 6. enough unscreened items (or an empty queue, or the last step) call the screener;
 7. a query in the queue calls the retriever; an exhausted queue calls the strategist to replan,
-   shown the latest judgement, until ``max_plans``; then the explainer.
+   shown the latest judgement, until ``max_plans``; without a strategist (the w/o Agent-SP
+   ablation) the claim goes back to the query writer for new queries, as many rounds; then the
+   explainer.
 
-Where the paper and its code disagree, see the README's AgentFact section. One choice of ours
-here: the step limit is checked before the reasoner that follows a screening, so a run never takes
-more than ``max_steps`` steps.
+The public code's rules (stop at 4, the screener may stop, no reasoner after the first screening,
+retriever turns as steps) are settings (``stop_when``, ``screener_stops``, ``reason_after``,
+``step_turns``) that ``agentfact-code`` sets. One choice of ours here: the step limit is checked
+before the reasoner that follows a screening, so a run never takes more than ``max_steps`` steps.
 """
 
 from __future__ import annotations
@@ -51,10 +57,11 @@ def next_step(board: Board) -> Step:
             return Step(first)
     if board.last_role in ("screener", "reasoner"):
         judgement = board.last_judgement
-        if judgement is not None and judgement.label != "unproven" and judgement.sufficiency >= config.stop_confidence:
+        if judgement is not None and judgement.label != "unproven" and config.confident(judgement.sufficiency) \
+                and config.can_stop(judgement.role):
             return explain("confident")
-        if board.steps < config.max_steps and board.last_role == "screener" and board.eu_grew and not board.eu_was_empty \
-                and config.has("reasoner"):
+        if board.steps < config.max_steps and board.last_role == "screener" and board.eu_grew and config.has("reasoner") \
+                and (config.reason_after == "every_growth" or not board.eu_was_empty):
             return Step(["reasoner"])
         if config.max_useful is not None and board.last_role == "reasoner" and len(board.eu) > config.max_useful:
             return explain("evidence cap")
@@ -72,6 +79,8 @@ def next_step(board: Board) -> Step:
         return Step(["retriever"])
     if config.has("strategist") and len(board.plans) < config.max_plans:
         return Step(["strategist"])
+    if not config.has("strategist") and board.query_rounds < config.max_plans:
+        return Step(["retriever"])
     return explain("plans exhausted")
 
 

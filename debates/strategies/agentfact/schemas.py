@@ -22,6 +22,9 @@ Technique = Literal[
     "temporal_consistency", "reverse_image_search", "source_credibility", "logical_consistency",
 ]
 StepNote = Literal["uses evidence", "evidence not required", "relevant evidence not found"]
+Relationship = Literal["same_source", "same_event", "no_close_relationship"]
+"""The paper's three groups of a matched image (paper line 229): potentially from the same source, the
+same event with different content, no close relationship (dropped as noise)."""
 
 _STRICT = ConfigDict(extra="forbid")
 
@@ -34,7 +37,7 @@ def text(limit: int, cap: int | None) -> Any:
 
 class PlanStep(BaseModel):
     step: str
-    method: Technique
+    method: str = Field(description="one of the techniques offered (Technique); a plan read loosely may name another")
     details: str = ""
 
 
@@ -72,6 +75,18 @@ def plan_schema(max_steps: int, max_items: int, cap: int | None = None) -> type[
 
 
 @lru_cache(maxsize=None)
+def loose_plan() -> type[BaseModel]:
+    """A plan with any lengths, read once the retries are spent and then cut to the plan's bounds
+    (:func:`m3d_agents.bounds.fit_to_bounds`), so that an over-long field costs its tail, not the plan."""
+    step = create_model("LoosePlanStep", step=(str, ...), method=(str, ""), details=(str, ""))
+    sentence = create_model("LooseSentence", sentence=(str, ...), explanation=(str, ""))
+    need = create_model("LooseNeed", information_needed=(str, ...))
+    return create_model(
+        "LoosePlan", reasoning_steps=(list[step], []), validation_list=(list[sentence], []), search_list=(list[need], []),
+    )
+
+
+@lru_cache(maxsize=None)
 def query_schema(max_queries: int, cap: int | None = None) -> type[BaseModel]:
     query = Field(max_length=min(150, cap) if cap else 150)
     return create_model(
@@ -83,9 +98,39 @@ def query_schema(max_queries: int, cap: int | None = None) -> type[BaseModel]:
 
 @lru_cache(maxsize=None)
 def miscaption_schema(cap: int | None = None) -> type[BaseModel]:
+    """The miscaption judge's answer (IR-2): the claim restated, the comparison, the rate and why."""
     return create_model(
         "Miscaption", __config__=_STRICT,
-        comparison=text(400, cap), miscaption_rate=(Rate, ...), reason=text(300, cap),
+        claim_understanding=text(300, cap), comparison=text(400, cap), miscaption_rate=(Rate, ...), reason=text(300, cap),
+    )
+
+
+@lru_cache(maxsize=None)
+def loose_miscaption() -> type[BaseModel]:
+    """A miscaption answer with any lengths, read once the retries are spent and cut to the bounds."""
+    return create_model(
+        "LooseMiscaption", claim_understanding=(str, ""), comparison=(str, ""), miscaption_rate=(Rate, ...), reason=(str, ""),
+    )
+
+
+@lru_cache(maxsize=None)
+def grouping_schema(count: int, cap: int | None = None) -> type[BaseModel]:
+    """Image matching (IR-1, step 1): each of ``count`` matched images in one of the paper's three groups."""
+    numbers: Any = Literal[tuple(range(1, count + 1))]
+    item = create_model(
+        "MatchedImage", __config__=_STRICT, image=(numbers, ...), relationship=(Relationship, ...), reason=text(300, cap),
+    )
+    return create_model(
+        "ImageGrouping", __config__=_STRICT, images=(list[item], Field(..., min_length=count, max_length=count)),
+    )
+
+
+@lru_cache(maxsize=None)
+def tampering_schema(cap: int | None = None) -> type[BaseModel]:
+    """Tampering (IR-1, step 2): the post image against its closest match, as a probability in tens."""
+    return create_model(
+        "Tampering", __config__=_STRICT,
+        comparison=text(400, cap), tampering_probability=(Rate, ...), reason=text(300, cap),
     )
 
 

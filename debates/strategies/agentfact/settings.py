@@ -1,9 +1,12 @@
 """The settings of an AgentFact configuration: which agents take part, in which setting, under which limits.
 
-Every threshold of the control loop is a setting, because the paper states them loosely and its
-public code uses others (see the README's AgentFact section for each choice): the screener's
-trigger, its batch size, the confidence that stops the loop, the step and plan limits, the
-number of items kept per query and of reverse-image pages, and the cap on the useful pool.
+Every threshold and rule of the control loop is a setting, because the paper states them loosely
+and its public code uses others (see the README's AgentFact section for each choice): the
+screener's trigger, its batch size, the confidence that stops the loop and whether it must be
+exceeded, whether the screener may stop the loop, when the reasoner follows a screening, which
+turns count as steps, the step and plan limits, the number of items kept per query and of
+reverse-image pages, and the cap on the useful pool. The defaults are the paper's; the
+``agentfact-code`` configuration sets the public code's.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from m3d_agents.config_types import MaxTokens, Settings, Temperature
 Role = Literal["strategist", "retriever", "visual_analyst", "screener", "reasoner", "explainer"]
 ROLES: tuple[Role, ...] = get_args(Role)
 Setting = Literal["closed_book", "evidence_bounded", "open_web"]
+StopWhen = Literal["above", "at_least"]
+ReasonAfter = Literal["every_growth", "grown_pool"]
+StepTurns = Literal["reasoning", "all"]
 
 
 class AgentFactSeat(Settings):
@@ -39,9 +45,31 @@ class AgentFactConfig(StrategyConfig):
     seats: list[AgentFactSeat] = Field(description="the agents of the workflow, one per role; an explainer and a screener or reasoner are required")
     screen_threshold: int = Field(3, ge=1, description="unscreened items that call the screener (the paper's R-T trigger)")
     screen_batch: int = Field(10, ge=1, description="items the screener reads at once; the rest wait for the next turn")
-    stop_confidence: int = Field(4, ge=1, le=5, description="sufficiency at which a label other than unproven ends the loop")
-    max_steps: int = Field(12, ge=1, description="retriever, screener and reasoner turns, in all")
-    max_plans: int = Field(3, ge=1, description="plans, replans included")
+    stop_confidence: int = Field(
+        4, ge=1, le=5, description="the confidence threshold: a judgement other than unproven whose sufficiency exceeds it "
+        "ends the loop (the paper's 'exceeds 4'; see stop_when)",
+    )
+    stop_when: StopWhen = Field(
+        "above", description="above: sufficiency must exceed stop_confidence (the paper); at_least: reaching it is "
+        "enough (the public code, agentfact-code)",
+    )
+    screener_stops: bool = Field(
+        False, description="whether the screener's own judgement can end the loop; the paper's R-T only selects "
+        "evidence (paper line 268), the public code lets it stop (agentfact-code). Without a reasoner seat the screener "
+        "is the only judge and always can",
+    )
+    reason_after: ReasonAfter = Field(
+        "every_growth", description="when the reasoner follows a screening: every_growth, whenever the useful pool "
+        "grew (the paper); grown_pool, only when it grew and was not empty before (the public code)",
+    )
+    step_turns: StepTurns = Field(
+        "reasoning", description="which turns count towards max_steps: reasoning, the screener's and the reasoner's "
+        "(the paper's 'reasoning steps'); all, the retriever's too (the public code)",
+    )
+    max_steps: int = Field(12, ge=1, description="the step limit; which turns count is step_turns")
+    max_plans: int = Field(
+        3, ge=1, description="plans, replans included; without a strategist, the rounds of queries written for the claim",
+    )
     per_query_items: int = Field(3, ge=1, description="evidence items kept per search query")
     max_useful: int | None = Field(None, ge=1, description="stop once the useful pool exceeds this after a reasoner turn")
     reverse_pages: int = Field(5, ge=0, description="reverse-image pages the visual analyst reads")
@@ -52,8 +80,29 @@ class AgentFactConfig(StrategyConfig):
     plan_steps: int = Field(4, ge=1, le=8, description="reasoning steps per plan")
     key_points: int = Field(3, ge=1, le=5, description="key points per explanation")
     evidence_chars: int = Field(800, ge=100, description="characters of each evidence item shown in a prompt")
+    post_image: list[Role] = Field(
+        default_factory=lambda: list(ROLES), description="the agents shown the post's image with the post, when their "
+        "backend can see: the paper's post context is text and image (paper line 166) for every agent it gives the post",
+    )
+    image_matching: bool = Field(
+        True, description="Agent-IR on a vision backend: download the matched images through the fetch guards, have the "
+        "model sort them into the paper's three groups (dropping those with no close relationship) and score tampering "
+        "against the closest match (paper lines 229, 233); a text-only backend reports both unavailable",
+    )
     miscaption: bool = Field(True, description="ask whether each matched page captions the image differently")
-    forensics: bool = Field(True, description="add the fused forensic score of the post image as a finding")
+    miscaption_chars: int = Field(2000, ge=100, description="characters of a matched page's own text the miscaption judge reads")
+    deepfake: bool = Field(
+        True, description="score the post image with the learned-detector slot (a DIRE-style checkpoint, paper line "
+        "241; tools: {learned_detector: {model: PATH}}); without a checkpoint the score is reported unavailable",
+    )
+    forensics: bool = Field(
+        False, description="add the fused score of the pixel and metadata forensic tools as a finding (ours, not the "
+        "paper's)",
+    )
+    explain_judgements: int | None = Field(
+        None, ge=1, description="the reasoning outputs the explainer reads, the latest ones; None: all of them (the "
+        "paper), 2 in the public code",
+    )
     temperature: Temperature | None = Field(None, description="every agent's sampling temperature; None: the backend's own")
     max_tokens: MaxTokens | None = Field(None, description="a cap on each answer's length; None: the backend's own")
     text_chars: int | None = Field(
@@ -84,14 +133,27 @@ class AgentFactConfig(StrategyConfig):
         return any(seat.role == role for seat in self.seats)
 
     def call_budget(self) -> CallBudget:
-        """Plans, the step limit (a retriever turn writes its queries in one call), the visual analyst's
-        miscaption judgements and the explanation; retrieval's own calls (page summaries, domain ratings) are not bounded here."""
+        """Plans, the query writer (one call per plan or per round of queries for the claim), the reasoning
+        steps, Agent-IR's calls (image matching, tampering, one miscaption judgement per page) and the
+        explanation; retrieval's own calls (page summaries, domain ratings) are not bounded here."""
         searching = self.setting == "open_web"
         plans = self.max_plans if self.has("strategist") else 0
+        writer = self.max_plans if searching and self.has("retriever") else 0
         steps = self.max_steps if searching or self.has("reasoner") or self.has("screener") else 0
-        analyst = self.reverse_pages if searching and self.has("visual_analyst") and self.miscaption else 0
-        return CallBudget(calls=plans + steps + analyst + 1, answer_tokens=self.max_tokens,
-                          counts="plans, steps, miscaption checks, the explanation; not page summaries")
+        analyst = 0
+        if searching and self.has("visual_analyst"):
+            analyst = (2 if self.image_matching else 0) + (self.reverse_pages if self.miscaption else 0)
+        return CallBudget(calls=plans + writer + steps + analyst + 1, answer_tokens=self.max_tokens,
+                          counts="plans, query writing, reasoning steps, image matching, tampering, miscaption checks, the "
+                          "explanation; not page summaries")
+
+    def tools_used(self) -> list[str]:
+        """The registered tools Agent-IR runs: the learned detector (the paper's DIRE slot) and, when asked, the fused score."""
+        used = list(self.tools)
+        if self.setting == "open_web" and self.has("visual_analyst"):
+            used += ["learned_detector"] if self.deepfake else []
+            used += ["forensic_fusion"] if self.forensics else []
+        return list(dict.fromkeys(used))
 
     def seat(self, role: Role) -> AgentFactSeat:
         for seat in self.seats:
@@ -102,6 +164,19 @@ class AgentFactConfig(StrategyConfig):
     def judge(self) -> Role:
         """The seat that reasons where the workflow needs one judgement: the reasoner, else the screener."""
         return "reasoner" if self.has("reasoner") else "screener"
+
+    def step_roles(self) -> tuple[Role, ...]:
+        """The turns that count towards ``max_steps``."""
+        return ("screener", "reasoner") if self.step_turns == "reasoning" else ("retriever", "screener", "reasoner")
+
+    def confident(self, sufficiency: int) -> bool:
+        """Whether a judgement's sufficiency is enough to stop (with a label other than unproven)."""
+        return sufficiency > self.stop_confidence if self.stop_when == "above" else sufficiency >= self.stop_confidence
+
+    def can_stop(self, role: Role) -> bool:
+        """Whether a judgement by ``role`` may end the loop: the reasoner's always, the screener's only when it is
+        the sole judge or ``screener_stops``."""
+        return role == "reasoner" or self.screener_stops or not self.has("reasoner")
 
     def sifter(self) -> Role:
         """The seat that reads new evidence: the screener, else the reasoner (the ablation without R-T)."""

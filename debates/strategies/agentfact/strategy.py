@@ -18,8 +18,11 @@ from debates.strategies.agentfact.settings import AgentFactConfig, Role
 from debates.strategies.agentfact.state import AgentFactState, speakers
 from debates.chat.run import run_team
 from debates.strategy import ConfiguredStrategy, RunContext, StrategyConfig, answer_taxonomy, strategy
+from m3d_agents.backends.config import ToolBinding
 from m3d_agents.errors import InputError
+from m3d_agents.labels import get_taxonomy, is_subset
 from m3d_agents.sample import Sample
+from m3d_agents.tools.forensics.learned import NAME as DETECTOR
 from m3d_agents.verdict import Verdict
 
 ANSWER_TAXONOMY = "factcheck3"
@@ -48,13 +51,13 @@ class AgentFact(ConfiguredStrategy[AgentFactConfig]):
         flow = Workflow(
             config=config, board=state.board, sample=sample, prepared=prepared, ctx=ctx,
             backends={role: ctx.pool.get(name, model=config.seat(role).model) for role, name in backends.items()},
-            notes=state.notes,
+            notes=state.notes, detector=ctx.tool_setup(config).bindings.get(DETECTOR) or ToolBinding(),
         )
         team = PolicyGroupChat(list(build_participants(flow)), state, speakers)
         await run_team(team, state, f"Check post {sample.id}.", ctx, f"the {config.name} workflow on sample {sample.id}")
         board = state.board
         explanation = explanation_of(board)
-        label = board.explanation["label_3class"] if board.explanation else None
+        label = answer_label(board.explanation, sample.taxonomy)
         evidence, shown = evidence_of(board)
         reason = f"the explainer's answer could not be read after {board.explanation_attempts} attempts: {board.explanation_error}"
         return ctx.verdict(
@@ -65,3 +68,16 @@ class AgentFact(ConfiguredStrategy[AgentFactConfig]):
             transcript=state.transcript(), evidence_ids=shown, evidence=evidence, explanation=explanation,
             diagnostics=diagnostics_of(board),
         )
+
+
+def answer_label(explanation: dict[str, object] | None, taxonomy: str) -> str | None:
+    """The verdict's label in factcheck3: the three-class label where the sample's taxonomy has the three
+    ratings (RW-Post, CR+, Mocheg); on a two-label data set (out-of-context, real or fake), the paper's
+    coarse label (paper lines 302-306, App. D): true, or false for anything not shown true, so that
+    unproven counts against the claim there as it does in the explainer's two-class label."""
+    if explanation is None:
+        return None
+    three = str(explanation["label_3class"])
+    if is_subset(get_taxonomy(ANSWER_TAXONOMY), get_taxonomy(taxonomy)):
+        return three
+    return "true" if three == "true" else "false"

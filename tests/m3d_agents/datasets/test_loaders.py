@@ -53,7 +53,7 @@ def test_rwpost_uses_claim_post_text_images_and_claim_date_but_not_the_fact_chec
     assert first.text.startswith("Claim: A video shows") and "Post: Wave pool" in first.text
     assert second.text == "A photograph shows three singers performing together at a 1985 benefit concert."
     assert first.images[0].name == "demo_0.jpg" and third.images == []
-    assert first.metadata.claim_date == date(2022, 9, 1), "claims are dated by month: the first day of it"
+    assert first.metadata.claim_date == date(2022, 9, 30), "claims are dated as claim_time gives them (month ends)"
     assert all("snopes" not in s.model_dump_json() for s in loaded.samples)
 
 

@@ -38,10 +38,10 @@ def test_satire_is_skipped_and_counted_without_an_error() -> None:
     assert loaded.report.labels == {"mixture": 1, "outdated": 1}
 
 
-def test_claims_are_dated_at_the_start_of_their_month_unless_asked_otherwise() -> None:
-    assert load_dataset(f"rwpost:{MAIN}").samples[0].metadata.claim_date == date(2023, 5, 1)
-    as_given = load_dataset(f"rwpost:{MAIN}", {"claim_date_policy": "as_given"})
-    assert as_given.samples[0].metadata.claim_date == date(2023, 5, 31)
+def test_claims_are_dated_as_the_data_set_gives_them_unless_asked_for_the_start_of_the_month() -> None:
+    assert load_dataset(f"rwpost:{MAIN}").samples[0].metadata.claim_date == date(2023, 5, 31), "claim_time as written"
+    month_start = load_dataset(f"rwpost:{MAIN}", {"claim_date_policy": "month_start"})
+    assert month_start.samples[0].metadata.claim_date == date(2023, 5, 1)
 
 
 def test_ocr_joins_the_text_only_when_asked() -> None:

@@ -266,3 +266,14 @@ def test_a_table_with_several_backbones_marks_the_rows_run_on_ours(tmp_path: Pat
                                 "Qwen/Qwen3-VL-8B-Instruct")
     assert agentm3d.differences == ["backend vllm runs Qwen/Qwen3-VL-8B-Instruct, the paper's backbone for the rows marked "
                                     "yes only; the others ran on Qwen3-VL-4B"]
+
+
+def test_agentfacts_table_three_gives_the_papers_sample_counts_and_its_other_fact_check_blocks() -> None:
+    table = load_table("agentfact-table3")
+    assert table.datasets["rwpost"].samples == 1436 and table.datasets["mocheg"].samples == 1000
+    assert table.datasets["claimreview2024"].samples is None and "gated" in table.datasets["claimreview2024"].note
+    row = next(r for r in table.rows if r.config == "agentfact")
+    assert table.figures(row, "claimreview2024") == {"weighted_f1": 69.2, "accuracy": 67.0, "weighted_recall": 67.0,
+                                                      "weighted_precision": 74.6}
+    assert table.figures(row, "mocheg") == {"weighted_f1": 51.9, "accuracy": 48.2, "weighted_recall": 48.2,
+                                            "weighted_precision": 49.6}

@@ -27,10 +27,19 @@ SP, TR, IR, RT, RA, EX = "strategist", "retriever", "visual_analyst", "screener"
 BOTH = f"{SP}+{IR}"
 
 
+CODE: dict[str, Any] = {"stop_when": "at_least", "screener_stops": True, "reason_after": "grown_pool", "step_turns": "all"}
+"""The public code's loop (agentfact-code): stop at 4, the screener may stop, no reasoner after the first
+screening, retriever turns count as steps."""
+
+
 def config(roles: list[str] = ALL, **settings: Any) -> AgentFactConfig:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return AgentFactConfig(name="t", seats=[{"role": r} for r in roles], **settings)  # type: ignore[misc]
+
+
+def code(roles: list[str] = ALL, **settings: Any) -> AgentFactConfig:
+    return config(roles, **CODE, **settings)
 
 
 @dataclass
@@ -80,9 +89,13 @@ class Simulation:
         self.board.add_image_finding(Evidence(kind="reverse_image", url="https://news.example/a", text="page"), "same_source", "n/a")
 
     def retriever(self) -> None:
+        if not self.board.queue and not self.board.config.has("strategist"):
+            self.board.requeue_claim()
         needs = self.board.pending_needs()
         if needs:
-            self.board.write_queries(needs, [f"query for {n.text}" for n in needs])
+            self.board.write_queries(needs, [f"query {n.plan} for {n.text}" for n in needs])
+        if not self.board.queue:
+            return
         self.board.pop_query()
         count = self.script.rounds.pop(0) if self.script.rounds else 0
         found = []
@@ -113,103 +126,140 @@ class Simulation:
 
 
 SCENARIOS: list[tuple[str, AgentFactConfig, Script, dict[str, Any], list[str], str, int]] = [
+    # The paper's loop (the agentfact defaults).
+    (
+        "paper: a confident screener does not end the run; the reasoner it calls does",
+        config(), Script(plans=[(1, 2)], rounds=[3], screens=[([0, 1], "false", 5)], reasons=[("false", 5)]), {},
+        [BOTH, TR, RT, RA, EX], "confident", 2,
+    ),
+    (
+        "paper: sufficiency 4 does not exceed 4, so the loop goes on",
+        config(max_plans=1), Script(plans=[(2, 0)], rounds=[3, 3], screens=[("all", "false", 4), ("all", "false", 4)],
+                                    reasons=[("false", 4), ("false", 5)]), {},
+        [BOTH, TR, RT, RA, TR, RT, RA, EX], "confident", 4,
+    ),
+    (
+        "paper: the reasoner follows every growth of the useful pool, the first included, and no screening that keeps nothing",
+        config(max_plans=1), Script(plans=[(3, 0)], rounds=[3, 3, 3],
+                                    screens=[("all", "unproven", 2), ("none", "unproven", 2), ([0], "unproven", 2)],
+                                    reasons=[("unproven", 2), ("unproven", 3)]), {},
+        [BOTH, TR, RT, RA, TR, RT, TR, RT, RA, EX], "plans exhausted", 5,
+    ),
+    (
+        "paper: retriever turns are not steps, so a six-query plan leaves room for a replan",
+        config(max_steps=4, max_plans=2), Script(plans=[(3, 3), (1, 0)], rounds=[0, 0, 0, 0, 0, 1, 1],
+                                                 screens=[("all", "unproven", 2), ("all", "unproven", 2)],
+                                                 reasons=[("unproven", 2), ("unproven", 3)]), {},
+        [BOTH, TR, TR, TR, TR, TR, TR, RT, RA, SP, TR, RT, RA, EX], "step limit", 4,
+    ),
+    (
+        "paper: without a reasoner seat the screener is the only judge and may stop",
+        config([SP, TR, IR, RT, EX]), Script(plans=[(1, 0)], rounds=[3], screens=[("all", "false", 5)]), {},
+        [BOTH, TR, RT, EX], "confident", 1,
+    ),
+    (
+        "paper: without the strategist the claim gets new queries, round after round, up to max_plans",
+        config([TR, IR, RT, RA, EX]), Script(plans=[], rounds=[3, 0, 0], screens=[("all", "unproven", 3)]), {},
+        [IR, TR, RT, RA, TR, TR, EX], "plans exhausted", 2,
+    ),
+    # The public code's loop (agentfact-code).
     (
         "1 confident after the first screening: explain at once",
-        config(), Script(plans=[(1, 2)], rounds=[3], screens=[([0, 1], "false", 4)]), {},
+        code(), Script(plans=[(1, 2)], rounds=[3], screens=[([0, 1], "false", 4)]), {},
         [BOTH, TR, RT, EX], "confident", 2,
     ),
     (
         "2 threshold 3: two retrievals before screening",
-        config(), Script(plans=[(1, 2)], rounds=[2, 2], screens=[("all", "true", 5)]), {},
+        code(), Script(plans=[(1, 2)], rounds=[2, 2], screens=[("all", "true", 5)]), {},
         [BOTH, TR, TR, RT, EX], "confident", 3,
     ),
     (
         "3 thirteen unscreened items: a batch of ten, then the other three",
-        config(), Script(plans=[(1, 0)], rounds=[13], screens=[("all", "unproven", 2), ("all", "false", 5)]), {},
+        code(), Script(plans=[(1, 0)], rounds=[13], screens=[("all", "unproven", 2), ("all", "false", 5)]), {},
         [BOTH, TR, RT, RT, EX], "confident", 3,
     ),
     (
         "4 unproven with sufficiency 5 does not stop",
-        config(), Script(plans=[(1, 1)], rounds=[3, 3], screens=[("all", "unproven", 5), ("all", "unproven", 3)],
+        code(), Script(plans=[(1, 1)], rounds=[3, 3], screens=[("all", "unproven", 5), ("all", "unproven", 3)],
                          reasons=[("true", 4)]), {},
         [BOTH, TR, RT, TR, RT, RA, EX], "confident", 5,
     ),
     (
         "5 sufficiency 3 is under 4: the loop goes on",
-        config(), Script(plans=[(2, 0)], rounds=[3, 1], screens=[("all", "false", 3), ("all", "false", 3)],
+        code(), Script(plans=[(2, 0)], rounds=[3, 1], screens=[("all", "false", 3), ("all", "false", 3)],
                          reasons=[("false", 4)]), {},
         [BOTH, TR, RT, TR, RT, RA, EX], "confident", 5,
     ),
     (
         "6 the queue runs out: replan, then explain when nothing more comes",
-        config(max_plans=2), Script(plans=[(1, 0), (1, 0)], rounds=[1, 0], screens=[("all", "unproven", 2)]), {},
+        code(max_plans=2), Script(plans=[(1, 0), (1, 0)], rounds=[1, 0], screens=[("all", "unproven", 2)]), {},
         [BOTH, TR, RT, SP, TR, EX], "plans exhausted", 3,
     ),
     (
         "7 max_plans reached: explain with 'plans exhausted'",
-        config(max_plans=1), Script(plans=[(0, 1)], rounds=[0]), {},
+        code(max_plans=1), Script(plans=[(0, 1)], rounds=[0]), {},
         [BOTH, TR, EX], "plans exhausted", 1,
     ),
     (
         "8 step limit 12, with the screener at step 11 while evidence waits",
-        config(max_steps=12, max_plans=1),
+        code(max_steps=12, max_plans=1),
         Script(plans=[(6, 6)], rounds=[3, 3, 3, 3, 0, 0, 1], screens=[("none", "unproven", 1)] * 5), {},
         [BOTH, TR, RT, TR, RT, TR, RT, TR, RT, TR, TR, TR, RT, EX], "step limit", 12,
     ),
     (
         "9a closed book: plan, reason once, explain",
-        config([SP, RA, EX], setting="closed_book"), Script(plans=[(1, 1)]), {},
+        code([SP, RA, EX], setting="closed_book"), Script(plans=[(1, 1)]), {},
         [SP, RA, EX], "single pass", 1,
     ),
     (
         "9b evidence bounded: plan, reason once over the gold evidence, explain",
-        config([SP, RA, EX], setting="evidence_bounded"), Script(plans=[(1, 1)]), {"gold": 3},
+        code([SP, RA, EX], setting="evidence_bounded"), Script(plans=[(1, 1)]), {"gold": 3},
         [SP, RA, EX], "single pass", 1,
     ),
     (
-        "10a without the strategist: the post is the only need; no replans",
-        config([TR, IR, RT, RA, EX]), Script(plans=[], rounds=[3], screens=[("all", "unproven", 3)]), {},
+        "10a without the strategist: the claim is the only need, asked again until max_plans",
+        code([TR, IR, RT, RA, EX], max_plans=1), Script(plans=[], rounds=[3], screens=[("all", "unproven", 3)]), {},
         [IR, TR, RT, EX], "plans exhausted", 2,
     ),
     (
         "10b without the visual analyst: the strategist starts alone",
-        config([SP, TR, RT, RA, EX]), Script(plans=[(1, 0)], rounds=[3], screens=[("all", "false", 4)]), {},
+        code([SP, TR, RT, RA, EX]), Script(plans=[(1, 0)], rounds=[3], screens=[("all", "false", 4)]), {},
         [SP, TR, RT, EX], "confident", 2,
     ),
     (
         "10c without the retriever: reason on the plan and the image findings",
-        config([SP, IR, RT, RA, EX]), Script(plans=[(1, 2)]), {},
+        code([SP, IR, RT, RA, EX]), Script(plans=[(1, 2)]), {},
         [BOTH, RA, EX], "no text retrieval", 1,
     ),
     (
         "10d without the screener: the reasoner reads each new batch",
-        config([SP, TR, IR, RA, EX]), Script(plans=[(1, 1)], rounds=[1, 2], reasons=[("false", 4)]), {},
+        code([SP, TR, IR, RA, EX]), Script(plans=[(1, 1)], rounds=[1, 2], reasons=[("false", 4)]), {},
         [BOTH, TR, TR, RA, EX], "confident", 3,
     ),
     (
         "11 a plan with two empty lists cannot loop",
-        config(max_plans=3, search_post_if_plan_empty=False), Script(plans=[(0, 0), (0, 0), (0, 0)]), {},
+        code(max_plans=3, search_post_if_plan_empty=False), Script(plans=[(0, 0), (0, 0), (0, 0)]), {},
         [BOTH, SP, SP, EX], "plans exhausted", 0,
     ),
     (
         "11b an empty first plan searches the post itself, once",
-        config(max_plans=3), Script(plans=[(0, 0), (0, 0), (0, 0)], rounds=[0]), {},
+        code(max_plans=3), Script(plans=[(0, 0), (0, 0), (0, 0)], rounds=[0]), {},
         [BOTH, TR, SP, SP, EX], "plans exhausted", 1,
     ),
     (
         "an image-free post never calls the visual analyst",
-        config(max_plans=1, search_post_if_plan_empty=False), Script(plans=[(0, 0)]), {"has_images": False},
+        code(max_plans=1, search_post_if_plan_empty=False), Script(plans=[(0, 0)]), {"has_images": False},
         [SP, EX], "plans exhausted", 0,
     ),
     (
         "an unreadable screening lets its batch through and the loop goes on",
-        config(max_plans=1), Script(plans=[(1, 1)], rounds=[3, 1], screens=[("unreadable", "", 0), ("all", "false", 2)],
+        code(max_plans=1), Script(plans=[(1, 1)], rounds=[3, 1], screens=[("unreadable", "", 0), ("all", "false", 2)],
                                     reasons=[("false", 5)]), {},
         [BOTH, TR, RT, TR, RT, RA, EX], "confident", 5,
     ),
     (
         "an evidence cap ends the run after the reasoner",
-        config(max_useful=3), Script(plans=[(2, 0)], rounds=[3, 3], screens=[("all", "unproven", 2), ("all", "unproven", 2)],
+        code(max_useful=3), Script(plans=[(2, 0)], rounds=[3, 3], screens=[("all", "unproven", 2), ("all", "unproven", 2)],
                                      reasons=[("unproven", 3)]), {},
         [BOTH, TR, RT, TR, RT, RA, EX], "evidence cap", 5,
     ),
@@ -234,7 +284,7 @@ def test_a_replan_is_shown_the_latest_judgement_and_the_queries_already_run() ->
     simulation.run()
     first, second = simulation.strategist_prompts
     assert "previous plan" not in first
-    assert "screener: label unproven, sufficiency 2/5, evidence used: E1" in second
+    assert "reasoner: label unproven, sufficiency 2/5, evidence used: E1" in second, "the latest judgement, the reasoner's"
     assert '"plan 1 sentence 0"' in second
 
 

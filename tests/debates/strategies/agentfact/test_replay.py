@@ -90,5 +90,5 @@ async def test_agentfact_runs_offline_on_a_recorded_mr2_claim(name: str, recorde
     assert verdict.diagnostics.stop_reason in {"plans exhausted", "step limit", "confident"}
     if name == "agentfact-no-sp":
         assert "strategist" not in [t.speaker for t in verdict.transcript]
-        assert verdict.accounting.by_role["query_writer"].calls == 1, "the post went through the query writer"
+        assert verdict.accounting.by_role["query_writer"].calls >= 1, "the claim went through the query writer"
     store.close()

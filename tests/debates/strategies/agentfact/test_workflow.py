@@ -3,15 +3,17 @@ a stub reverse image search, the real board, policy, participants, pipeline and 
 
 The trace: the strategist plans one sentence and two background needs; round 1 keeps E1 and E2
 (2 < 3, retrieval goes on); round 2 keeps E3 and E4 (4 >= 3); the screener keeps E1 and E3 (false,
-sufficiency 3; the useful pool was empty, so no reasoner); round 3 keeps E5 and empties the queue;
-the screener keeps E5, so the reasoner reads E1, E3 and E5 (false, 5): confident; the explainer
-first cites E9, unknown, is asked again, then cites E1, E5 and I1.
+sufficiency 3), so the reasoner reads E1 and E3 (false, 3: not confident); round 3 keeps E5 and
+empties the queue; the screener keeps E5 (false, 5: a screener never ends the run), so the reasoner
+reads E1, E3 and E5 (false, 5): confident; the explainer first cites E9, unknown, is asked again,
+then cites E1, E5 and I1.
 """
 
 from __future__ import annotations
 
 import json
 import warnings
+from datetime import date
 from typing import Any, Callable, Mapping, Sequence
 
 import pytest
@@ -67,7 +69,7 @@ class StubLens:
         return ReverseImageResult(provider=self.name, pages=[
             SearchHit(url="https://harbourtongazette.example/gallery/2019-demolition", title="Mill Lane demolition, 2019",
                       snippet="Photo gallery: the old Mill Lane bridge falls into the river during its demolition in June 2019.",
-                      provider=self.name, match="full"),
+                      provider=self.name, match="full", published=date(2019, 6, 12)),
             SearchHit(url="https://www.snopes.com/fact-check/footbridge-photo-2019/", title="Did the footbridge collapse?",
                       snippet="Fact check: the photo is from 2019. Rating: False.", provider=self.name, rank=1, match="partial"),
         ])
@@ -108,10 +110,11 @@ def scripts(explainer: list[str] | Responder) -> dict[str, list[str] | Responder
     return {
         "strategist": [PLAN],
         "retriever": [json.dumps({"queries": [OPENING, DEMOLITION]})],
-        "visual_analyst": [json.dumps({"comparison": "the page dates the image to 2019", "miscaption_rate": 90,
+        "visual_analyst": [json.dumps({"claim_understanding": "the photo shows the new bridge collapsing",
+                                       "comparison": "the page dates the image to 2019", "miscaption_rate": 90,
                                        "reason": "the photo shows a 2019 demolition, not the new bridge"})],
-        "screener": [judgement(["E1", "E3"], "false", 3), judgement(["E5"], "false", 3)],
-        "reasoner": [judgement(["E1", "E3", "E5"], "false", 5)],
+        "screener": [judgement(["E1", "E3"], "false", 3), judgement(["E5"], "false", 5)],
+        "reasoner": [judgement(["E1", "E3"], "false", 3), judgement(["E1", "E3", "E5"], "false", 5)],
         "explainer": explainer,
     }
 
@@ -147,11 +150,12 @@ async def test_the_golden_trace_runs_as_scripted() -> None:
     verdict, clients, streamed = await golden([explanation(["E9"]), explanation(["E1", "E5", "I1"])])
     speakers = [t.speaker for t in verdict.transcript]
     assert sorted(speakers[:2]) == ["strategist", "visual_analyst"]
-    assert speakers[2:] == ["retriever", "retriever", "screener", "retriever", "screener", "reasoner", "explainer"]
+    assert speakers[2:] == ["retriever", "retriever", "screener", "reasoner", "retriever", "screener", "reasoner", "explainer"]
     assert [t.speaker for t in streamed] == speakers, "every finished turn is streamed as it finishes"
     diagnostics = verdict.diagnostics
-    assert diagnostics.steps == 6 and diagnostics.stop_reason == "confident"
-    assert diagnostics.leakage == {"factcheck_domain": 2, "factcheck_path": 1, "claim_review": 0, "after_claim_date": 1}
+    assert diagnostics.steps == 4 and diagnostics.stop_reason == "confident", "reasoning turns are the steps"
+    assert diagnostics.leakage == {"factcheck_substring": 0, "factcheck_domain": 2, "factcheck_path": 1, "claim_review": 0,
+                                   "after_claim_date": 1, "undated": 0}
 
     assert verdict.taxonomy == "factcheck" and verdict.label == "false" and verdict.confidence == 1.0
     assert verdict.accounting.parse_retries == 1
@@ -175,17 +179,26 @@ async def test_the_golden_trace_runs_as_scripted() -> None:
         assert not any(leaked in prompt for prompt in prompts), leaked
     assert any("[E4] reliability: satire" in call.prompt and "theonion.com" in call.prompt
                for call in clients["screener"].calls)
-    assert "[E2]" not in clients["reasoner"].calls[0].prompt and "[E5]" in clients["reasoner"].calls[0].prompt
+    assert "[E2]" not in clients["reasoner"].calls[1].prompt and "[E5]" in clients["reasoner"].calls[1].prompt
+    explainer_prompt = clients["explainer"].calls[0].prompt
+    assert all(f"{n}. {role}: label false" in explainer_prompt for n, role in enumerate(["screener", "reasoner"] * 2, start=1)), \
+        "the explainer reads every reasoning output, with the ids each used"
+    assert explainer_prompt.count("claim understood as:") == 4
 
     by_role = {role: usage.calls for role, usage in verdict.accounting.by_role.items()}
-    assert by_role == {"strategist": 1, "query_writer": 1, "miscaption": 1, "screener": 2, "reasoner": 1, "explainer": 2}
-    assert verdict.accounting.model_calls == 8
+    assert by_role == {"strategist": 1, "query_writer": 1, "miscaption": 1, "screener": 2, "reasoner": 2, "explainer": 2}
+    assert verdict.accounting.model_calls == 9
 
     image = next(f for f in verdict.findings if f.summary.startswith("[I1]"))
-    assert "relationship=same_source" in image.summary and "tampering=unavailable: backend has no vision" in image.summary
-    assert "miscaption=90" in image.summary
-    assert any("fused forensic score" in f.summary for f in verdict.findings)
-    assert all(not call.kwargs.get("images") for client in clients.values() for call in client.calls)
+    assert "relationship=same_source (from the search's full match; unavailable: backend has no vision)" in image.summary
+    assert "tampering=unavailable: backend has no vision" in image.summary and "miscaption=90" in image.summary
+    assert any("deepfake score unavailable: no learned detector configured" in f.summary for f in verdict.findings)
+    unavailable = diagnostics.unavailable
+    assert {"image_matching", "tampering", "miscaption_image", "deepfake", "post_image:strategist"} <= set(unavailable)
+    assert any(f.summary.startswith("[unavailable] image_matching") for f in verdict.findings)
+    assert all(isinstance(m.content, str) for client in clients.values() for call in client.calls for m in call.messages), \
+        "a text-only backend is sent no image"
+    assert explained.cited_all_answers == 4 and explained.unknown_all_answers == 1, "the retry that fixed E9 is counted"
     review = verdict.review_record()
     assert review.predicted_authenticity_key_points[0].evidence_ids == ["E1", "E5", "I1"]
 
@@ -244,9 +257,9 @@ async def test_the_closed_book_setting_never_sees_gold_evidence() -> None:
 
 
 def test_every_configuration_loads_without_a_warning() -> None:
-    names = ["agentfact", "agentfact-closed", "agentfact-bounded", "agentfact-no-sp", "agentfact-no-ir", "agentfact-no-tr",
-             "agentfact-no-rt"]
+    names = ["agentfact", "agentfact-code", "agentfact-closed", "agentfact-bounded", "agentfact-no-sp", "agentfact-no-ir",
+             "agentfact-no-tr", "agentfact-no-rt"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         loaded = [load_config(n) for n in names]
-    assert [c.strategy for c in loaded] == ["agentfact"] * 7
+    assert [c.strategy for c in loaded] == ["agentfact"] * 8
