@@ -41,3 +41,15 @@ def no_internet(monkeypatch: pytest.MonkeyPatch) -> None:
         raise BackendError("tests never reach DuckDuckGo")
 
     monkeypatch.setattr("retrieval.providers.duckduckgo.DuckDuckGoSearch._search", refuse)
+
+
+SHARED_SERVERS = ("vllm", "ray")
+"""Markers of tests that start one heavy server for the whole session (a vLLM engine, a Ray cluster):
+under pytest-xdist each kind runs on a single worker, so the run starts it once, not once per worker."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for marker in SHARED_SERVERS:
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.xdist_group(marker))

@@ -4,7 +4,6 @@ framing, its disambiguation schedule and its retrieval. Three-debater variants k
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from string import Template
 from typing import Any, Mapping, Sequence
 
@@ -13,7 +12,7 @@ from autogen_core.models import LLMMessage
 import prompts
 from debates.chat.config import DebateConfig
 from debates.session import run_sample
-from debates.config_loader import load_config
+from debates.config_loader import builtin_config_names, load_config
 from m3d_agents.datasets import load_dataset
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample, SampleMetadata
@@ -136,9 +135,11 @@ async def test_json_turns_leave_room_for_detailed_arguments() -> None:
     assert verdict.label == "fake" and verdict.transcript[0].text.startswith(long_argument.strip())
 
 
-def test_configuration_files_are_listed_in_the_readme() -> None:
-    readme = (REPO / "README.md").read_text()
-    for name in PAPER + ["async-three", "async-ai-three", "sync-three", "disambiguation-three", "agentm3d-lazy", "async-closed",
-                         "mmd-agent-decoupled"]:
-        assert f"`{name}`" in readme, name
-    assert Path(REPO / "debates" / "configs" / "async.yaml").is_file()
+def test_every_llm_consensus_configuration_is_described_on_its_page() -> None:
+    page = (REPO / "docs" / "systems" / "llm-consensus.md").read_text()
+    named = [n for n in builtin_config_names() if load_config(n).paper == "LLM-Consensus"]
+    assert set(PAPER + ["async-closed", "judged", "actor-skeptic", "async-three", "disambiguation-three"]) <= set(named)
+    for name in named:
+        assert f"`{name}`" in page, name
+    assert (REPO / "docs" / "systems" / "agentm3d.md").read_text().count("`agentm3d-lazy`") >= 1
+    assert "`mmd-agent-decoupled`" in (REPO / "docs" / "systems" / "agentm3d.md").read_text()

@@ -105,6 +105,7 @@ def images(nb: Any) -> int:
 
 
 @pytest.mark.integration
+@pytest.mark.notebook
 def test_run_debates_notebook_runs_every_configuration(kernel_env: dict[str, str]) -> None:
     data = shared_data()
     # One of each kind of turn order: in turn (async), judged, and concurrent rounds with a retrieval
@@ -122,6 +123,7 @@ def test_run_debates_notebook_runs_every_configuration(kernel_env: dict[str, str
 
 
 @pytest.mark.integration
+@pytest.mark.notebook
 def test_human_notebook_with_scripted_person(kernel_env: dict[str, str]) -> None:
     data = shared_data()
     answers = [
@@ -141,6 +143,7 @@ def test_human_notebook_with_scripted_person(kernel_env: dict[str, str]) -> None
 
 
 @pytest.mark.integration
+@pytest.mark.notebook
 def test_async_vs_judged_notebook_compares_two_runs(kernel_env: dict[str, str], tmp_path: Path) -> None:
     data = shared_data("mediaeval2016-dev")
     runs = tmp_path / "runs"

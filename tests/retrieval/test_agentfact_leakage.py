@@ -19,6 +19,7 @@ from retrieval.guards import FetchGuard
 from retrieval.leakage import Candidate, LeakageFilter, rule_of
 from retrieval.pipeline import EvidencePipeline
 from retrieval.runpath import open_retrieval
+from tests.support.paths import shared_data
 from tests.support.provider_server import KEY, ProviderServer
 
 APPENDIX_C = ["snopes", "politifact", "factcheck", "truthorfiction", "hoax-slayer", "eadstories", "opensecrets", "fullfact",
@@ -84,6 +85,8 @@ def test_an_undated_page_is_dropped_and_a_dated_one_before_the_claim_is_kept() -
 
 @pytest.fixture
 def providers(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderServer]:
+    shared_data("article-extraction-benchmark")
+    shared_data("mr2-sample")
     with ProviderServer() as server:
         for variable, value in server.endpoints().items():
             monkeypatch.setenv(variable, value)

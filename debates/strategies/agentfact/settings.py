@@ -1,7 +1,7 @@
 """The settings of an AgentFact configuration: which agents take part, in which setting, under which limits.
 
 Every threshold and rule of the control loop is a setting, because the paper states them loosely
-and its public code uses others (see the README's AgentFact section for each choice): the
+and its public code uses others (see docs/systems/agentfact.md for each choice): the
 screener's trigger, its batch size, the confidence that stops the loop and whether it must be
 exceeded, whether the screener may stop the loop, when the reasoner follows a screening, which
 turns count as steps, the step and plan limits, the number of items kept per query and of

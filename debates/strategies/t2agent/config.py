@@ -3,7 +3,7 @@
 Every number the paper gives is a default here (n = 2, C = 2, α = 0.5); every choice it leaves
 open is a setting with the value the implementation spec argues for (K, d, τ and what it is
 applied to, the UCT form, the score map, the failure memory, temperatures, the forced finish),
-so an ablation is a YAML file, not a code change. The README's T2Agent section lists them.
+so an ablation is a YAML file, not a code change. The T2Agent page of the documentation (docs/systems/t2agent.md) lists them.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class SubtaskConfig(Settings):
 
 
 class SearchSettings(Settings):
-    """Alg. 1's knobs; see the module docstring and the README for which the paper fixes."""
+    """Alg. 1's knobs; see the module docstring and docs/systems/t2agent.md for which the paper fixes."""
 
     iterations: int | None = Field(
         None, ge=1, le=50, description="K, the most iterations per post; None: one more than the number of subtasks."

@@ -135,6 +135,7 @@ task = run_in_background(run_sample(config, SAMPLE, pool, human_seats={"judge": 
 """
 
 
+@pytest.mark.notebook
 def test_in_a_real_kernel_the_debate_waits_for_the_click_between_cells() -> None:
     """The cell that starts the debate returns at once; the person answers from a later message."""
     pytest.importorskip("ipykernel")

@@ -24,7 +24,7 @@ from m3d_agents.sample import Sample
 from retrieval import guards
 from tests.support.openai_stub_server import StubOpenAIServer, completion_body
 from tests.support.page_server import MATCHED_SIZE
-from tests.support.paths import REPO
+from tests.support.paths import REPO, shared_data
 from tests.support.provider_server import ProviderServer
 from tests.support.schema_stub import answer as schema_answer
 from tests.support.schema_stub import fill, schema_of
@@ -73,6 +73,8 @@ def respond(request: dict[str, Any], number: int) -> tuple[int, dict[str, Any], 
 
 @pytest.fixture
 def servers(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ProviderServer, StubOpenAIServer]]:
+    shared_data("article-extraction-benchmark")
+    shared_data("mr2-sample")
     with ProviderServer() as providers, StubOpenAIServer(respond) as model:
         for variable, value in providers.environment().items():
             monkeypatch.setenv(variable, value)

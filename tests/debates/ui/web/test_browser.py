@@ -11,11 +11,14 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.support.paths import EXAMPLE_IMAGE
 from tests.support.runs import judged_responder, make_run, scripted_pool_factory, verite_responder
 from tests.support.web import chromium, running_server, screenshot, settings_for, static_sources
+
+pytestmark = pytest.mark.browser
 
 POST = "Storm clouds over the Statue of Liberty during Hurricane Sandy"
 

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Lint, types, the tests on two workers, and the documentation site, as CI runs them.
+#   bash scripts/test.sh        everything (what CI runs)
+#   bash scripts/test.sh fast   the fast tier for development: no embedded model, Ray, training,
+#                               browser, notebook or vLLM tests, and no site build
+# Further arguments go to pytest (bash scripts/test.sh fast tests/debates/chat -x).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tier=full
+if [ "${1:-}" = fast ]; then tier=fast; shift; fi
+.venv/bin/ruff check .
+.venv/bin/mypy
+if [ "$tier" = fast ]; then
+    .venv/bin/python -m pytest -q -n 2 --dist loadgroup \
+        -m "not integration and not ray and not train and not browser and not notebook and not vllm" "$@"
+else
+    .venv/bin/python -m pytest -q -n 2 --dist loadgroup --durations=25 "$@"
+    NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -q -d .cache/site
+fi
