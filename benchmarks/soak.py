@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import heapq
 import json
 import math
 import multiprocessing
@@ -49,6 +48,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from benchmarks.throughput import ideal_schedule  # noqa: E402
 
 FAULTS = ("http_500", "http_429", "close", "not_json", "garbage")
 POST = re.compile(rb"Soak post (\d+)")
@@ -167,17 +168,6 @@ class RssWatch:
         self._stop.set()
         self._thread.join()
         self.peak = max(self.peak, rss_mb())
-
-
-def ideal_schedule(durations: list[float], slots: int) -> float:
-    """The makespan of running samples in order on ``slots`` slots, each taking its model time."""
-    free = [0.0] * slots
-    end = 0.0
-    for duration in durations:
-        start = heapq.heappop(free)
-        heapq.heappush(free, start + duration)
-        end = max(end, start + duration)
-    return end
 
 
 def lost_or_repeated(results: Path, expected: set[str]) -> int:

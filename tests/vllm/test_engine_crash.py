@@ -38,7 +38,7 @@ def long_prompt(k: int) -> list[UserMessage]:
 
 async def send(server: VllmServer, transport: str, prompts: list[list[UserMessage]], seed: int | None = 7) -> list[object]:
     config = BackendConfig(kind="vllm", base_url=server.base_url, model=MODEL_NAME, transport=transport, cache=False,
-                           max_tokens=4, seed=seed, transport_retries=4)
+                           max_tokens=16, seed=seed, transport_retries=4)
     backend = build_backend(config)
     try:
         return list(await asyncio.gather(*(backend.client.create(p) for p in prompts), return_exceptions=True))

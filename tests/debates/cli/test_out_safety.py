@@ -3,7 +3,6 @@ of other files are refused with one line and exit status 2, and nothing in the f
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterator
 
@@ -11,22 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from debates.cli.main import app
-from tests.support.openai_stub_server import StubOpenAIServer
-from tests.support.serve_stub import answer
+from tests.support.stub_workspace import stub_workspace
 
 USERS_REPORT = "# My own report\n\nWeeks of work.\n"
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Iterator[Path]:
-    with StubOpenAIServer(lambda request, n: answer(request, n, 0.0)) as server:
-        (tmp_path / "m3d.yaml").write_text(
-            f"backends:\n  stub: {{kind: vllm, base_url: '{server.base_url}', model: test-model, cache: false, "
-            "vision: false, transport_retries: 0}\n"
-        )
-        (tmp_path / "posts.jsonl").write_text(
-            "".join(json.dumps({"id": f"p{i}", "text": f"Post {i}", "label": "fake"}) + "\n" for i in range(2))
-        )
+    with stub_workspace(tmp_path, posts=2):
         (tmp_path / "report.md").write_text(USERS_REPORT)
         (tmp_path / "project").mkdir()
         (tmp_path / "project" / "report.md").write_text(USERS_REPORT)

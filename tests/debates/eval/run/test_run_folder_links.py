@@ -18,22 +18,14 @@ from debates.eval.score.annotations import append_annotation, read_annotations
 from debates.strategies.factguard.training.trajectories import append_line
 from m3d_agents.errors import InputError
 from m3d_agents.safe_files import AppendOnlyFile
-from tests.support.openai_stub_server import StubOpenAIServer
-from tests.support.serve_stub import answer
+from tests.support.stub_workspace import stub_workspace
 
 PRECIOUS = "a file of the user's that no run may touch\n"
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Iterator[Path]:
-    with StubOpenAIServer(lambda request, n: answer(request, n, 0.0)) as server:
-        (tmp_path / "m3d.yaml").write_text(
-            f"backends:\n  stub: {{kind: vllm, base_url: '{server.base_url}', model: test-model, cache: false, "
-            "vision: false, transport_retries: 0}\n"
-        )
-        (tmp_path / "posts.jsonl").write_text(
-            "".join(json.dumps({"id": f"p{i}", "text": f"Post {i}", "label": "fake"}) + "\n" for i in range(3))
-        )
+    with stub_workspace(tmp_path, posts=3):
         (tmp_path / "precious.txt").write_text(PRECIOUS)
         yield tmp_path
 
