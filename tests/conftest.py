@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
+
+from tests.support.vllm_server import FIGURES_KEY, SERVER_FIGURES
 
 # Wall-clock deadlines make property tests flaky on busy shared machines; behaviour is what we test.
 settings.register_profile("m3d", deadline=None)
@@ -53,3 +56,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for marker in SHARED_SERVERS:
             if item.get_closest_marker(marker) is not None:
                 item.add_marker(pytest.mark.xdist_group(marker))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """An xdist worker is done: keep the vLLM server figures it measured (see tests/vllm/conftest.py)."""
+    SERVER_FIGURES.extend(getattr(node, "workeroutput", {}).get(FIGURES_KEY, []))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for figures in SERVER_FIGURES[:1]:
+        terminalreporter.write_line(f"vLLM CPU server (tiny Qwen3-VL): started in {figures['startup_s']} s, "
+                                    f"{figures['peak_rss_gib']} GiB resident at the peak (all its processes)")

@@ -122,6 +122,13 @@ def tree_rss_bytes(pid: int) -> int:
     return total
 
 
+FIGURES_KEY = "vllm_server_figures"
+"""Where a test worker leaves the server's start-up time and memory for the controller to print."""
+
+SERVER_FIGURES: list[dict[str, float]] = []
+"""The servers' figures this pytest process prints at the end of the run (from its own tests or its workers')."""
+
+
 @dataclass
 class VllmServer:
     """One vLLM server process on a loopback port; :meth:`start` and :meth:`stop` may be called again (a restart)."""

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
 from tests.support.paths import REPO
-from tests.support.vllm_server import VllmServer, require_vllm, tiny_checkpoint
+from tests.support.vllm_server import FIGURES_KEY, SERVER_FIGURES, VllmServer, require_vllm, tiny_checkpoint
 
 STARTED: list[VllmServer] = []
 
@@ -31,13 +31,17 @@ def vllm_server() -> Iterator[VllmServer]:
         server.stop()
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Hand the figures to whoever prints the summary: this process, or the xdist controller, which
+    never runs these tests itself and so never sees the server."""
     if not STARTED:
         return
     figures = [{"startup_s": round(s.startup_s, 1), "peak_rss_gib": round(s.peak_rss_bytes / 2**30, 2)} for s in STARTED]
-    main = figures[0]
-    terminalreporter.write_line(f"vLLM CPU server (tiny Qwen3-VL): started in {main['startup_s']} s, "
-                                f"{main['peak_rss_gib']} GiB resident at the peak (all its processes)")
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[FIGURES_KEY] = figures
+    else:
+        SERVER_FIGURES.extend(figures)
     artifacts = Path(os.environ.get("M3D_TEST_ARTIFACTS", REPO / "test-artifacts"))
     try:
         artifacts.mkdir(parents=True, exist_ok=True)
