@@ -277,13 +277,21 @@ class FactGuardDiagnostics(StrategyDiagnostics):
     strategy: Literal["factguard"] = "factguard"
     turns: int = Field(ge=0, description="agent turns taken")
     tool_calls: dict[str, int] = Field(default_factory=dict, description="tool calls requested, by tool")
-    used_tools: bool = False
+    used_tools: bool = Field(False, description="the verifier asked for at least one tool call")
+    tool_calls_answered: int | None = Field(
+        None, ge=0, description="tool calls that ran and answered: not refused, unavailable or failed (none in rows from before it was counted)")
     tool_refusals: dict[str, int] = Field(default_factory=dict, description="calls refused (over budget, unknown), by tool")
     tool_stats: dict[str, int] = Field(default_factory=dict)
     video_seen: bool = Field(False, description="frames of the video were shown or described")
     format_ok: bool = Field(False, description="every turn was well formed at its first attempt (the SFT rule filter)")
     agent_turns: list[AgentTurnRecord] = Field(default_factory=list)
     teacher_hint: str = Field("", description="the gold hint a teacher run was given (removed from exported SFT data)")
+
+    @property
+    def tool_answered(self) -> bool:
+        """Whether a tool call ran and answered, what the tool reward pays for; a row written before
+        answered calls were counted falls back to whether any call was asked for."""
+        return self.used_tools if self.tool_calls_answered is None else self.tool_calls_answered > 0
 
 
 class UntypedDiagnostics(StrategyDiagnostics):

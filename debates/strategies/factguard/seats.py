@@ -32,7 +32,7 @@ from m3d_agents.fence import one_line, quote_text
 from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient, UsageLedger
 from debates.strategies.factguard.turn_format import ANSWER_STYLES, AgentTurn, parse_agent_turn
-from m3d_agents.tools.cards import ToolContext, ToolRegistry
+from m3d_agents.tools.cards import ToolContext, ToolRegistry, is_unavailable
 from m3d_agents.verdict import TranscriptTurn
 
 VERIFIER = "verifier"
@@ -70,6 +70,7 @@ class FactGuardState:
         self.turns: list[VerifierTurn] = []
         self.observations: list[Observation] = []
         self.stop_reason = ""
+        self.answered_calls = 0
 
     def record(self, speaker: str, text: str) -> None:
         """The seats write their structured results here themselves; the text is already in the transcript."""
@@ -78,6 +79,7 @@ class FactGuardState:
         self.turns.clear()
         self.observations.clear()
         self.stop_reason = ""
+        self.answered_calls = 0
 
     def next_speakers(self) -> list[str] | None:
         if not self.turns:
@@ -211,6 +213,7 @@ class ToolDesk(BaseChatAgent):
         made_before = len(self._context.artifacts)
         blocks = []
         for call in turn.tool_calls:
+            not_answered_before = self._not_answered()
             try:
                 output = str(await self._tools[call.name].run_json(call.arguments, cancellation_token))
             except asyncio.CancelledError:
@@ -218,6 +221,8 @@ class ToolDesk(BaseChatAgent):
             except Exception as exc:  # noqa: BLE001 - a failing tool is an observation, not a crash
                 self._context.stats[f"{call.name}.errors"] += 1
                 output = f"{call.name}: error: {exc}"
+            if self._not_answered() == not_answered_before and not is_unavailable(output):
+                self._state.answered_calls += 1
             blocks.append(f"{call.name} {one_line(json.dumps(call.arguments, ensure_ascii=False))}:\n{quote_text(output, call.name)}")
         images: list[AgentImage] = []
         for artifact in self._context.artifacts[made_before:]:
@@ -230,6 +235,13 @@ class ToolDesk(BaseChatAgent):
         text = prompts.render("factguard/observation", results="\n\n".join(blocks), instruction=instruction)
         self._state.observations.append(Observation(text, images))
         return Response(chat_message=TextMessage(content=text, source=self.name))
+
+    def _not_answered(self) -> int:
+        """Calls refused, unavailable or failed so far: a call that adds none of these ran and answered,
+        which is what the tool reward pays for (a call answered "unavailable" found nothing)."""
+        stats = self._context.stats
+        return sum(self._context.refusals.values()) + sum(
+            count for name, count in stats.items() if name.endswith((".unavailable", ".errors")))
 
     def _described(self, picture: Any, caption: str) -> str:
         width, height = picture.size

@@ -141,6 +141,7 @@ class FactGuard(ConfiguredStrategy[FactGuardConfig]):
             turns=len(turns),
             tool_calls=requested,
             used_tools=bool(requested),
+            tool_calls_answered=state.answered_calls,
             tool_refusals=dict(context.refusals),
             tool_stats=dict(context.stats),
             video_seen=bool(frames),

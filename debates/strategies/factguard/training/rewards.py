@@ -6,7 +6,9 @@
 * ``R_format``: 1 when every turn was well-formed (strictly) and the last one answered, else 0;
 * ``R_risk = −α·1[false positive] − γ·1[false negative]`` (the paper's cost-sensitive term);
 * ``R_tool``: ``+r⁺`` when a tool was used and the answer is right, ``−r⁻`` when a tool was used and
-  it is not, 0 without tools (the paper's gate of the tool reward on accuracy).
+  it is not, 0 without tools (the paper's gate of the tool reward on accuracy). A tool counts as used
+  when one of its calls ran and answered: a call refused, failed or answered "unavailable" (FactProbe
+  with retrieval off) led to nothing, so it earns neither r⁺ nor r⁻.
 
 No readable answer scores ``R_acc = R_format = 0`` and ``R_risk = −max(α, γ)`` (ours), which keeps
 the order malformed < wrong < right for any positive costs. The values of the terms, λ, α, γ, r⁺ and

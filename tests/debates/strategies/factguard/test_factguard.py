@@ -75,6 +75,7 @@ async def test_tools_then_an_answer(clip: Path, tmp_path: Path) -> None:
     assert [t.speaker for t in verdict.transcript] == ["verifier", "tool_desk", "verifier"]
     assert [t.speaker for t in turns] == ["verifier", "tool_desk", "verifier"], "every turn is streamed"
     assert verdict.diagnostics.tool_calls == {"fact_probe": 1, "clip_scout": 1}
+    assert verdict.diagnostics.tool_calls_answered == 2 and verdict.diagnostics.tool_answered
     grids = list((tmp_path / "grids").glob("*.png"))
     assert len(grids) == 1 and len(verdict.evidence_ids) == 2
     assert "Tools are now closed" in second.prompt
@@ -111,6 +112,15 @@ async def test_without_a_video_file_the_check_still_answers(clip: Path) -> None:
     verdict, client, _ = await run(script, post(None))
     assert "clip_scout: unavailable: no video file" in client.calls[1].prompt
     assert verdict.diagnostics.video_seen is False and verdict.label == "real"
+    assert verdict.diagnostics.used_tools and verdict.diagnostics.tool_calls_answered == 0
+    assert not verdict.diagnostics.tool_answered, "a call answered 'unavailable' earns no tool reward"
+
+
+async def test_only_the_calls_that_answered_count_for_the_tool_reward() -> None:
+    script = [f"<think>t</think>{PROBE}{SCOUT}", "<think>ok</think><answer>fake</answer>"]
+    verdict, _, _ = await run(script, post(None))
+    assert verdict.diagnostics.tool_calls == {"fact_probe": 1, "clip_scout": 1}
+    assert verdict.diagnostics.tool_calls_answered == 1, "FactProbe answered; ClipScout had no video"
 
 
 async def test_a_fresh_team_per_sample(clip: Path) -> None:

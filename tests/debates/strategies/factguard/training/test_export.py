@@ -168,6 +168,16 @@ def test_an_old_trajectory_row_is_read_typed_and_filtered_as_before() -> None:
     assert drop_reason(refused) == "invalid_tool_action"
 
 
+def test_the_tool_reward_reads_the_calls_that_answered_and_old_rows_the_calls_asked_for() -> None:
+    base = {k: OLD_FACTGUARD[k] for k in OLD_KEPT}
+    unavailable = outcome_of(trajectory({**base, "used_tools": True, "tool_calls_answered": 0}))
+    answered = outcome_of(trajectory({**base, "used_tools": True, "tool_calls_answered": 1}))
+    old = outcome_of(trajectory({**base, "used_tools": True}))
+    assert unavailable is not None and not unavailable.used_tool
+    assert answered is not None and answered.used_tool
+    assert old is not None and old.used_tool, "a row from before the count keeps the reward it had"
+
+
 def test_a_trajectory_without_factguards_format_check_is_never_kept_unchecked() -> None:
     checked_once = trajectory(CheckDiagnostics(attempts=1))
     assert drop_reason(checked_once) == "no_format_check", "a default would have passed it as well formed"
