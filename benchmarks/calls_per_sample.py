@@ -136,7 +136,9 @@ class Run:
 async def run_config(name: str, samples: list[Sample], n: int, level1_rate: float, **policy: object) -> Run:
     pool = BackendPool()
     pool.add(scripted_backend(ScriptedClient(SeededScript(level1_rate)), name="bench"))
-    config = with_n(load_config(name), n, **policy)
+    loaded = load_config(name)
+    assert isinstance(loaded, DebateConfig), f"{name} is not a debate configuration"
+    config = with_n(loaded, n, **policy)
     calls: list[int] = []
     by_role: Counter[str] = Counter()
     m_star: Counter[int] = Counter()

@@ -64,7 +64,7 @@ def pixel_level() -> dict[str, list[float]]:
 
 
 def image_level(limit: int | None) -> tuple[dict[str, float], int, int, int]:
-    labelled = mediaeval_images(DATA / "mediaeval2016-dev")
+    labelled = mediaeval_images(f"mediaeval:{DATA / 'mediaeval2016-dev'}")
     if limit:
         labelled = labelled[:: max(1, len(labelled) // limit)][:limit]
     scores: dict[str, list[float]] = {m: [] for m in METHODS}

@@ -225,14 +225,14 @@ class PricedScriptedClient(ScriptedClient):
     prompt, images included, counted once; ``samples_choices=False`` stands for a backend that
     cannot, where each choice is a call of its own."""
 
-    async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:  # type: ignore[override]
+    async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:
         result = await super().create(messages, **kwargs)
         usage = result.usage
         result.usage = RequestUsage(prompt_tokens=usage.prompt_tokens + IMAGE_TOKENS * images_in(messages),
                                     completion_tokens=usage.completion_tokens)
         return result
 
-    async def create_choices(self, messages: Sequence[LLMMessage], n: int, **kwargs: Any) -> Choices:  # type: ignore[override]
+    async def create_choices(self, messages: Sequence[LLMMessage], n: int, **kwargs: Any) -> Choices:
         choices = await super().create_choices(messages, n, **kwargs)
         usage = RequestUsage(prompt_tokens=choices.usage.prompt_tokens + IMAGE_TOKENS * images_in(messages),
                              completion_tokens=choices.usage.completion_tokens)

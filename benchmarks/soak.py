@@ -191,6 +191,7 @@ def other_cpu_s() -> float:
 async def soak(args: argparse.Namespace, url: str, folder: Path) -> dict[str, Any]:
     from debates.eval.records import RESULTS, RunManifest
     from debates.eval.run.batch import BatchRunner, Tally
+    from debates.session import RunSession
     from m3d_agents.backends.config import BackendConfig, BackendSettings
     from m3d_agents.backends.factory import BackendPool
     from m3d_agents.sample import Sample
@@ -209,12 +210,13 @@ async def soak(args: argparse.Namespace, url: str, folder: Path) -> dict[str, An
         if tally.done >= args.samples and "end" not in half:
             half["end"] = rss_mb()
 
-    runner = BatchRunner("check", samples, pool, folder / "run", manifest, concurrency=args.concurrency, backend="soak",
-                         on_progress=progress)
     cpu_before, own_before = other_cpu_s(), time.process_time()
     started = time.time()
     with RssWatch() as watch:
-        outcome = await runner.run()
+        async with RunSession("check", pool, backend="soak") as session:
+            runner = BatchRunner("check", samples, session, folder / "run", manifest, concurrency=args.concurrency,
+                                 on_progress=progress)
+            outcome = await runner.run()
     end_rss = half.get("end", rss_mb())
     wall = time.time() - started
     machine_cpu = other_cpu_s() - cpu_before

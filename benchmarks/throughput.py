@@ -383,7 +383,7 @@ async def batch(config: str, items: list[Any], pool: Any, out: Path, concurrency
     """One run: wall time and CPU of this process (and, on Ray, of the workers), and the model calls."""
     from debates.eval.run.batch import BatchRunner
     from debates.eval.records import RunManifest
-    from debates.eval.run.ray_runner import RayBatchRunner
+    from debates.eval.run.ray_runner import RayBatchRunner, RayOutcome
     from debates.session import RunSession
 
     kind = RayBatchRunner if ray else BatchRunner
@@ -396,7 +396,7 @@ async def batch(config: str, items: list[Any], pool: Any, out: Path, concurrency
     if failed:
         raise SystemExit(f"{len(failed)} samples failed, e.g. {failed[0].error}")
     figures = {"wall": wall, "cpu": cpu, "calls": sum(r.model_calls for r in outcome.rows)}
-    if ray:
+    if isinstance(outcome, RayOutcome):
         figures["wall"] = outcome.dispatch_wall_s
         figures.update({f"cpu_{k}": v for k, v in outcome.cpu_s.items()})
     return figures

@@ -43,6 +43,7 @@ QWEN25_VL_7B_VISION = dict(depth=32, hidden_size=1280, intermediate_size=3420, n
 
 
 def tiny_step(generations: int, tokens: int) -> None:
+    from debates.strategies.factguard.config import FactGuardConfig
     from debates.config_loader import load_config, with_overrides
     from debates.strategies.factguard.training.grpo import GRPOSettings, train_grpo
     from m3d_agents.sample import Sample, VideoRef
@@ -58,6 +59,7 @@ def tiny_step(generations: int, tokens: int) -> None:
         out = Path(folder)
         model_dir, processor = tiny_vision_model(out / "model")
         config = with_overrides(load_config("factguard"), artifacts_dir=str(out / "grids"))
+        assert isinstance(config, FactGuardConfig)
         settings = GRPOSettings(num_generations=generations, max_completion_length=tokens, max_steps=1)
         started = time.perf_counter()
         run = train_grpo(model_dir, samples, config, out / "run", settings, processing_class=processor,
