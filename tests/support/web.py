@@ -6,7 +6,10 @@ in a thread of the test process, so a scripted model client can stand in for the
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -16,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import httpx
 import pytest
+import websockets
 
 from debates.ui.web.server import build_server, loopback_socket, server_logging
 from debates.ui.web.settings import WebSettings
@@ -135,3 +140,32 @@ def screenshot(page: Any, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def csrf_of(page: str) -> str:
+    """The form token a page carries, as a browser would send it back."""
+    found = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
+    assert found, "the page has no form token"
+    return found.group(1)
+
+
+def live_debate(
+    served: Any, browser: httpx.Client, form: dict[str, str], files: dict[str, Any] | None = None,
+    until: tuple[str, ...] = ("failed", "verdict"),
+) -> tuple[str, list[dict[str, str]]]:
+    """Start a live debate from the form, open its socket as the page does, and return its id and what it sent
+    up to the first message whose type is in ``until`` (a saved debate sends ``saved`` after its verdict)."""
+    token = csrf_of(browser.get("/live").text)
+    started = browser.post("/live", data={"csrf": token, **form}, files=files)
+    debate_id = started.headers["location"].rsplit("/", 1)[1]
+    cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
+
+    async def messages() -> list[dict[str, str]]:
+        seen: list[dict[str, str]] = []
+        address = served.base.replace("http", "ws") + f"/live/{debate_id}/ws?csrf={token}"
+        async with websockets.connect(address, origin=served.base, additional_headers={"cookie": cookie}) as socket:  # type: ignore[arg-type]
+            while not seen or seen[-1]["type"] not in until:
+                seen.append(json.loads(await asyncio.wait_for(socket.recv(), 30)))
+        return seen
+
+    return debate_id, asyncio.run(messages())

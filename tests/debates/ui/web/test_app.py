@@ -18,43 +18,16 @@ from debates.ui.web import review
 from debates.ui.web.study import StudyAnswer, summarise_study
 from m3d_agents.errors import BackendError
 from tests.support.runs import make_run, scripted_pool_factory, verite_responder
-from tests.support.web import running_server, settings_for
+from tests.support.web import csrf_of, live_debate, running_server, settings_for
 
 TOKEN = "a-long-server-token-0123456789"
 SECRET = "sk-test-SECRET123456789"
-
-
-def csrf_of(html: str) -> str:
-    found = re.search(r'name="csrf" value="([0-9a-f]+)"', html)
-    assert found, "the page has no form token"
-    return found.group(1)
 
 
 def message_of(page: str) -> str:
     found = re.search(r'<p class="message">(.*?)</p>', page, re.S)
     assert found, page[:400]
     return html.unescape(found.group(1))
-
-
-def live_debate(
-    served: Any, browser: httpx.Client, form: dict[str, str], files: dict[str, Any] | None = None
-) -> tuple[str, list[dict[str, str]]]:
-    """Start a live debate from the form, open its socket as the page does, and return its id and what it sent
-    up to the end."""
-    token = csrf_of(browser.get("/live").text)
-    started = browser.post("/live", data={"csrf": token, **form}, files=files)
-    debate_id = started.headers["location"].rsplit("/", 1)[1]
-    cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
-
-    async def messages() -> list[dict[str, str]]:
-        seen: list[dict[str, str]] = []
-        address = served.base.replace("http", "ws") + f"/live/{debate_id}/ws?csrf={token}"
-        async with websockets.connect(address, origin=served.base, additional_headers={"cookie": cookie}) as socket:  # type: ignore[arg-type]
-            while not seen or seen[-1]["type"] not in ("failed", "verdict"):
-                seen.append(json.loads(await asyncio.wait_for(socket.recv(), 30)))
-        return seen
-
-    return debate_id, asyncio.run(messages())
 
 
 def test_with_a_token_every_request_needs_it_and_the_token_leaves_the_address_bar(

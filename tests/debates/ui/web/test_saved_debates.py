@@ -5,43 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from pathlib import Path
 
 import httpx
-import websockets
 
 from debates.eval.records import RESULTS
 from tests.support.paths import EXAMPLE_IMAGE
 from tests.support.runs import make_run, scripted_pool_factory, verite_responder
-from tests.support.web import running_server, settings_for
-
-
-def csrf_of(page: str) -> str:
-    found = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
-    assert found, "the page has no form token"
-    return found.group(1)
+from tests.support.web import live_debate, running_server, settings_for
 
 
 def test_a_finished_live_debate_is_saved_and_reviewable(tmp_path: Path) -> None:
     factory, _ = scripted_pool_factory(verite_responder)
     with running_server(settings_for(tmp_path, factory)) as served, httpx.Client(base_url=served.base) as browser:
-        token = csrf_of(browser.get("/live").text)
-        started = browser.post("/live", data={"csrf": token, "config": "async", "backend": "scripted",
-                                               "text": "Storm clouds over the harbour"},
-                               files={"image": ("post.jpg", EXAMPLE_IMAGE.read_bytes(), "image/jpeg")})
-        debate_id = started.headers["location"].rsplit("/", 1)[1]
-        cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
-
-        async def until_saved() -> list[dict[str, str]]:
-            seen: list[dict[str, str]] = []
-            address = served.base.replace("http", "ws") + f"/live/{debate_id}/ws?csrf={token}"
-            async with websockets.connect(address, origin=served.base, additional_headers={"cookie": cookie}) as socket:  # type: ignore[arg-type]
-                while not seen or seen[-1]["type"] not in ("failed", "saved"):
-                    seen.append(json.loads(await asyncio.wait_for(socket.recv(), 30)))
-            return seen
-
-        messages = asyncio.run(until_saved())
+        _, messages = live_debate(served, browser, {"config": "async", "backend": "scripted", "text": "Storm clouds over the harbour"},
+                                  {"image": ("post.jpg", EXAMPLE_IMAGE.read_bytes(), "image/jpeg")}, until=("failed", "saved"))
         saved = messages[-1]
         assert saved["type"] == "saved" and saved["text"].startswith("Saved for review as live/"), messages
         folder = next((tmp_path / "runs" / "live").iterdir())
