@@ -142,7 +142,8 @@ def _bounds(metadata: typing.Sequence[Any]) -> str:
     parts: list[str] = []
     for item in metadata:
         if isinstance(item, FieldInfo):
-            parts += [_bounds(item.metadata)] if _bounds(item.metadata) else []
+            inner = _bounds(item.metadata)
+            parts += [inner] if inner else []
         elif isinstance(item, annotated_types.Ge):
             parts.append(f">= {item.ge}")
         elif isinstance(item, annotated_types.Gt):
