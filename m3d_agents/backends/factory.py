@@ -118,6 +118,7 @@ def _openai_client(config: BackendConfig, base_url: str) -> ChatCompletionClient
         "seed": config.seed,
         "timeout_s": config.timeout_s,
         "max_retries": config.transport_retries,
+        "restart_wait_s": config.restart_wait_s,
         "context_window": config.local.n_ctx if config.kind == "local" else None,
         "shaping": config.shaping(),
         "max_answer_bytes": config.max_answer_bytes,
