@@ -336,8 +336,10 @@ def growth(memory: list[tuple[int, float]], total: int) -> float | None:
     """How much more memory the process held while the last quarter of its rows was written than while the
     second quarter was (the most in each): its growth over the last half, from one point of a steady run to
     the same point later, untouched by the start (imports, first loads) and by the end (fewer samples in flight)."""
-    second = [mb for rows, mb in memory if total / 4 <= rows < total / 2]
-    last = [mb for rows, mb in memory if rows >= 3 * total / 4]
+    before_half = [mb for rows, mb in memory if rows < total / 2]
+    second = [mb for rows, mb in memory if total / 4 <= rows < total / 2] or before_half[-1:]
+    # A piece of a few samples may end before a measure falls in its last quarter: its last measure stands in.
+    last = [mb for rows, mb in memory if rows >= 3 * total / 4] or [mb for _, mb in memory[-1:]]
     if not second or not last:
         return None
     return 100.0 * (max(last) - max(second)) / max(second)
