@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 from debates.eval.run.batch import BatchOutcome, BatchRunner, Tally, check_run_dir
 from debates.eval.records import MANIFEST, RunManifest
-from debates.eval.score.departures import PlannedRun, combined, planned_departures, row_departures, run_shares
+from debates.eval.score.departures import PlannedRun, asks_for_evidence, combined, planned_departures, row_departures, run_shares
 from debates.fidelity import StatedDeparture
 from debates.eval.score.prices import PriceTable, load_price_table
 from debates.eval.run.ratelimit import RateLimitedPool, rate_limit_problem
@@ -158,7 +158,7 @@ def finish_departures(run_dir: Path, planned: list[StatedDeparture], strategy: S
     from debates.eval.score.report import load_run
 
     manifest, rows = load_run(run_dir)
-    departures = combined(planned, row_departures(run_shares(rows), strategy.retrieval is not None))
+    departures = combined(planned, row_departures(run_shares(rows), asks_for_evidence(strategy)))
     updated = manifest.model_copy(update={"departures": departures})
     replace_file(run_dir / MANIFEST, updated.model_dump_json(indent=2))
     return departures

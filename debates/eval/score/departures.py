@@ -139,6 +139,15 @@ def _tool_departures(plan: PlannedRun) -> list[StatedDeparture]:
     return found
 
 
+def asks_for_evidence(config: StrategyConfig) -> bool:
+    """Whether the configuration's agents are meant to see evidence: it has a retrieval block, or one of its tools
+    searches the web (a ReAct Wikipedia or Google action), which answers 'unavailable' when retrieval is off."""
+    from m3d_agents.tools.catalogue import default_registry
+
+    registry = default_registry()
+    return config.retrieval is not None or any(registry.card(name).needs_network for name in config.tools_used())
+
+
 def learned_detector_named(plan: PlannedRun) -> bool:
     """Whether the run names a learned detector's weights (its ``tools:`` block, the config file's, or the
     environment), which the image critic then reads instead of the fused CPU forensics."""

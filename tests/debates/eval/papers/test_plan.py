@@ -36,8 +36,10 @@ def test_without_search_keys_the_llm_consensus_plan_says_the_rows_gather_no_evid
     assert line.startswith("  async-ai, async, actor-skeptic, judged, disambiguation: [no-evidence] the rows will gather no "
                            "evidence"), "every row but async-closed, which asks for none"
     assert "google_vision: no GOOGLE_VISION_API_KEY" in line and "serpapi_lens: no SERPAPI_API_KEY and no public_image_url" in line
-    ablation = departure_line(output, "without-external-information", "async-ai, async:")
+    ablation = departure_line(output, "without-external-information", "async:")
     assert "the paper's own ablation without external information" in ablation and "paper line 66-67, 71" in ablation
+    ai = departure_line(output, "without-external-information", "async-ai:")
+    assert "AI-framed row (75.2 accuracy)" in ai and "paper line 65-66, 71" in ai
     others = departure_line(output, "without-external-information", "actor-skeptic, judged, disambiguation:")
     assert "from their own knowledge only" in others
     assert "serper is listed but cannot run (no SERPER_API_KEY); web search falls back to duckduckgo" in output
