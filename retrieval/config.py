@@ -141,4 +141,9 @@ class RetrievalConfig(BaseModel):
     leakage: LeakageSettings = Field(default_factory=LeakageSettings, description="which evidence is left out as a leak of the answer")
     reliability_list: Path | None = Field(None, description="a CSV of domain,rating,note that overrides the shipped list")
     judge_unknown_domains: bool = Field(True, description="ask the model about domains that no list rates")
+    rate_sources: bool = Field(
+        True, description="rate each source's reliability (the lists, then judge_unknown_domains) and show the rating "
+        "beside every item an agent reads; False: no rating and no judgement call, an item shows its source and text "
+        "alone (T2Agent's searches return snippets, paper line 307)"
+    )
     wikipedia_language: str = Field("en", description="the Wikipedia edition searched (en, fr, ...)")
