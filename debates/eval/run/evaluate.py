@@ -267,5 +267,7 @@ def run_costs_line(rows: list[Any]) -> str:
     cached = sum(r.cache_hits for r in rows)
     fetches = sum(((r.verdict or {}).get("evidence_report") or {}).get("network_fetches", 0) for r in rows)
     modes = sorted({str(((r.verdict or {}).get("evidence_report") or {}).get("mode", "none")) for r in rows})
+    cut = sum(r.cut_answers for r in rows)
     return (f"model calls: {calls - cached} reached a model, {cached} answered from the response cache; "
+            f"answers cut at the token cap: {cut}; "
             f"network fetches for evidence: {fetches} (retrieval {', '.join(modes) or 'none'})")

@@ -157,12 +157,30 @@ def learned_detector_named(plan: PlannedRun) -> bool:
     return bool(plan.tools.get(NAME, ToolBinding()).model or env.get(MODEL_ENV, "").strip())
 
 
+def _answer_cap(plan: PlannedRun) -> list[StatedDeparture]:
+    """A cap on answers that the backend sets below what a paper configuration asks (the paper's limit, or none)."""
+    if plan.config.paper is None:
+        return []
+    budget = plan.config.call_budget()
+    asked = budget.answer_tokens if budget is not None else None
+    cap = plan.backend.answer_tokens(asked)
+    if cap is None or cap == asked:
+        return []
+    embedded = plan.backend.shaping().answer_tokens
+    source = "the embedded model's own cap, local.answer_tokens" if embedded == cap else "its max_tokens"
+    paper = "sets no limit" if asked is None else f"allows {asked}"
+    return [_detected("answer-cap", f"backend {plan.backend_name} cuts every answer at {cap} tokens ({source}), where "
+                      f"{plan.config.paper}'s setting {paper}; each answer cut short is counted in the run's summary "
+                      "(answers cut at the token cap)")]
+
+
 def planned_departures(plan: PlannedRun) -> list[StatedDeparture]:
     """Every departure a run of ``plan`` will have that is known before it starts, the configuration's own first."""
     config = plan.config
     conditions = {"always"}
     detected = _evidence_departures(plan, conditions)
     detected += _tool_departures(plan)
+    detected += _answer_cap(plan)
     if not plan.backend.has_vision:
         conditions.add("text_only")
     if config.paper is not None and not plan.backend.has_vision:
