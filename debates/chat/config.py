@@ -152,8 +152,9 @@ class DebateConfig(StrategyConfig):
         "with fewer the debate abstains and says so (the papers are silent; one readable vote of two is no majority)",
     )
     use_evidence: bool = Field(True, description="show the seats the evidence gathered for the post; False: the post alone")
-    max_queries_per_turn: int = Field(
-        2, ge=0, le=10, description="search queries a debater may ask per turn (the retrieval desk answers them); 0: none"
+    max_queries_per_turn: Annotated[int, Field(ge=0, le=10)] | None = Field(
+        2, description="search queries a debater may ask per turn (the retrieval desk answers them); 0: none; null: as "
+        "many as it writes (LLM-Consensus's disambiguation prompt sets no number, paper line 205)"
     )
     structured_turns: bool = Field(
         True, description="ask schema-capable backends for JSON turns, so answers are valid by construction"

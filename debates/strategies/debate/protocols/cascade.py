@@ -228,7 +228,7 @@ class Cascade(SoloProtocol):
         check = ALL_CHECKS[seat.role]
         return action_lines([check.distorted, check.clear])
 
-    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int) -> StanceReading:
+    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int | None) -> StanceReading:
         visible = strip_reasoning(text)
         try:
             action: str | None = parse_modality_action(visible, role)
