@@ -108,7 +108,10 @@ class RetrievalConfig(BaseModel):
     )
     caption_search: bool = Field(True, description="also search the web for the post's text")
     wikipedia: bool = Field(False, description="search Wikipedia for the post's text (AgentM3D's text evidence)")
-    wikipedia_results: int = Field(3, ge=1, le=20, description="Wikipedia articles kept per search")
+    wikipedia_results: int = Field(
+        3, ge=1, le=20, description="Wikipedia articles kept per search: the search for the post's text, and each "
+        "lookup an agent makes (T2Agent's Wikipedia action returns the best match's first paragraph: 1)"
+    )
     query_results: int = Field(3, ge=1, le=20, description="hits kept per query a debater or a searching agent asks")
     corpus: str | None = Field(
         None, description="a local corpus for agents that search one: 'climate_fever' (shipped) or a JSONL file"

@@ -139,13 +139,13 @@ def _open(settings: RetrievalConfig, pool: BackendPool, backend: str, chosen: Re
         replay_misses=misses, policy=policy,
     )
 
-    def answerer(providers: list[WebSearch], first_only: bool = False) -> SearchAnswerer:
+    def answerer(providers: list[WebSearch], first_only: bool = False, limit: int = settings.query_results) -> SearchAnswerer:
         return SearchAnswerer(
-            providers, store=store, rater=policy.rater, leakage=policy.leakage, limit=settings.query_results, log=log,
+            providers, store=store, rater=policy.rater, leakage=policy.leakage, limit=limit, log=log,
             replay_misses=misses, first_only=first_only,
         )
 
-    searchers: dict[str, QueryAnswerer] = {"wikipedia": answerer([wikipedia])}
+    searchers: dict[str, QueryAnswerer] = {"wikipedia": answerer([wikipedia], limit=settings.wikipedia_results)}
     if web:
         searchers["web"] = pipeline if settings.web_answers == "pages" else answerer(web, settings.web_first_available)
     corpus = _corpus(settings)
