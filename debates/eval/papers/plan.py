@@ -111,7 +111,7 @@ def plan_table(request: PlanRequest) -> TablePlan:
         config = load_config(name)
         agents = override or config.backend or default
         runs[name] = PlannedRun(config=config, backend_name=agents, backend=settings.get(agents), mode=mode,
-                                file_tools=settings.tools, env=request.env)
+                                file_tools=settings.tools, env=request.env, lookup=settings.get, overridden=override is not None)
     by_config: dict[str, list[StatedDeparture]] = {name: planned_departures(run) for name, run in runs.items()}
     for name, departures in by_config.items():
         departures += _backbone(table.rows, name, runs[name])

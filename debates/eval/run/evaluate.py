@@ -150,7 +150,8 @@ def plan_of(strategy: StrategyConfig, settings: BackendSettings, override: str |
     """The run of ``strategy`` as it is known before it starts: the agents' backend (the override, else the
     configuration's own, else the default), the retrieval mode and the config file's tools."""
     agents = override or strategy.backend or resolve_backend_name(None, settings)
-    return PlannedRun(config=strategy, backend_name=agents, backend=settings.get(agents), mode=mode, file_tools=settings.tools)
+    return PlannedRun(config=strategy, backend_name=agents, backend=settings.get(agents), mode=mode, file_tools=settings.tools,
+                      lookup=settings.get, overridden=override is not None)
 
 
 def finish_departures(run_dir: Path, planned: list[StatedDeparture], strategy: StrategyConfig) -> list[StatedDeparture]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -46,6 +46,10 @@ class PlannedRun:
     """``--retrieval``; None: the configuration's default (record with a retrieval block, else off)."""
     file_tools: Mapping[str, ToolBinding] = field(default_factory=dict)
     """The config file's ``tools:`` block."""
+    lookup: Callable[[str], BackendConfig] | None = None
+    """The settings of a backend by name, for seats on backends of their own; None: every seat on ``backend``."""
+    overridden: bool = False
+    """``--backend`` was given: every seat runs on ``backend``, whatever the configuration names."""
     env: Mapping[str, str] | None = None
     """The environment the keys are read from; None: ``os.environ``."""
 
@@ -56,6 +60,12 @@ class PlannedRun:
     @property
     def tools(self) -> dict[str, ToolBinding]:
         return dict(merged_tools(self.config.tools, self.file_tools))
+
+    def seat_backend(self, name: str | None) -> BackendConfig:
+        """The backend a seat naming ``name`` (None: none) runs on in this run."""
+        if name is None or self.overridden or self.lookup is None:
+            return self.backend
+        return self.lookup(name)
 
     def tool_backend(self, tool: str) -> str:
         """The backend a model-backed tool's calls go to in this run."""
@@ -181,8 +191,11 @@ def planned_departures(plan: PlannedRun) -> list[StatedDeparture]:
     detected = _evidence_departures(plan, conditions)
     detected += _tool_departures(plan)
     detected += _answer_cap(plan)
-    if not plan.backend.has_vision:
+    seeing = [plan.seat_backend(name).has_vision for name in config.image_seats()]
+    if not all(seeing):
         conditions.add("text_only")
+    if any(seeing):
+        conditions.add("vision")
     if config.paper is not None and not plan.backend.has_vision:
         detected.append(_detected(
             "text-only-backend", f"backend {plan.backend_name} ({plan.backend.model_name}) is text-only, so no agent sees "
