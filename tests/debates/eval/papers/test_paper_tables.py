@@ -278,3 +278,18 @@ def test_agentfacts_table_three_gives_the_papers_sample_counts_and_its_other_fac
                                                       "weighted_precision": 74.6}
     assert table.figures(row, "mocheg") == {"weighted_f1": 51.9, "accuracy": 48.2, "weighted_recall": 48.2,
                                             "weighted_precision": 49.6}
+
+
+def test_the_evaluations_not_built_say_so_in_their_tables_and_pages() -> None:
+    """AgentFact's human study and Table IV; FactGuard's GPT-4o reasoning audit and its twelve other baselines."""
+    agentfact = [n for n in load_table("agentfact-table3").notes if n.startswith("Not built:")]
+    assert len(agentfact) == 1 and "human evaluation" in agentfact[0] and "Table IV" in agentfact[0]
+    factguard = [n for n in load_table("factguard-table1").notes if n.startswith("Not built:")]
+    assert len(factguard) == 1 and "twelve other baselines" in factguard[0] and "GPT-4o audit" in factguard[0]
+    baselines = factguard[0].split("(")[1].split(";")[0].split(", ")
+    assert len(baselines) == 12
+    from tests.support.paths import REPO
+
+    for page, words in (("agentfact.md", "Table IV"), ("factguard.md", "GPT-4o audit")):
+        text = (REPO / "docs" / "systems" / page).read_text(encoding="utf-8")
+        assert "Not built:" in text and words in text.split("Not built:")[1].split("\n\n")[0]
