@@ -185,6 +185,10 @@ class DebateConfig(StrategyConfig):
                 return seat
         raise InputError("seat", f"no seat named {name!r}; seats: {', '.join(s.name for s in self.seats)}")
 
+    def outline(self) -> str:
+        """``debate, chained_cascade: cross_modal -> text -> image``: the protocol and the seats' roles in speaking order."""
+        return f"{self.strategy}, {self.protocol}: {' -> '.join(s.role for s in self.seats)}"
+
     def tools_used(self) -> list[str]:
         react = [t for s in self.seats if isinstance(s.turn_policy, ReactPolicy) for t in s.turn_policy.tools.values()]
         return list(dict.fromkeys([*react, *self.tools]))

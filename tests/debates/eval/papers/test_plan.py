@@ -91,3 +91,18 @@ def test_the_plan_reads_configurations_only(tmp_path: Path) -> None:
     assert {"provider-serper", "asr-opt-in", "clip-scout-needs-video", "text-only-backend"} <= ids
     off = plan_table(PlanRequest(table="factguard-table1", retrieval="off", env={}))
     assert "no-searcher-fact-probe" in {group.departure.id for group in off.departures}
+
+
+def test_t2agents_mmd_agent_rows_are_filled_with_the_chain_in_each_order(tmp_path: Path) -> None:
+    """#49: Table 6's orders run the chained MMD-Agent, and Table 2's MMD-Agent rows run it over AMG's forgery types."""
+    order = plan_output(tmp_path, "t2agent-table6")
+    for config, roles in (("mmd-agent-match-text-image", "cross_modal -> text -> image"),
+                          ("mmd-agent-image-match-text", "image -> cross_modal -> text"),
+                          ("mmd-agent-wikipedia", "text -> image -> cross_modal")):
+        assert f"configuration {config} (debate, chained_cascade: {roles})" in order
+    assert "[no-searcher-" not in order and "[decoupled-cascade]" not in order
+    amg = plan_output(tmp_path, "t2agent-table2")
+    assert "not run (no configuration)" not in amg
+    assert ("configuration mmd-agent-amg (debate, chained_cascade: image_fabrication -> non_evidential_image -> "
+            "entity_inconsistency -> event_inconsistency -> time_inconsistency)") in amg
+    assert "mmd-agent-amg: [amg-chain-ours]" in amg
