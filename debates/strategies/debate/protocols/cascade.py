@@ -267,7 +267,7 @@ class Cascade(SoloProtocol):
     def findings(self, state: DebateState) -> list[Finding]:
         return [
             Finding(
-                modality=ALL_CHECKS[t.role].finding_modality,  # type: ignore[arg-type]
+                modality=ALL_CHECKS[t.role].finding_modality,
                 subtask=None if t.role in CHECKS else t.role,
                 label=t.reading.action,
                 distortion=None if t.reading.action is None else distortion_label(t.role, t.reading.action) is not None,
