@@ -12,6 +12,19 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
 
+MAX_LINE_CHARS = 600
+"""An error or warning line longer than this is cut: a message that quotes a whole configuration (a list of
+32,000 backend names) is not read, it scrolls the cause off the screen."""
+
+
+def one_line(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    """``text`` as one line (every run of white space one space), cut to ``limit`` characters with a note of the cut."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return f"{flat[: limit - 40].rstrip()} ... ({len(flat) - limit + 40} more characters)"
+
+
 class InputError(ValueError):
     """A sample, an image or a config value is unusable.
 

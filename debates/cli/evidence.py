@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from debates.cli.common import console, run_cli
+from debates.cli.common import console, print_json, run_cli
 from m3d_agents.evidence import Evidence
 
 
@@ -63,6 +62,6 @@ def evidence(
         console.print("samples in the trace: " + ", ".join(result))
         return
     if as_json:
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        print_json(result)
         return
     print_evidence(result.evidence, result.failures, result.leakage.dropped)

@@ -364,6 +364,8 @@ class ReproduceOutcome:
     """Samples each configuration ran this time (0 for a row already complete)."""
     worker_deaths: dict[str, str] = field(default_factory=dict)
     """Per configuration run on Ray, what workers that died cost it (none when no worker died)."""
+    left_out: list[str] = field(default_factory=list)
+    """Neighbouring run folders that could not be read and were left out of the trade-off plots, one line each."""
 
 
 async def reproduce(
@@ -379,14 +381,16 @@ async def reproduce(
     departures: dict[str, list[StatedDeparture]] = {}
     ran: dict[str, int] = {}
     deaths: dict[str, str] = {}
+    left_out: list[str] = []
     for position, (config, run) in enumerate(checked.runs.items()):
         done = await run_evaluation(run, loaded=loaded, progress=progress, note=note if position == 0 else None)
+        left_out += [line for line in done.summary.left_out if line not in left_out]
         ran[config] = done.outcome.ran
         died = worker_deaths_line(done.outcome)
         if died:
             deaths[config] = died
         if done.outcome.interrupted:
-            return ReproduceOutcome(result=None, interrupted=True, ran=ran, worker_deaths=deaths)
+            return ReproduceOutcome(result=None, interrupted=True, ran=ran, worker_deaths=deaths, left_out=left_out)
         manifest, rows = load_run(done.outcome.out_dir)
         runs[config] = (done.outcome.out_dir, [r for r in rows if r.sample_id in wanted], manifest.retrieval)
         departures[config] = manifest.departures
@@ -398,4 +402,4 @@ async def reproduce(
                                subset_of(first.request))
     result = table_result(checked.table, setting, runs, resamples=request.resamples, seed=request.bootstrap_seed,
                           kind=checked.kind, departures=departures)
-    return ReproduceOutcome(result=result, interrupted=False, ran=ran, worker_deaths=deaths)
+    return ReproduceOutcome(result=result, interrupted=False, ran=ran, worker_deaths=deaths, left_out=left_out)

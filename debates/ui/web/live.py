@@ -406,7 +406,7 @@ class LiveSession:
         debate = self.debate
         name = saved_run_name(debate.config.name, verdict.sample_id)
         try:
-            await asyncio.to_thread(save_post_run, roots[0] / LIVE_RUNS / name, debate.config.name, debate.post.sample,
+            await asyncio.to_thread(save_post_run, roots[0], f"{LIVE_RUNS}/{name}", debate.config.name, debate.post.sample,
                                     verdict, debate.backend)
         except (InputError, OSError) as exc:
             log.warning("debate %s could not be saved for review: %s", debate.id, self.state.pages.redact(exc))

@@ -36,7 +36,7 @@ from debates.ui.web.running import run_post
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import load_image
-from m3d_agents.safe_files import read_text_nofollow
+from m3d_agents.safe_files import OwnedFolder, read_text_nofollow
 from m3d_agents.safe_json import loads_bounded
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
@@ -220,7 +220,7 @@ async def start_study(request: Request) -> Response:
     posts = samples[first - 1 : first - 1 + count]
     study_id = secrets.token_urlsafe(9)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    state.settings.study_dir.mkdir(parents=True, exist_ok=True)
+    OwnedFolder(state.settings.study_dir).create()
     session = StudySession(study_id, participant, dataset, posts, config, backend,
                            state.settings.study_dir / f"study-{stamp}-{study_id}.jsonl")
     studies(request).sessions[study_id] = session
