@@ -33,7 +33,7 @@ from debates.eval.records import EvalRow
 from debates.eval.score.report import load_run
 from debates.eval.papers.table_figures import METRICS, Figure, row_figures
 from debates.config_loader import available_configs
-from m3d_agents.safe_files import refuse_foreign_folder
+from m3d_agents.safe_files import refuse_foreign_folder, refuse_link, refuse_linked_folder
 from m3d_agents.datasets import LoadedDataset, parse_spec
 from m3d_agents.datasets.subsets import Subset
 from m3d_agents.errors import InputError
@@ -351,6 +351,12 @@ def check_reproduction(request: ReproduceRequest) -> Reproduction:
         request.evaluation.out, "out", lambda name: name in configs or name in table_files or name.startswith(tuple(f".{f}." for f in table_files)),
         f"the folder of a {table.id} reproduction",
     )
+    # The rows' run folders and the table's files are the product's own, inside the folder the user named: a link
+    # there is refused now, before hours of runs (and again by every write).
+    for config in configs:
+        refuse_linked_folder(request.evaluation.out / config)
+    for name in table_files:
+        refuse_link(request.evaluation.out / name)
     runs = {config: check_request(request.row_request(config)) for config in table.configs()}
     return Reproduction(request=request, table=table, kind=kind, runs=runs)
 
