@@ -39,6 +39,7 @@ from debates.ui.web.security import CSRF_COOKIE, same_origin
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import PreparedSample, prepare_sample
+from m3d_agents.redaction import redact_data
 from m3d_agents.verdict import TranscriptTurn, Verdict
 
 log = logging.getLogger("m3d.web")
@@ -310,7 +311,7 @@ class LiveSession:
     async def _send_all(self) -> None:
         while True:
             message = await self.outbox.get()
-            await self.ws.send_json(message)
+            await self.ws.send_json(redact_data(message, extra=self.state.pages.secrets))
 
     async def _receive_all(self) -> None:
         while True:
