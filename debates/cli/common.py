@@ -21,6 +21,7 @@ from rich.panel import Panel
 from rich.segment import Segment
 from rich.text import Text
 
+from m3d_agents import library_warnings
 from m3d_agents.backends.config import BackendSettings
 from m3d_agents.errors import BackendError, InputError, one_line
 from m3d_agents.redaction import RedactingFormatter, redact, redact_data
@@ -83,6 +84,7 @@ _HANDLER_MARK = "_m3d_cli_handler"
 def configure_logging() -> None:
     """One stderr handler for the whole process: every record redacted, and without ``--debug``
     one line per record (warnings and worse) and none of AutoGen's re-raised tracebacks."""
+    library_warnings.install()
     root = logging.getLogger()
     for handler in [h for h in root.handlers if getattr(h, _HANDLER_MARK, False)]:
         root.removeHandler(handler)
