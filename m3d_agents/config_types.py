@@ -59,6 +59,7 @@ class Settings(BaseModel):
             for old, new in cls.renamed_settings.items():
                 if old in data:
                     raise ValueError(f"the setting {old!r} is now called {new!r}; rename it in the file")
+            # Refused before any item is validated, so ten thousand of something cost nothing.
             for key, value in data.items():
                 if isinstance(value, (list, dict)) and len(value) > MAX_LIST_ITEMS:
                     raise ValueError(f"{key}: {len(value)} items, over the limit of {MAX_LIST_ITEMS} for one list in a "
