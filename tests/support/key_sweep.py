@@ -185,6 +185,8 @@ def sweep_every_command(workspace: Path) -> Sweep:
         run("backends --json", "backends", "--json")
         run("reproduce", "reproduce", "t2agent-table1", "--dataset", f"mmfakebench:{MMFAKEBENCH}", "--out", "table",
             "--retrieval", "off", "--no-progress", "--resamples", "100", "--backend", "echo")
+        run("select-tools", "select-tools", "--config", "t2agent-lean", "--dataset", f"mmfakebench:{MMFAKEBENCH}", "--limit", "2",
+            "--candidate", "Google", "--backend", "echo")
         if MR2.is_dir():
             run("evidence", "evidence", "--replay-mr2", str(MR2), "--sample-id", "430", "--backend", "echo")
             run("evidence --json", "evidence", "--replay-mr2", str(MR2), "--sample-id", "430", "--backend", "echo", "--json")
