@@ -33,7 +33,6 @@ NOTES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 _seen: set[str] = set()
 _lock = threading.Lock()
-_installed = False
 
 
 def note_for(message: str, category: type[Warning], filename: str) -> tuple[str, str] | None:
@@ -60,8 +59,9 @@ def note_for(message: str, category: type[Warning], filename: str) -> tuple[str,
     return logger, note
 
 
-def _show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None,
-          line: str | None = None) -> None:
+def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None,
+                 line: str | None = None) -> None:
+    """What :func:`install` puts in place of ``warnings.showwarning``."""
     found = note_for(str(message), category, filename)
     if found is not None:
         logging.getLogger(found[0]).warning("%s", found[1])
@@ -71,12 +71,9 @@ def install() -> None:
     """Route every warning shown in this process through :func:`note_for` (idempotent).
 
     Pillow's warnings are shown whatever the process's filters say, once per message, since they are about input."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
-    warnings.showwarning = _show
-    warnings.filterwarnings("always", module=r"PIL(\..*)?")
+    if warnings.showwarning is not show_warning:
+        warnings.showwarning = show_warning
+        warnings.filterwarnings("always", module=r"PIL(\..*)?")
 
 
 def reset_seen() -> None:

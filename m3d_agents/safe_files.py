@@ -182,7 +182,7 @@ class OwnedFolder:
             with self._folder_of(name, False) as (folder, leaf):
                 os.stat(leaf, dir_fd=folder, follow_symlinks=False)
                 return True
-        except (FileNotFoundError, NotADirectoryError, UnsafeFile):
+        except (FileNotFoundError, NotADirectoryError, InputError):
             return False
 
     def write(self, name: str, data: bytes | str, *, create_folders: bool = True) -> None:

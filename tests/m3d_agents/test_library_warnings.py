@@ -61,8 +61,9 @@ def test_a_check_prints_pillows_warning_as_one_note_of_its_own(tmp_path: Path, m
 
 
 def test_one_note_per_distinct_message_and_other_libraries_in_one_line(caplog: pytest.LogCaptureFixture) -> None:
-    library_warnings.install()
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING), warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = library_warnings.show_warning
         for _ in range(5):
             warnings.warn_explicit("Corrupt EXIF data.  Expecting to read 4 bytes but only got 2. ", UserWarning,
                                    "/x/site-packages/PIL/TiffImagePlugin.py", 982, module="PIL.TiffImagePlugin",
