@@ -24,7 +24,6 @@ from typing import Any, Awaitable, Callable, Literal, Sequence, TypeVar
 
 from pydantic import BaseModel, Field
 
-from m3d_agents.backends.config import default_cache_root
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import BackendError
@@ -37,7 +36,6 @@ from retrieval.config import RetrievalConfig
 from retrieval.domains import host_of
 from retrieval.extract import extract_article
 from retrieval.fetch import FetchedImage, FetchedPage, Fetcher, decode_body
-from retrieval.guards import FetchGuard
 from retrieval.leakage import Candidate, LeakageFilter, LeakageReport, capped
 from retrieval.policy import EvidencePolicy
 from retrieval.providers.base import (
@@ -485,46 +483,6 @@ def _dedupe(hits: list[tuple[SearchHit, HitOrigin]]) -> list[tuple[SearchHit, Hi
             seen.add(key)
             out.append((hit, origin))
     return out
-
-
-def open_store(config: RetrievalConfig) -> EvidenceStore:
-    return EvidenceStore(config.store_path or default_cache_root() / "evidence.sqlite", config.store_mode)
-
-
-def build_pipeline(
-    config: RetrievalConfig,
-    backend: Backend | None = None,
-    *,
-    store: EvidenceStore | None = None,
-    guard: FetchGuard | None = None,
-) -> EvidencePipeline:
-    """A live pipeline from config; providers whose key is missing fail here, naming the variable."""
-    from retrieval.providers.base import require_key
-    from retrieval.providers.duckduckgo import DuckDuckGoSearch
-    from retrieval.providers.google_vision import KEY_VARIABLE as VISION_KEY
-    from retrieval.providers.google_vision import GoogleVisionWebDetection
-    from retrieval.providers.serpapi_lens import KEY_VARIABLE as SERPAPI_KEY
-    from retrieval.providers.serpapi_lens import SerpApiGoogleLens
-    from retrieval.providers.serper import KEY_VARIABLE as SERPER_KEY
-    from retrieval.providers.serper import SerperSearch
-
-    fetcher = Fetcher(config.fetch, guard or FetchGuard())
-    reverse: list[ReverseImageSearch] = []
-    for name in config.reverse_image:
-        if name == "google_vision":
-            require_key(VISION_KEY, "Google Cloud Vision")
-            reverse.append(GoogleVisionWebDetection(fetcher))
-        else:
-            require_key(SERPAPI_KEY, "SerpAPI Google Lens")
-            reverse.append(SerpApiGoogleLens(fetcher))
-    web: list[WebSearch] = []
-    for web_name in config.web_search:
-        if web_name == "serper":
-            require_key(SERPER_KEY, "Serper")
-            web.append(SerperSearch(fetcher))
-        else:
-            web.append(DuckDuckGoSearch())
-    return assemble_pipeline(config, backend, store or open_store(config), reverse, web, fetcher)
 
 
 def mr2_replay_pipeline(

@@ -17,7 +17,9 @@ from retrieval.climate_fever import PREFIX, climate_fever_documents, load_climat
 from retrieval.config import RetrievalConfig
 from retrieval.fetch import Fetcher
 from retrieval.guards import FetchGuard
-from retrieval.pipeline import build_pipeline, mr2_replay_pipeline
+from retrieval.pipeline import mr2_replay_pipeline
+from retrieval.runpath import open_retrieval
+from m3d_agents.backends.factory import BackendPool
 from retrieval.providers.base import ImageQuery
 from retrieval.providers.google_vision import GoogleVisionWebDetection
 from retrieval.providers.local_corpus import CorpusDocument, LocalCorpus, tokenize
@@ -72,17 +74,22 @@ async def test_google_vision_web_detection(server: PageServer, monkeypatch: pyte
         await provider.search_image(ImageQuery(image=load_image(EXAMPLE_IMAGE)))
 
 
-async def test_missing_keys_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_missing_keys_name_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for variable in ("GOOGLE_VISION_API_KEY", "SERPAPI_API_KEY", "SERPER_API_KEY"):
         monkeypatch.delenv(variable, raising=False)
     with pytest.raises(BackendError, match="GOOGLE_VISION_API_KEY"):
         await GoogleVisionWebDetection(Fetcher()).search_image(ImageQuery(image=load_image(EXAMPLE_IMAGE)))
     with pytest.raises(BackendError, match="SERPER_API_KEY"):
         await SerperSearch(Fetcher()).search("storm")
-    with pytest.raises(BackendError, match="SERPAPI_API_KEY"):
-        build_pipeline(RetrievalConfig(reverse_image=["serpapi_lens"], web_search=[]))
-    with pytest.raises(BackendError, match="GOOGLE_VISION_API_KEY"):
-        build_pipeline(RetrievalConfig())
+    settings = RetrievalConfig(reverse_image=["google_vision", "serpapi_lens"], web_search=["serper", "duckduckgo"],
+                               public_image_url="https://img.example.org/{sha256}.jpg", judge_unknown_domains=False,
+                               summary={"enabled": False}, store_path=tmp_path / "evidence.sqlite")
+    sources = open_retrieval(settings, BackendPool(), backend="local", mode="live")
+    try:
+        assert sources.log.not_run == {"google_vision": "no key: set GOOGLE_VISION_API_KEY",
+                                       "serpapi_lens": "no key: set SERPAPI_API_KEY", "serper": "no key: set SERPER_API_KEY"}
+    finally:
+        await sources.close()
 
 
 async def test_serpapi_lens_needs_a_public_url_and_parses_matches(server: PageServer, monkeypatch: pytest.MonkeyPatch) -> None:
