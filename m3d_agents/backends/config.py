@@ -337,8 +337,11 @@ class BackendSettings(Settings):
             try:
                 validated[name] = model.model_validate(value)
             except ValidationError as exc:
-                problems += [InitErrorDetails(type=e["type"], loc=("backends", name, *e["loc"]), input=e["input"],
-                                              **({"ctx": e["ctx"]} if "ctx" in e else {})) for e in exc.errors()]
+                for error in exc.errors():
+                    problem = InitErrorDetails(type=error["type"], loc=("backends", name, *error["loc"]), input=error["input"])
+                    if "ctx" in error:
+                        problem["ctx"] = error["ctx"]
+                    problems.append(problem)
         if problems:
             raise ValidationError.from_exception_data(cls.__name__, problems)
         return {**data, "backends": validated}
