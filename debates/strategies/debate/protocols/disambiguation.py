@@ -43,14 +43,10 @@ class AsksQueries(DebaterProtocol):
 
     def next_speakers(self, state: DebateState) -> list[str] | None:
         last = state.turns[-1].speaker if state.turns else None
-        if last is not None and last != DESK_NAME and state.pending_queries():
-            if not self.consensus_reached(state) and self.answers_can_be_read(state):
-                return [DESK_NAME]
+        # The desk answers only while the debate goes on: after the last round nobody would read its answers.
+        if last is not None and last != DESK_NAME and state.pending_queries() and self.stops.reason(state) is None:
+            return [DESK_NAME]
         return super().next_speakers(state)
-
-    def answers_can_be_read(self, state: DebateState) -> bool:
-        """Whether some debater still has a turn in which it would see the desk's answers."""
-        return state.completed_rounds() < state.config.max_rounds
 
     def visible(self, view: SeatView) -> list[Seen]:
         shown = super().visible(view)
