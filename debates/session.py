@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypedDict, TypeVar, Unpack
 
 from debates.config_loader import load_config
-from debates.strategy import STRATEGIES, MessageCallback, RunContext, StrategyConfig, TurnCallback, derive_seed
+from debates.strategy import STRATEGIES, MessageCallback, RunContext, StrategyConfig, TurnCallback, check_person_seats, derive_seed
 from m3d_agents.backends.config import BackendSettings
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.backends.metering import UsageLedger
@@ -213,6 +213,12 @@ class RunSession:
         return SessionSpec(config=self.config, backend=self.backend, retrieval=mode, evidence_store=store,
                            replay_mr2=trace, summarise=self.summarise, limits=self.limits)
 
+    def check_seats(self, names: Iterable[str], source: str | None = None) -> None:
+        """Every seat in ``names`` is one a person may take in this run's configuration (``--human-seat``):
+        checked here for every front-end, before the session opens when the front-end asks, and for every
+        sample it runs; ``source`` is how the user named the configuration, for the hint."""
+        check_person_seats(self.config, names, source)
+
     def trace_sample(self, sample_id: str | None) -> Sample:
         """A claim of the replayed MR2 trace (``--replay-mr2`` with ``--sample-id``)."""
         from retrieval.providers.mr2_trace import MR2Trace
@@ -276,6 +282,7 @@ class RunSession:
         """One sample's run context: the run's backends, evidence sources and policy, with the sample's own ``parts``."""
         sources = self.sources
         ledger = parts.get("ledger")
+        self.check_seats(parts.get("human_seats") or {})
         return RunContext(
             pool=self.pool, backend=self.backend, limits=self.limits, seed=parts.get("seed", 0),
             evidence=list(parts.get("evidence") or []), gold_evidence=list(parts.get("gold_evidence") or []),

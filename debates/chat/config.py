@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Protocol, Union
 
 from pydantic import BeforeValidator, Field, TypeAdapter, model_validator
 
-from debates.strategy import CallBudget, StrategyConfig, strategy_field
+from debates.strategy import CallBudget, PersonSeat, StrategyConfig, rounds_phrase, strategy_field
 from m3d_agents.config_types import Settings, Temperature
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
@@ -222,6 +222,30 @@ class DebateConfig(StrategyConfig):
     def tools_used(self) -> list[str]:
         react = [t for s in self.seats if isinstance(s.turn_policy, ReactPolicy) for t in s.turn_policy.tools.values()]
         return list(dict.fromkeys([*react, *self.tools]))
+
+    def person_seats(self) -> list[PersonSeat]:
+        """Every seat: a person can take any seat of a debate, and is held to the protocol's rules for it."""
+        rules = PROTOCOLS.get(self.protocol)
+        turns = rules.most_turns(self)
+        return [
+            PersonSeat(name=seat.name, role=seat.role, stance=seat.stance, answers=rules.answers_required(seat, self),
+                       sees_images=rules.sees_images(seat), most_turns=turns.get(seat.name, 1))
+            for seat in self.seats
+        ]
+
+    def seat_taxonomy(self, sample_taxonomy: str) -> str:
+        return PROTOCOLS.get(self.protocol).answer_taxonomy(self, sample_taxonomy)
+
+    def most_turns(self) -> int:
+        return sum(PROTOCOLS.get(self.protocol).most_turns(self).values())
+
+    def run_by(self) -> str:
+        return f"{self.strategy} / {self.protocol}"
+
+    def outline(self) -> str:
+        seats = ", ".join(f"{s.name} ({s.role}" + (f", defends {s.stance}" if s.stance else "") + ")" for s in self.seats)
+        return (f"protocol {self.protocol} · told it debates a {self.framing} · {rounds_phrase(self)} · "
+                f"without consensus: {self.on_no_consensus} · seats: {seats}")
 
     def call_budget(self) -> CallBudget:
         """Each seat's most turns (the protocol's :meth:`~debates.chat.protocol.DebateProtocol.most_turns`) times

@@ -36,8 +36,6 @@ class AgentFact(ConfiguredStrategy[AgentFactConfig]):
 
     async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
         config = self.config
-        if ctx.human_seats:
-            raise InputError("human-seat", f"the {config.name} workflow has no seat a person can take")
         answer_taxonomy(config, ANSWER_TAXONOMY, sample)
         gold = list(ctx.gold_evidence) if config.setting == "evidence_bounded" else []
         if config.setting == "evidence_bounded" and not gold:

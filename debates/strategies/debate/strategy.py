@@ -48,8 +48,6 @@ def build_seats(
     enable_image_describers()
     prepared = preparation.prepared
     humans = dict(ctx.human_seats)
-    for name in humans:
-        config.seat(name)
     seats: list[ChatAgent | Team] = []
     setup = ctx.tool_setup(config)
     for seat in config.seats:
