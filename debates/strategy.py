@@ -31,7 +31,7 @@ from debates.tool_settings import ToolSettings, resolve_tools, tool_problem
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.config_types import PARSE_RETRIES_DOC, ParseRetries, Settings
-from m3d_agents.diagnostics import StrategyDiagnostics, UntypedDiagnostics
+from m3d_agents.diagnostics import StrategyDiagnostics, UntypedDiagnostics, register_diagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import Taxonomy, collapse_label, get_taxonomy
 from m3d_agents.media.images import PreparedSample, prepare_sample
@@ -381,6 +381,10 @@ STRATEGIES: Registry[type[Strategy]] = Registry("strategy")
 S = TypeVar("S")
 
 
-def strategy(name: str) -> Callable[[S], S]:
-    """Register a strategy class under ``name``; its ``config_model`` validates configurations that name it."""
+def strategy(name: str, diagnostics: type[StrategyDiagnostics] | None = None) -> Callable[[S], S]:
+    """Register a strategy class under ``name``; its ``config_model`` validates configurations that name it, and
+    ``diagnostics`` (a :class:`StrategyDiagnostics` model whose ``strategy`` defaults to ``name``) types the
+    diagnostics of its verdicts, in results files as in memory."""
+    if diagnostics is not None:
+        register_diagnostics(name, diagnostics)
     return STRATEGIES.register(name)

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 from debates.chat.reading import StanceReading, read_message
 from debates.chat.config import DebateConfig
 from debates.chat.turn_state import TurnPolicyState
-from m3d_agents.diagnostics import AnswerTaxonomy, DebateDiagnostics
+from debates.chat.diagnostics import AnswerTaxonomy, DebateDiagnostics
 from m3d_agents.labels import Taxonomy
 from m3d_agents.verdict import TranscriptTurn
 

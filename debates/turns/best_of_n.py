@@ -24,7 +24,7 @@ from debates.chat.turn_state import TurnSelection
 from debates.chat.turn_policy import TURN_POLICIES, TurnContext, TurnRequest
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.metering import MeteredClient
-from m3d_agents.diagnostics import CandidateScore as CandidateReport
+from debates.chat.diagnostics import CandidateScore as CandidateReport
 
 T = TypeVar("T")
 

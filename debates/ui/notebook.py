@@ -19,7 +19,7 @@ from debates.chat.human_input import QueueInput
 from debates.chat.state import DESK_NAME, DebateState, TurnRecord
 from m3d_agents.backends.config import BackendConfig, load_backend_settings
 from m3d_agents.backends.factory import BackendPool
-from m3d_agents.diagnostics import DebateDiagnostics
+from debates.chat.diagnostics import DebateDiagnostics
 from m3d_agents.labels import Taxonomy, get_taxonomy
 from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample

@@ -18,6 +18,7 @@ from debates.chat.seats import ModelSeat
 from debates.chat.state import DebateState
 from debates.chat.team import PolicyGroupChat
 from debates.chat.config import DebateConfig, SeatConfig
+from debates.chat.diagnostics import DebateDiagnostics
 from debates.chat.protocol import PROTOCOLS, DebateProtocol, debate_state
 from debates.strategy import ConfiguredStrategy, RunContext, StrategyConfig, answer_taxonomy, strategy
 from debates.turns import build_turn_policy
@@ -85,7 +86,7 @@ def build_seats(
     return seats
 
 
-@strategy("debate")
+@strategy("debate", diagnostics=DebateDiagnostics)
 class DebateStrategy(ConfiguredStrategy[DebateConfig]):
     """A group-chat debate under one of the registered protocols."""
 

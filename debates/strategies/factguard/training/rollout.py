@@ -33,7 +33,7 @@ from debates.strategies.factguard.training.trajectories import binary
 from m3d_agents.backends.config import BackendConfig
 from m3d_agents.backends.factory import Backend, BackendPool
 from m3d_agents.backends.metering import UsageLedger
-from m3d_agents.diagnostics import FactGuardDiagnostics
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.sample import Sample
 
 POLICY = "policy"
