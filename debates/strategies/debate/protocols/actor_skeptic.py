@@ -10,6 +10,7 @@ import re
 from typing import TYPE_CHECKING, ClassVar
 
 import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.protocol import protocol
 from debates.chat.protocol import DebateOutcome
 from debates.chat.stopping import MaxRounds, StopRule
@@ -87,7 +88,7 @@ class ActorSkeptic(DebaterProtocol):
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
         if seat.role == SKEPTIC:
             return prompts.render("debate/skeptic_system", framing=self.framing(config))
-        return prompts.render("debate/actor_system", framing=self.framing(config), answer_format=self.answer_format(taxonomy))
+        return render_prompt("debate/actor_system", framing=self.framing(config), answer_format=self.answer_format(taxonomy))
 
     def answers_required(self, seat: SeatConfig, config: DebateConfig) -> bool:
         return seat.role == ACTOR

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, ClassVar
 
 import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.reading import StanceReading, read_message
 from debates.chat.protocol import PROTOCOLS
 from debates.chat.protocol import DebateOutcome
@@ -156,7 +157,7 @@ class DebaterProtocol:
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
         if seat.role == JUDGE:
             return prompts.render("debate/judge_system", answer_format=self.answer_format(taxonomy))
-        return prompts.render("debate/debater_system", framing=self.framing(config), answer_format=self.answer_format(taxonomy))
+        return render_prompt("debate/debater_system", framing=self.framing(config), answer_format=self.answer_format(taxonomy))
 
     def post_block(self, seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
         """The post, then (never for the judge, which must decide from the debate alone) the evidence."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.protocol import protocol
 from debates.strategies.debate.protocols.cascade import CHECKS, MODALITY_ROLES, Cascade
 from m3d_agents.evidence import evidence_block
@@ -53,7 +54,7 @@ class ChainedCascade(Cascade):
         return prepared
 
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
-        return prompts.load("cascade/chain_system")
+        return render_prompt("cascade/chain_system")
 
     def post_block(self, seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
         """The same post for every step: one model reads one post, so the steps share this prefix."""

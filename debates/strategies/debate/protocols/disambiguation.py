@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.desk import RetrievalDesk
 from debates.chat.state import DESK_NAME
 from debates.chat.protocol import protocol
@@ -57,7 +57,7 @@ class AsksQueries(DebaterProtocol):
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
         if seat.role == JUDGE:
             return super().system_prompt(seat, config, taxonomy)
-        return prompts.render(
+        return render_prompt(
             "debate/disambiguation_system", framing=self.framing(config), answer_format=self.answer_format(taxonomy),
             max_queries=config.max_queries_per_turn,
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.protocol import protocol
 from debates.chat.stopping import MaxRounds, StopRule
 from debates.strategies.debate.protocols.base import DEBATER, JUDGE, DebaterProtocol, other_side
@@ -59,7 +60,7 @@ class JudgedDebate(DebaterProtocol):
         if seat.role == JUDGE:
             return super().system_prompt(seat, config, taxonomy)
         stance = seat.stance or ""
-        return prompts.render(
+        return render_prompt(
             "debate/judged_debater_system", framing=self.framing(config),
             stance_text=STANCE_TEXT.get(stance, f"the correct label is '{stance}'"),
         )

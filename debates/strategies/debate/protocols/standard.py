@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.protocol import protocol
 from debates.chat.protocol import DebateOutcome
 from debates.chat.stopping import FinalAnswer, StopRule
@@ -38,7 +38,7 @@ class Standard(SoloProtocol):
         return [state.config.seats[0].name]
 
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
-        return prompts.render("debate/standard_system", answer_format=self.answer_format(taxonomy))
+        return render_prompt("debate/standard_system", answer_format=self.answer_format(taxonomy))
 
     def decide(self, state: DebateState) -> DebateOutcome:
         return single_answer(state, state.config.seats[0].name, SINGLE)
