@@ -253,3 +253,19 @@ def test_evidence_command_prints_the_replayed_evidence() -> None:
     assert data["sample_id"] == "430" and any(e["url"] for e in data["evidence"])
     missing = runner.invoke(app, ["evidence", "--replay-mr2", str(root), "--sample-id", "nope"])
     assert missing.exit_code == 2 and "not in the MR2 trace" in missing.output
+
+
+def test_evidence_command_filters_with_the_configurations_leakage_settings(tmp_path: Path) -> None:
+    from debates.cli.main import app
+
+    root = shared_data("mr2-sample")
+    runner = CliRunner()
+    shown = runner.invoke(app, ["evidence", "--replay-mr2", str(root), "--sample-id", "430", "--json"])
+    kept = [e for e in json.loads(shown.output)["evidence"] if e["kept"] and e["domain"]]
+    assert kept, "the trace shows some page for the claim"
+    config = tmp_path / "strict.yaml"
+    config.write_text(f"name: strict\nstrategy: check\nretrieval:\n  leakage:\n    url_substrings: ['{kept[0]['domain']}']\n")
+    strict = runner.invoke(app, ["evidence", "--replay-mr2", str(root), "--sample-id", "430", "--json", "--config", str(config)])
+    assert strict.exit_code == 0, strict.output
+    dropped = {e["url"]: e for e in json.loads(strict.output)["evidence"]}[kept[0]["url"]]
+    assert not dropped["kept"], "the run's leakage settings apply, as they do when the trace is replayed in a run"
