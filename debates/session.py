@@ -56,17 +56,30 @@ async def run_sample(
     seed: int = 0,
     **options: Any,
 ) -> Verdict:
-    """Run ``config`` (a built-in name, a YAML path, or a loaded configuration) on ``sample``: one
-    sample's step of a :class:`RunSession`, which is how front-ends call it.
+    """Run ``config`` (a built-in name, a YAML path, or a loaded configuration) on ``sample`` in a one-sample
+    :class:`RunSession` over ``pool`` (which stays open): how an embedding application or a test runs one post.
 
-    ``backend`` overrides the backend of every seat; ``options`` are further :class:`RunContext`
-    fields (evidence, an evidence source, human seats, streaming callbacks ...). Without an
-    ``evidence_policy`` the configuration's own ``retrieval:`` settings make one.
+    ``backend`` overrides the backend of every seat. ``options`` are the evidence sources the caller opened
+    itself (``evidence_source``, ``query_answerer``, ``searchers``, ``evidence_log``, ``evidence_policy``;
+    without any, retrieval is off) and the sample's own parts (:class:`SampleParts`: evidence, people in
+    seats, streaming callbacks, a ledger). Without an ``evidence_policy`` the configuration's own
+    ``retrieval:`` settings make one, as the session does for every run.
     """
-    loaded = config if isinstance(config, StrategyConfig) else load_config(config)
-    if "evidence_policy" not in options:
-        options["evidence_policy"] = EvidencePolicy(loaded.retrieval)
-    return await run_strategy(loaded, sample, RunContext(pool=pool, backend=backend, limits=limits, seed=seed, **options))
+    from retrieval.runpath import RunRetrieval
+
+    given = {name: options.pop(name) for name in SOURCE_OPTIONS if name in options}
+    sources = RunRetrieval(
+        mode="live" if given.get("evidence_source") is not None else "off", log=given.get("evidence_log"),
+        policy=given.get("evidence_policy"), evidence_source=given.get("evidence_source"),
+        query_answerer=given.get("query_answerer"), searchers=dict(given.get("searchers") or {}),
+    )
+    parts = SampleParts(seed=seed, **options)  # type: ignore[typeddict-item]
+    async with RunSession(config, pool, backend=backend, limits=limits, sources=sources) as session:
+        return await session.run(sample, **parts)
+
+
+SOURCE_OPTIONS = ("evidence_source", "query_answerer", "searchers", "evidence_log", "evidence_policy")
+"""What :func:`run_sample` takes as the run's evidence sources rather than as the sample's parts."""
 
 
 async def run_strategy(config: StrategyConfig, sample: Sample, ctx: RunContext) -> Verdict:

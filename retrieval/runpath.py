@@ -59,7 +59,8 @@ class RunRetrieval:
     """The evidence sources of one run, shared by all its samples; close it when the run ends."""
 
     mode: RetrievalMode
-    log: EvidenceLog
+    log: EvidenceLog | None
+    """Collects each sample's evidence report; None for sources a caller opened without one (no report)."""
     policy: EvidencePolicy | None = None
     """The run's evidence policy, whose rater and filter the sources share; None for sources opened
     outside a run path (a test's), which then take the one the run session builds from the configuration."""
