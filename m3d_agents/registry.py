@@ -25,12 +25,13 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from importlib.metadata import entry_points
-from typing import Callable, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from m3d_agents.errors import InputError
 
 T = TypeVar("T")
 P = TypeVar("P")
+C = TypeVar("C", bound=type[Any])
 
 
 class Registry(Generic[T]):
@@ -50,6 +51,18 @@ class Registry(Generic[T]):
         def decorate(entry: P) -> P:
             self.add(name, entry, summary)  # type: ignore[arg-type]
             return entry
+
+        return decorate
+
+    def register_instance(self, name: str) -> Callable[[C], C]:
+        """A decorator that registers one instance of the decorated class under ``name``, with its ``name`` set
+        (a plug-in that holds no state, so one object serves every use: a debate protocol, a backend kind)."""
+
+        def decorate(cls: C) -> C:
+            instance = cls()
+            instance.name = name
+            self.add(name, instance, (cls.__doc__ or "").strip().split("\n")[0])
+            return cls
 
         return decorate
 

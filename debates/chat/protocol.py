@@ -117,14 +117,7 @@ P = TypeVar("P", bound=type[Any])
 
 def protocol(name: str) -> Callable[[P], P]:
     """Register a protocol class under ``name`` (one instance serves every debate: protocols hold no state)."""
-
-    def decorate(cls: P) -> P:
-        instance = cls()
-        instance.name = name
-        PROTOCOLS.add(name, instance, (cls.__doc__ or "").strip().split("\n")[0])
-        return cls
-
-    return decorate
+    return PROTOCOLS.register_instance(name)
 
 
 def debate_state(protocol: DebateProtocol, config: DebateConfig, taxonomy: Taxonomy) -> DebateState:

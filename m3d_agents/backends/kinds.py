@@ -165,14 +165,7 @@ K = TypeVar("K", bound=type[BackendKind])
 
 def backend_kind(name: str) -> Callable[[K], K]:
     """Register a kind class under ``name`` (one instance serves every backend of the kind)."""
-
-    def decorate(cls: K) -> K:
-        instance = cls()
-        instance.name = name
-        BACKEND_KINDS.add(name, instance, (cls.__doc__ or "").strip().split("\n")[0])
-        return cls
-
-    return decorate
+    return BACKEND_KINDS.register_instance(name)
 
 
 @backend_kind("local")
