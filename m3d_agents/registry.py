@@ -24,6 +24,7 @@ run that names it, with one line that says which distribution's entry point coul
 from __future__ import annotations
 
 from contextlib import contextmanager
+from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
@@ -32,6 +33,13 @@ from m3d_agents.errors import InputError
 T = TypeVar("T")
 P = TypeVar("P")
 C = TypeVar("C", bound=type[Any])
+
+
+@lru_cache(maxsize=None)
+def offered(group: str) -> tuple[str, ...]:
+    """The names installed packages offer under the entry-point group ``group``, read once per process (reading
+    the installed distributions takes tens of milliseconds, and a run lists names more than once)."""
+    return tuple(point.name for point in entry_points(group=group))
 
 
 class Registry(Generic[T]):
@@ -109,7 +117,7 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """The registered names, then those that installed plug-ins offer and have not yet been loaded."""
-        installed = [point.name for point in entry_points(group=self.group)] if self.group is not None else []
+        installed = offered(self.group) if self.group is not None else ()
         return list(dict.fromkeys([*self._entries, *installed]))
 
     def summary(self, name: str) -> str:
