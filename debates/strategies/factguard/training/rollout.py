@@ -129,7 +129,8 @@ class FactGuardRollout:
             checked = verdict.diagnostics if isinstance(verdict.diagnostics, FactGuardDiagnostics) else None
             out["outcome"].append({
                 "predicted": binary(verdict.label, verdict.taxonomy), "gold": binary(sample.gold_label, sample.taxonomy),
-                "well_formed": checked is not None and checked.format_ok, "used_tool": checked is not None and checked.tool_answered,
+                "well_formed": checked is not None and checked.format_ok, "used_tool": checked is not None and checked.used_tools,
+                "tool_answered": checked is not None and checked.tool_answered,
             })
         return {**out, "logprobs": None}
 
