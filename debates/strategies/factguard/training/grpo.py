@@ -60,6 +60,10 @@ class GRPOSettings(BaseModel):
     max_steps: int = Field(-1, description="-1: as many as the epochs give")
     seed: Seed = Field(0, description="the trainer's seed (data order, initialisation) and the rollouts' first seed")
     vllm_server: str | None = Field(None, description="URL of a `trl vllm-serve` server to sample rollouts from; None: HF generate")
+    rollout_batch_size: int = Field(
+        8, ge=1, description="HF generate: the most rollout turns generated in one batched call (the rollouts of a step run "
+        "at once and their waiting turns are gathered); 1: one rollout at a time. The tokens are those of the sequential "
+        "path; a larger batch holds more KV cache on the GPU (ours; unused with a vLLM server, which batches itself)")
     reward: RewardConfig = Field(default_factory=RewardConfig)
     scale: ScaleSettings = Field(default_factory=ScaleSettings)
 
@@ -175,7 +179,7 @@ def train_grpo(
     template = training_template(processing_class, str(model_dir), chat_template)
     images = RolloutImages()
     rollout = FactGuardRollout(config, samples, template, settings.max_completion_length, settings.temperature, settings.seed,
-                               session, images)
+                               session, images, settings.rollout_batch_size)
     try:
         fit = measure_prompts(samples, rollout.config, processing_class, template, settings.max_prompt_length)
         for sample_id, tokens in fit.too_long.items():

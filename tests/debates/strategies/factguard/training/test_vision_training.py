@@ -73,14 +73,19 @@ def scripted_policy(monkeypatch: pytest.MonkeyPatch, vlm: tuple[Path, Any]) -> I
     script = {"first": SCOUT, "after": ANSWER}
     answers: dict[str, Iterator[int]] = {}
 
-    def generate(self: Any, input_ids: Any, **kwargs: Any) -> Any:
-        prompt = processor.tokenizer.decode(input_ids[0])
-        text = script["first"]
-        if "Results of your tool calls" in prompt:
-            post = next(p for p in ("post 0", "post 1") if p in prompt)
-            turn = next(answers.setdefault(post, itertools.count()))
-            text = script["after"] if turn % 2 == 0 else script["after"].replace("<answer>fake", "<answer>real")
-        new = processor.tokenizer(text + "<|im_end|>", add_special_tokens=False, return_tensors="pt")["input_ids"]
+    def generate(self: Any, input_ids: Any, attention_mask: Any, **kwargs: Any) -> Any:
+        rows = []
+        for ids, mask in zip(input_ids, attention_mask):  # a batch of left-padded turns: each row is answered alone
+            prompt = processor.tokenizer.decode(ids[mask.bool()])
+            text = script["first"]
+            if "Results of your tool calls" in prompt:
+                post = next(p for p in ("post 0", "post 1") if p in prompt)
+                turn = next(answers.setdefault(post, itertools.count()))
+                text = script["after"] if turn % 2 == 0 else script["after"].replace("<answer>fake", "<answer>real")
+            rows.append(processor.tokenizer(text + "<|im_end|>", add_special_tokens=False, return_tensors="pt")["input_ids"][0])
+        longest = max(len(row) for row in rows)
+        pad = processor.tokenizer.pad_token_id
+        new = torch.stack([torch.cat([row, torch.full((longest - len(row),), pad)]) for row in rows])
         return torch.cat([input_ids, new.to(input_ids.device)], dim=1)
 
     monkeypatch.setattr(Qwen2_5_VLForConditionalGeneration, "generate", generate)
@@ -161,6 +166,7 @@ def test_one_grpo_step_on_two_samples_sees_the_frames_and_the_clipscout_grid(vlm
     assert run.trainer.state.global_step == 1 and run.template.source == "TRL's qwen2_5_vl training template"
     stats = run.rollout.stats
     assert stats.images == [3, 3, 3, 3], "two overview frames and the ClipScout grid in each of the 4 rollouts"
+    assert stats.batches == [4, 4], "the four first turns in one generate call, then the four answers after the grid"
     assert all(n > 0 for n in stats.mask_tokens)
     assert len(stats.observations) == 4 and all("clip_scout: frames of 1-3 s" in text for text in stats.observations)
     assert seen_images == [3] * 8, "the reference pass and the loss pass each saw the 3 images of each of the 4 rollouts"
