@@ -155,3 +155,17 @@ def render(
     mask = rendered["assistant_masks"][0].tolist() if with_mask else []
     features = {k: (v[0] if k in TOKEN_FIELDS else v) for k, v in rendered.items() if k not in SKIPPED_FIELDS}
     return Rendered(ids=ids, mask=[int(m) for m in mask], images=images, features=features)
+
+
+def image_tokens(processing_class: Any, ids: Sequence[int]) -> int:
+    """How many of ``ids`` stand for image content (0 for a text model)."""
+    token = image_token_id(processing_class) if is_vision(processing_class) else None
+    return sum(1 for i in ids if i == token) if token is not None else 0
+
+
+def tokens_of_image(processing_class: Any, template: TrainingTemplate, width: int, height: int) -> int:
+    """The tokens one image of this size becomes under the processor's bounds (0 for a text model)."""
+    if not is_vision(processing_class):
+        return 0
+    with_image = [{"role": "user", "content": [{"type": "image", "image": Image.new("RGB", (width, height))}]}]
+    return image_tokens(processing_class, render(processing_class, template, with_image).ids)

@@ -56,6 +56,14 @@ def completion_span(prompt: Rendered, full: Rendered) -> tuple[list[int], list[i
     return completion[: last + 1], mask[: last + 1]
 
 
+def trained_config(config: FactGuardConfig) -> FactGuardConfig:
+    """The configuration rollouts run: no re-asks (a malformed turn is what the format reward scores) and no frame OCR
+    (the policy reads the frames themselves)."""
+    trained = with_overrides(config, parse_retries=0, describe_frames=False)
+    assert isinstance(trained, FactGuardConfig)
+    return trained
+
+
 @dataclass
 class RolloutStats:
     """What the latest batch of rollouts held, per rollout: the figures the benchmark prints and tests check."""
@@ -77,8 +85,7 @@ class FactGuardRollout:
         """``session`` is the training run's (open, with ``backend="policy"``): its pool takes the policy
         as the ``policy`` backend at every step; None: a session of this configuration with retrieval off.
         ``batch_size``: the most turns one HF ``generate`` call takes (1: one rollout at a time)."""
-        trained = with_overrides(config, parse_retries=0, describe_frames=False)
-        assert isinstance(trained, FactGuardConfig)
+        trained = trained_config(config)
         self.config: FactGuardConfig = trained
         self.samples = {s.id: s for s in samples}
         self.template = template
