@@ -202,3 +202,68 @@ def test_fact_probe_in_a_grpo_rollout_answers_from_a_replayed_store(vlm: tuple[P
         assert [f"Recorded report {i}" in report for i in range(1, 7)] == [True] * 5 + [False], "the top five usable results"
         assert "facebook" not in report
     assert len(EvidenceStore(store_path, "replay")) == 1, "replay wrote nothing and asked no one"
+
+
+def test_grpo_from_an_sft_adapter_starts_from_the_sft_policy_and_holds_it_as_the_kl_reference(
+        vlm: tuple[Path, Any], clip: Path, tmp_path: Path, scripted_policy: dict[str, str]) -> None:
+    """The guide's one-GPU chain: ``train sft --lora`` saves an adapter, ``train grpo --model runs/sft --lora`` trains on.
+    GRPO must start from the SFT policy and its KL reference must be that policy (the paper's π_ref), not the base."""
+    import torch
+    from peft import PeftModel
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    from debates.strategies.factguard.training.scale import LoraSettings, ScaleSettings
+    from debates.strategies.factguard.training.sft import SFTSettings
+    from debates.strategies.factguard.training.trainer import FactGuardGRPOTrainer
+
+    folder, processor = vlm
+    rows = {"messages": [{"role": "user", "content": "post 0: a flood in town"}, {"role": "assistant", "content": ANSWER}],
+            "images": []}
+    data = tmp_path / "sft.jsonl"
+    data.write_text((json.dumps(rows) + "\n") * 2)
+    lora = ScaleSettings(lora=LoraSettings(r=8, alpha=16, dropout=0.0))
+    sft = tmp_path / "sft"
+    trainer = train_sft(folder, data, sft, SFTSettings(scale=lora), processing_class=processor, max_steps=2,
+                        gradient_accumulation_steps=1, learning_rate=5e-2)
+    trainer.save_model(str(sft))
+    assert (sft / "adapter_config.json").is_file() and not (sft / "config.json").exists(), "SFT saved an adapter only"
+
+    recorded: dict[str, Any] = {}
+    original = FactGuardGRPOTrainer._generate_and_score_completions
+
+    def recording(self: FactGuardGRPOTrainer, inputs: Any) -> Any:
+        output = original(self, inputs)
+        ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+        mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+        recorded.update(output=output, ids=ids, mask=mask, images=self.rollout_images.batch(ids, mask))
+        return output
+
+    settings = GRPOSettings(num_generations=2, max_completion_length=96, max_steps=1, beta=0.04, scale=lora)
+    FactGuardGRPOTrainer._generate_and_score_completions = recording  # type: ignore[method-assign]
+    try:
+        run = train_grpo(sft, posts(clip)[:1], factguard(tmp_path), tmp_path / "grpo", settings, processing_class=processor,
+                         gradient_accumulation_steps=2)
+    finally:
+        FactGuardGRPOTrainer._generate_and_score_completions = original  # type: ignore[method-assign]
+    assert (sft / "merged" / "config.json").is_file(), "the adapter was merged into its base once, beside it"
+
+    def logps(model: Any) -> Any:
+        output, ids, mask = recorded["output"], recorded["ids"], recorded["mask"]
+        keep = output["completion_ids"].shape[1]
+        with torch.no_grad():
+            logits = model(input_ids=ids, attention_mask=mask, **recorded["images"]).logits[:, -keep - 1: -1].float()
+        chosen = torch.log_softmax(logits, dim=-1).gather(-1, output["completion_ids"].unsqueeze(-1)).squeeze(-1)
+        return chosen[output["completion_mask"].bool()]
+
+    sft_policy = PeftModel.from_pretrained(Qwen2_5_VLForConditionalGeneration.from_pretrained(folder), str(sft)).eval()
+    base = Qwen2_5_VLForConditionalGeneration.from_pretrained(folder).eval()
+    reference = recorded["output"]["ref_per_token_logps"][recorded["output"]["completion_mask"].bool()]
+    assert torch.allclose(reference, logps(sft_policy), atol=1e-4), "the KL reference is the SFT policy"
+    assert (reference - logps(base)).abs().max() > 1e-2, "and not the base model"
+
+    merged = sft_policy.merge_and_unload().state_dict()
+    started = {name.removeprefix("base_model.model.").replace(".base_layer", ""): weight
+               for name, weight in run.trainer.model.state_dict().items() if "lora_" not in name}
+    assert started.keys() == merged.keys()
+    assert all(torch.equal(started[name], merged[name]) for name in merged), "GRPO's frozen weights are the SFT policy's"
+    assert not all(torch.equal(merged[name], weight) for name, weight in base.state_dict().items())
