@@ -221,6 +221,7 @@ def train_grpo(
     chat_template: Path | None = None,
     extra_rewards: Sequence[Callable[..., list[float]]] = (),
     plan: GRPOPlan | None = None,
+    callbacks: Sequence[Any] = (),
     **overrides: Any,
 ) -> GRPORun:
     """Run GRPO on ``samples`` with the FactGuard loop as the rollout and return the run.
@@ -228,7 +229,8 @@ def train_grpo(
     ``session`` (a :class:`~debates.session.RunSession` of ``config`` with ``backend="policy"``, open) is the
     run session the rollouts run in: its retrieval answers FactProbe; the run closes it when it ends, in
     the event loop the rollouts used it from. None: retrieval off. ``plan`` is :func:`plan_grpo`'s, when the
-    caller made it first (to print the departures and check memory before the model loads).
+    caller made it first (to print the departures and check memory before the model loads); ``callbacks`` are
+    transformers ``TrainerCallback``s (a benchmark times the steps with one).
     """
     from debates.strategies.factguard.training.trainer import FactGuardGRPOTrainer
 
@@ -260,7 +262,7 @@ def train_grpo(
         trainer = FactGuardGRPOTrainer(
             model=str(plan.model_dir), reward_funcs=[*reward_functions(settings.reward), *extra_rewards], args=args,
             train_dataset=prompt_dataset(fit.kept), processing_class=plan.processing_class, rollout_func=rollout,
-            peft_config=settings.scale.peft_config(), rollout_images=images,
+            peft_config=settings.scale.peft_config(), rollout_images=images, callbacks=list(callbacks) or None,
         )
         if is_vision(plan.processing_class):
             log.info("vision-language policy: frames and ClipScout grids reach the forward pass as images")

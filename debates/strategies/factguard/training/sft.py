@@ -19,7 +19,7 @@ import copy
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,7 +28,8 @@ from debates.strategies.factguard.training.adapters import merged_model
 from debates.strategies.factguard.training.chat_template import TrainingTemplate, training_template
 from debates.strategies.factguard.training.departures import training_departures
 from debates.strategies.factguard.training.memory import Workload
-from debates.strategies.factguard.training.rendering import image_tokens, is_vision, load_processing_class, render, text_only
+from debates.strategies.factguard.training.rendering import (assistant_mask, image_tokens, is_vision, load_processing_class, render,
+                                                             text_only)
 from debates.strategies.factguard.training.scale import ScaleSettings
 from m3d_agents.config_types import Seed
 from m3d_agents.errors import InputError
@@ -154,9 +155,32 @@ def plan_sft(model_dir: Path, data: Path, settings: SFTSettings | None = None, *
     return SFTPlan(model_dir, processing_class, template, rows, workload, departures)
 
 
+def vision_collator(processing_class: Any, template: TrainingTemplate, settings: SFTSettings) -> Any:
+    """TRL's collator for vision-language rows, with the loss on the model's own tokens placed by
+    :func:`~debates.strategies.factguard.training.rendering.assistant_mask`, which reads the same on every
+    transformers version (earlier processors misplace their own mask once images are expanded)."""
+    from trl.trainer.sft_trainer import DataCollatorForVisionLanguageModeling
+
+    class AssistantTokens(DataCollatorForVisionLanguageModeling):
+        def _collate_language_modeling(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+            output = super()._collate_language_modeling(examples)
+            for row, example in enumerate(examples):
+                attended = output["attention_mask"][row].bool()
+                ids = output["input_ids"][row][attended].tolist()
+                mask = assistant_mask(self.processor, template, with_images(example["messages"], list(example["images"])), ids)
+                positions = attended.nonzero().squeeze(-1)
+                output["labels"][row][positions[[m == 0 for m in mask]]] = -100
+            return output
+
+    return AssistantTokens(processor=processing_class, max_length=settings.max_length, completion_only_loss=False,
+                           assistant_only_loss=False, chat_template=template.text)
+
+
 def train_sft(model_dir: Path, data: Path, output_dir: Path, settings: SFTSettings | None = None, *, processing_class: Any = None,
-              chat_template: Path | None = None, plan: SFTPlan | None = None, **overrides: Any) -> Any:
-    """Run SFT and return the trainer (``plan``: :func:`plan_sft`'s, when the caller made it first)."""
+              chat_template: Path | None = None, plan: SFTPlan | None = None, callbacks: Sequence[Any] = (),
+              **overrides: Any) -> Any:
+    """Run SFT and return the trainer (``plan``: :func:`plan_sft`'s, when the caller made it first; ``callbacks``:
+    transformers ``TrainerCallback``s)."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
@@ -165,11 +189,15 @@ def train_sft(model_dir: Path, data: Path, output_dir: Path, settings: SFTSettin
     values: dict[str, Any] = dict(
         output_dir=str(output_dir), learning_rate=settings.learning_rate, num_train_epochs=settings.num_train_epochs,
         per_device_train_batch_size=1, gradient_accumulation_steps=settings.gradient_accumulation_steps,
-        max_length=settings.max_length, max_steps=settings.max_steps, assistant_only_loss=True, logging_steps=1,
+        max_length=settings.max_length, max_steps=settings.max_steps, logging_steps=1,
+        # The model's own tokens only: TRL's mask for a text model, ours for a vision-language one (see vision_collator).
+        assistant_only_loss=not is_vision(plan.processing_class),
         save_strategy="no", report_to=[], seed=settings.seed, disable_tqdm=True, **settings.scale.trainer_args(),
     )
     values.update(overrides)
+    collator = vision_collator(plan.processing_class, plan.template, settings) if is_vision(plan.processing_class) else None
     trainer = SFTTrainer(model=str(plan.model_dir), args=SFTConfig(**values), train_dataset=Dataset.from_list(plan.data.rows),
-                         processing_class=plan.processing_class, peft_config=settings.scale.peft_config())
+                         processing_class=plan.processing_class, peft_config=settings.scale.peft_config(),
+                         callbacks=list(callbacks) or None, data_collator=collator)
     trainer.train()
     return trainer

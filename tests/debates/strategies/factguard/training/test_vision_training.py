@@ -267,3 +267,31 @@ def test_grpo_from_an_sft_adapter_starts_from_the_sft_policy_and_holds_it_as_the
     assert started.keys() == merged.keys()
     assert all(torch.equal(started[name], merged[name]) for name in merged), "GRPO's frozen weights are the SFT policy's"
     assert not all(torch.equal(merged[name], weight) for name, weight in base.state_dict().items())
+
+
+def test_sft_trains_the_models_turns_and_no_prompt_image_or_tool_token(vlm: tuple[Path, Any], tmp_path: Path) -> None:
+    """The loss mask is placed by the project, not by the processor (which misplaces it once images are expanded on
+    transformers before 5.18): exactly the model's two turns are trained, with two images in the row."""
+    from PIL import Image
+
+    from debates.strategies.factguard.training.sft import SFTSettings, plan_sft, vision_collator
+
+    folder, processor = vlm
+    Image.new("RGB", (1280, 720), (200, 0, 0)).save(tmp_path / "frame.png")
+    Image.new("RGB", (1024, 576), (0, 200, 0)).save(tmp_path / "grid.png")
+    row = {"messages": [
+        {"role": "system", "content": "check posts"},
+        {"role": "user", "content": [{"type": "text", "text": "post: a flood"}, {"type": "image"}]},
+        {"role": "assistant", "content": SCOUT},
+        {"role": "user", "content": [{"type": "text", "text": "Results of your tool calls"}, {"type": "image"}]},
+        {"role": "assistant", "content": ANSWER},
+    ], "images": [str(tmp_path / "frame.png"), str(tmp_path / "grid.png")]}
+    data = tmp_path / "sft.jsonl"
+    data.write_text(json.dumps(row) + "\n")
+    settings = SFTSettings()
+    plan = plan_sft(folder, data, settings, processing_class=processor)
+    batch = vision_collator(plan.processing_class, plan.template, settings)(plan.data.rows)
+    ids, labels = batch["input_ids"][0], batch["labels"][0]
+    trained = processor.tokenizer.decode(ids[labels != -100])
+    assert trained == f"{SCOUT}<|im_end|>\n{ANSWER}<|im_end|>\n", "TRL's training template marks each turn's end and newline"
+    assert batch["image_grid_thw"].shape[0] == 2 and int((ids == processor.image_token_id).sum()) == 4, "two images, 2 tokens each"
