@@ -26,6 +26,7 @@ travels as wheels (``scripts/gpu-check-wheels.sh``).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -71,6 +72,8 @@ def peak_gib() -> str:
 
 
 def reset_peak() -> None:
+    """Free what an earlier step left (a trainer holds its model in reference cycles) and start the peak afresh."""
+    gc.collect()
     cuda = gpu()
     if cuda is not None:
         cuda.empty_cache()
