@@ -63,6 +63,12 @@ class CallBudget(BaseModel):
     counts: str = Field(description="what the bound counts and what it leaves out, in a few words")
 
 
+MAX_CALLS_PER_SAMPLE = 5000
+"""The most model calls one sample may ask for under a configuration's own limits (its :meth:`StrategyConfig.call_budget`):
+the costliest built-in configuration asks for 151. A file that multiplies seats, rounds, candidates or steps past this
+is refused when it is loaded, saying how many calls it would make, instead of running for hours."""
+
+
 class StrategyConfig(Settings):
     """What every configuration has; each strategy's configuration model extends it.
 
@@ -117,6 +123,17 @@ class StrategyConfig(Settings):
             raise ValueError("departures: name the paper they depart from (paper: ...)")
         return self
 
+    @model_validator(mode="after")
+    def _within_call_budget(self) -> "StrategyConfig":
+        try:
+            budget = self.call_budget()
+        except (ValueError, LookupError, InputError):
+            return self  # a setting the strategy's own checks refuse, each with its own message
+        if budget is not None and budget.calls > MAX_CALLS_PER_SAMPLE:
+            raise ValueError(f"the configuration asks for up to {budget.calls} model calls per sample ({budget.counts}), over "
+                             f"the limit of {MAX_CALLS_PER_SAMPLE}; use fewer seats, rounds, candidates or steps")
+        return self
+
     def tools_used(self) -> list[str]:
         """The registered tools a run of this configuration may call (for plans and reports); strategies add theirs."""
         return list(self.tools)
@@ -124,6 +141,15 @@ class StrategyConfig(Settings):
     def call_budget(self) -> CallBudget | None:
         """The most a sample can cost under this configuration's limits; None where the strategy gives no bound."""
         return None
+
+    def outline(self) -> str:
+        """The configuration's form in a few words, for plans (a debate adds its protocol and its seats in order)."""
+        return self.strategy
+
+    def image_seats(self) -> list[str | None]:
+        """The backends of the seats that read the post's images, one per seat (None: the configuration's own): a
+        departure ``when: text_only`` or ``when: vision`` holds where one of them cannot, or can, see images."""
+        return [None]
 
 
 def derive_seed(*parts: object) -> int:

@@ -15,7 +15,7 @@ from pydantic import BeforeValidator, Field, TypeAdapter, model_validator
 
 from debates.chat.protocol import PROTOCOLS
 from debates.strategy import CallBudget, StrategyConfig, strategy_field
-from m3d_agents.config_types import Settings, Temperature
+from m3d_agents.config_types import MAX_SEATS, Settings, Temperature
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 
@@ -152,8 +152,9 @@ class DebateConfig(StrategyConfig):
         "with fewer the debate abstains and says so (the papers are silent; one readable vote of two is no majority)",
     )
     use_evidence: bool = Field(True, description="show the seats the evidence gathered for the post; False: the post alone")
-    max_queries_per_turn: int = Field(
-        2, ge=0, le=10, description="search queries a debater may ask per turn (the retrieval desk answers them); 0: none"
+    max_queries_per_turn: Annotated[int, Field(ge=0, le=10)] | None = Field(
+        2, description="search queries a debater may ask per turn (the retrieval desk answers them); 0: none; null: as "
+        "many as it writes (LLM-Consensus's disambiguation prompt sets no number, paper line 205)"
     )
     structured_turns: bool = Field(
         True, description="ask schema-capable backends for JSON turns, so answers are valid by construction"
@@ -161,7 +162,10 @@ class DebateConfig(StrategyConfig):
     taxonomy: str | None = Field(
         None, description="the label set the seats answer in; None: the sample's. The cascade always answers in m3d."
     )
-    seats: list[SeatConfig] = Field(description="the participants, in speaking order; which roles are allowed is the protocol's rule")
+    seats: list[SeatConfig] = Field(
+        max_length=MAX_SEATS,
+        description=f"the participants, in speaking order (at most {MAX_SEATS}); which roles are allowed is the protocol's rule",
+    )
 
     @model_validator(mode="after")
     def _check_seats(self) -> "DebateConfig":
@@ -183,6 +187,10 @@ class DebateConfig(StrategyConfig):
             if seat.name == name:
                 return seat
         raise InputError("seat", f"no seat named {name!r}; seats: {', '.join(s.name for s in self.seats)}")
+
+    def outline(self) -> str:
+        """``debate, chained_cascade: cross_modal -> text -> image``: the protocol and the seats' roles in speaking order."""
+        return f"{self.strategy}, {self.protocol}: {' -> '.join(s.role for s in self.seats)}"
 
     def tools_used(self) -> list[str]:
         react = [t for s in self.seats if isinstance(s.turn_policy, ReactPolicy) for t in s.turn_policy.tools.values()]

@@ -100,11 +100,9 @@ def _departures(departures: list[Any]) -> None:
         console.print(f"  {departure.line()}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _save_departures(out: Path, departures: list[Any]) -> None:
-    import json
-
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "departures.json").write_text(json.dumps([d.model_dump() for d in departures], indent=2) + "\n", encoding="utf-8")
+def _save_departures(out: Any, departures: list[Any]) -> None:
+    """The departures beside the trained weights (``out``, the run's owned folder), so the model carries them."""
+    out.write_json("departures.json", [d.model_dump() for d in departures])
 
 
 def _check_memory(model_dir: Path, scale: Any, workload: Any, *, reference: bool, generations: Optional[int], force: bool) -> None:
@@ -188,6 +186,7 @@ def sft_command(
     from debates.strategies.factguard.training.local_model import prepare_local_model
     from debates.strategies.factguard.training.sft import SFTSettings, plan_sft, train_sft
     from m3d_agents.errors import InputError
+    from m3d_agents.safe_files import OwnedFolder
 
     settings = _settings(SFTSettings, settings_file, {
         **given(max_steps=max_steps, learning_rate=learning_rate, gradient_accumulation_steps=accumulation),
@@ -200,11 +199,12 @@ def sft_command(
         plan = plan_sft(model or prepare_local_model(), data, settings, chat_template=chat_template)
         _departures(plan.departures)
         _check_memory(plan.model_dir, scale, plan.workload, reference=False, generations=None, force=force)
-        trainer = train_sft(plan.model_dir, data, out, settings, plan=plan)
+        with OwnedFolder(out).staging() as staged:
+            trainer = train_sft(plan.model_dir, data, staged, settings, plan=plan)
+            trainer.save_model(str(staged))
+        _save_departures(OwnedFolder(out), plan.departures)
     except InputError as exc:
         fail(str(exc))
-    trainer.save_model(str(out))
-    _save_departures(out, plan.departures)
     console.print(f"{out}: {trainer.state.global_step} steps")
 
 
@@ -257,6 +257,7 @@ def grpo_command(
     from m3d_agents.backends.factory import BackendPool
     from m3d_agents.datasets import load_dataset, parse_option_pairs
     from m3d_agents.errors import InputError
+    from m3d_agents.safe_files import OwnedFolder
     from retrieval.runpath import parse_mode
 
     settings = _settings(GRPOSettings, settings_file, {
@@ -300,9 +301,10 @@ def grpo_command(
     console.print(f"FactProbe: retrieval {sources.mode}{' (' + sources.log.note + ')' if sources.log.note else ''}"
                   f"{'; ' + not_run if not_run else ''}")
     try:
-        run = train_grpo(plan.model_dir, samples, chosen, out, settings, session=session, plan=plan)
+        with OwnedFolder(out).staging() as staged:
+            run = train_grpo(plan.model_dir, samples, chosen, staged, settings, session=session, plan=plan)
+            run.trainer.save_model(str(staged))
+        _save_departures(OwnedFolder(out), plan.departures)
     except InputError as exc:
         fail(str(exc))
-    run.trainer.save_model(str(out))
-    _save_departures(out, plan.departures)
     console.print(f"{out}: {run.trainer.state.global_step} steps ({run.template.source})")
