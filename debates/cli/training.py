@@ -297,8 +297,9 @@ def grpo_command(
     except InputError as exc:
         fail(str(exc))
     sources = session.sources
-    not_run = "; ".join(f"{name} not run ({why})" for name, why in sources.log.not_run.items())
-    console.print(f"FactProbe: retrieval {sources.mode}{' (' + sources.log.note + ')' if sources.log.note else ''}"
+    log = sources.log
+    not_run = "; ".join(f"{name} not run ({why})" for name, why in (log.not_run if log else {}).items())
+    console.print(f"FactProbe: retrieval {sources.mode}{' (' + log.note + ')' if log and log.note else ''}"
                   f"{'; ' + not_run if not_run else ''}")
     try:
         with OwnedFolder(out).staging() as staged:
