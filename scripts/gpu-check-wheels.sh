@@ -3,7 +3,7 @@
 # accelerate and the common scientific stack (numpy, pillow, pandas, pyarrow, requests, jinja2, ...)
 # but no network: TRL and datasets (with dill and multiprocess), pydantic, AutoGen's core and
 # agentchat (with jsonref and opentelemetry-api), tldextract (with requests-file) and PyAV, which
-# reads the clip. They are downloaded for CPython 3.12 on x86-64 Linux into .whl/ at the repository
+# reads the clip; and peft at the version the CPU rehearsal ran (the machine's own may be older). They are downloaded for CPython 3.12 on x86-64 Linux into .whl/ at the repository
 # root (one version of each; older files there are removed first), and their total size is printed
 # with the working tree's, since both travel together.
 #
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python_version="${1:-3.12}"
 wheels=(
-    trl==1.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
+    trl==1.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 peft==0.21.2
     pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 typing-extensions==4.16.0
     autogen-core==0.7.5 autogen-agentchat==0.7.5 jsonref==1.1.0 opentelemetry-api==1.45.2
     tldextract==5.4.0 requests-file==3.0.1

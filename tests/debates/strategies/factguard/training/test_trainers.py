@@ -245,3 +245,21 @@ def test_the_memory_check_names_the_settings_that_would_fit_a_7b_model_on_one_gp
     fewer = check_memory(qwen7b_config(), lora, paper_workload(8), reference=True, generations=8, layout=Layout(), gpus=tight)
     assert not fewer.fits and any(o.change.startswith("--rollout-batch-size ") and "or -G " in o.change for o in fewer.options)
     assert all(o.estimate.peak + GIB <= 46 * GIB for o in fewer.options)
+
+
+def test_m3d_train_sft_states_its_departures_and_memory_before_training_and_saves_them(model_dir: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from debates.cli.main import app
+
+    data = tmp_path / "sft.jsonl"
+    data.write_text(json.dumps({"messages": CONVERSATION, "images": []}) + "\n")
+    out = tmp_path / "sft"
+    result = CliRunner().invoke(app, ["train", "sft", "--data", str(data), "--model", str(model_dir), "--out", str(out),
+                                      "--max-steps", "1", "--gradient-accumulation", "1", "--lora", "--lora-r", "4", "--dtype", "fp32"])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert output.index("departures from the paper (2;") < output.index("memory: estimated peak") < output.index(f"{out}: 1 steps")
+    assert "[lora] A LoRA adapter (rank 4, alpha 128)" in output and "[dtype] Weights and compute are fp32 (--dtype fp32)" in output
+    assert [d["id"] for d in json.loads((out / "departures.json").read_text())] == ["lora", "dtype"]
+    assert (out / "adapter_config.json").is_file(), "an adapter, which GRPO merges into its base before it trains"
