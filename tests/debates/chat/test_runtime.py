@@ -7,7 +7,7 @@ import logging
 import pytest
 
 import debates.chat.team
-from autogen_core import EVENT_LOGGER_NAME, SingleThreadedAgentRuntime
+from autogen_core import EVENT_LOGGER_NAME, ROOT_LOGGER_NAME, SingleThreadedAgentRuntime
 
 from debates.config_loader import load_config
 from debates.session import run_sample
@@ -34,14 +34,15 @@ def test_quiet_unless_someone_listens(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AUTOGEN_DISABLE_RUNTIME_TRACING", raising=False)
     assert not telemetry_wanted()
     assert isinstance(team_runtime(), QuietRuntime)
-    events = logging.getLogger(EVENT_LOGGER_NAME)
-    level = events.level
-    events.setLevel(logging.INFO)
-    try:
-        assert telemetry_wanted()
-        assert type(team_runtime()) is SingleThreadedAgentRuntime
-    finally:
-        events.setLevel(level)
+    for name in (EVENT_LOGGER_NAME, ROOT_LOGGER_NAME):
+        logger = logging.getLogger(name)
+        level = logger.level
+        logger.setLevel(logging.INFO)
+        try:
+            assert telemetry_wanted(), f"{name} at INFO gets the runtime that writes its records"
+            assert type(team_runtime()) is SingleThreadedAgentRuntime
+        finally:
+            logger.setLevel(level)
 
 
 async def test_the_same_debate_on_either_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
