@@ -118,11 +118,7 @@ class QuietRuntime(SingleThreadedAgentRuntime):
                 )
                 agent = await self._get_agent(agent_id)
                 responses.append(_deliver(agent, message_envelope.message, message_context))
-            if len(responses) == 1:
-                # One subscriber (a speaker's request, the output stream): no task of its own to gather.
-                await responses[0]
-            else:
-                await asyncio.gather(*responses)
+            await asyncio.gather(*responses)
         except BaseException as e:
             if not self._ignore_unhandled_handler_exceptions:
                 self._background_exception = e
