@@ -19,6 +19,7 @@ scans the class with ``dir()`` for every agent it creates, and a debate creates 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import uuid
@@ -66,6 +67,10 @@ class QuietRuntime(SingleThreadedAgentRuntime):
     def __init__(self) -> None:
         super().__init__(ignore_unhandled_exceptions=False, tracer_provider=NoOpTracerProvider())
         self._tracer_helper = _NoSpans()  # type: ignore[assignment]
+        # A message's id, read by nobody but AutoGen's log and traces: one random prefix per runtime and a count,
+        # where AutoGen asks the operating system for a fresh UUID for every message.
+        self._id_prefix = uuid.uuid4().hex
+        self._published = itertools.count(1)
 
     async def _create_otel_attributes(self, *args: Any, **kwargs: Any) -> Mapping[str, str]:
         return {}
@@ -94,7 +99,7 @@ class QuietRuntime(SingleThreadedAgentRuntime):
             sender=sender,
             topic_id=topic_id,
             metadata=NO_TRACE,
-            message_id=message_id if message_id is not None else str(uuid.uuid4()),
+            message_id=message_id if message_id is not None else f"{self._id_prefix}-{next(self._published)}",
         ))
 
     async def _process_publish(self, message_envelope: PublishMessageEnvelope) -> None:

@@ -95,6 +95,11 @@ class DebateManager(BaseGroupChatManager):
             return True
         return False
 
+    async def _log_speaker_selection(self, speaker_names: List[str]) -> None:
+        """AutoGen builds the selection event before it asks whether team events are emitted; ask first."""
+        if self._emit_team_events:
+            await super()._log_speaker_selection(speaker_names)
+
     async def select_speaker(self, thread: Sequence[BaseAgentEvent | BaseChatMessage]) -> List[str] | str:
         planned = self._planned if self._planned is not None else self._policy(self._state)
         self._planned = None

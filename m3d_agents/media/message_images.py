@@ -5,48 +5,50 @@ anyone asks for it: for each request body (``to_openai_format``), for each respo
 ``model_dump``) and for each recorded exchange. A PNG of a 306 x 306 photo takes tens of milliseconds,
 far more than the rest of a model call; and a debate sends each picture once per seat per turn.
 
-:func:`message_image` gives the one :class:`MessageImage` of a picture (the same object for every
-seat and call of a sample, as long as the picture is alive), and a :class:`MessageImage` keeps its
-encoding once made. The bytes are the ones AutoGen makes, so requests and cache keys are unchanged.
+Two things make it once per picture. :func:`message_image` gives every seat and call of a sample the
+same Image for a picture (as long as the picture is alive); and, from the import of this module on,
+an Image keeps its encoding once made (``to_base64``, ``data_uri``): the picture in a message never
+changes. The bytes are AutoGen's own, so requests and cache keys are the same as before.
 """
 
 from __future__ import annotations
 
 import weakref
+from typing import Any, Callable
 
 from autogen_core import Image
 from PIL import Image as PILImage
 
-
-class MessageImage(Image):
-    """AutoGen's image, which encodes its picture once and keeps the encoding (a picture in a message never changes)."""
-
-    def __init__(self, image: PILImage.Image) -> None:
-        super().__init__(image)
-        self._base64: str | None = None
-        self._data_uri: str | None = None
-
-    def to_base64(self) -> str:
-        if self._base64 is None:
-            self._base64 = super().to_base64()
-        return self._base64
-
-    @property
-    def data_uri(self) -> str:
-        if self._data_uri is None:
-            self._data_uri = super().data_uri
-        return self._data_uri
+_KEPT_BASE64 = "_m3d_png_base64"
+_KEPT_DATA_URI = "_m3d_data_uri"
 
 
-_made: dict[int, MessageImage] = {}
+def _keeping(encode: Callable[[Image], str], name: str) -> Callable[[Image], str]:
+    def kept(self: Image) -> str:
+        value: Any = self.__dict__.get(name)
+        if value is None:
+            value = self.__dict__[name] = encode(self)
+        return str(value)
+
+    kept.__wrapped__ = encode  # type: ignore[attr-defined]
+    return kept
+
+
+if not hasattr(Image.to_base64, "__wrapped__"):
+    _data_uri: Any = Image.__dict__["data_uri"]
+    Image.to_base64 = _keeping(Image.to_base64, _KEPT_BASE64)  # type: ignore[method-assign, assignment]
+    Image.data_uri = property(_keeping(_data_uri.fget, _KEPT_DATA_URI))  # type: ignore[method-assign, assignment]
+
+
+_made: dict[int, Image] = {}
 """By the picture's ``id``, for as long as the picture lives (PIL's images cannot be dictionary keys)."""
 
 
-def message_image(picture: PILImage.Image) -> MessageImage:
+def message_image(picture: PILImage.Image) -> Image:
     """The image that messages carry for ``picture`` (a prepared sample's, a video frame ...), made once."""
     key = id(picture)
     image = _made.get(key)
     if image is None:
-        image = _made[key] = MessageImage(picture)
+        image = _made[key] = Image.from_pil(picture)
         weakref.finalize(picture, _made.pop, key, None)
     return image
