@@ -167,7 +167,7 @@ class Recording:
         if not spy.exists():
             raise SystemExit("--profile needs py-spy beside this Python (pip install py-spy; it is in the test extra)")
         self.process = subprocess.Popen(
-            [str(spy), "record", "--pid", str(os.getpid()), "--rate", str(self.rate), "--native", "--gil",
+            [str(spy), "record", "--pid", str(os.getpid()), "--rate", str(self.rate), *os.environ.get("SPY_FLAGS", "--native --gil").split(),
              "--full-filenames", "--format", "raw", "--output", str(self.output)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
