@@ -131,13 +131,19 @@ class QuietRuntime(SingleThreadedAgentRuntime):
             self._message_queue.task_done()
 
 
+_HANDLING = MessageHandlerContext._MESSAGE_HANDLER_CONTEXT
+"""What ``MessageHandlerContext.populate_context`` sets around a handler, set here without its generator."""
+
+
 async def _deliver(agent: Any, message: Any, context: MessageContext) -> Any:
-    with MessageHandlerContext.populate_context(agent.id):
-        try:
-            return await agent.on_message(message, ctx=context)
-        except BaseException:
-            RUNTIME_LOG.error(f"Error processing publish message for {agent.id}", exc_info=True)
-            raise
+    token = _HANDLING.set(agent.id)
+    try:
+        return await agent.on_message(message, ctx=context)
+    except BaseException:
+        RUNTIME_LOG.error(f"Error processing publish message for {agent.id}", exc_info=True)
+        raise
+    finally:
+        _HANDLING.reset(token)
 
 
 def telemetry_wanted() -> bool:
