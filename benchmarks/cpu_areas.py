@@ -63,6 +63,9 @@ AREAS: tuple[tuple[str, str], ...] = (
     ("debates/chat/reading.py", "asking and answer parsing"),
     ("debates/chat/structured_turns.py", "asking and answer parsing"),
     ("prompts/", "prompt rendering"),
+    ("debates/chat/runtime.py", "AutoGen runtime (autogen_core)"),
+    ("debates/chat/team.py", "AutoGen group chat (agentchat)"),
+    ("debates/chat/run.py", "AutoGen group chat (agentchat)"),
     ("debates/chat/", "debate seats, state and protocol"),
     ("debates/strategies/debate/", "debate seats, state and protocol"),
     ("debates/turns/", "debate seats, state and protocol"),
@@ -167,7 +170,7 @@ class Recording:
         if not spy.exists():
             raise SystemExit("--profile needs py-spy beside this Python (pip install py-spy; it is in the test extra)")
         self.process = subprocess.Popen(
-            [str(spy), "record", "--pid", str(os.getpid()), "--rate", str(self.rate), *os.environ.get("SPY_FLAGS", "--native --gil").split(),
+            [str(spy), "record", "--pid", str(os.getpid()), "--rate", str(self.rate), "--native", "--gil",
              "--full-filenames", "--format", "raw", "--output", str(self.output)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
