@@ -167,6 +167,7 @@ def _unless_telemetry_wanted(span: Callable[..., Any]) -> Callable[..., Any]:
         return span(*args, **kwargs) if telemetry_wanted() else nullcontext()
 
     maybe_span.__wrapped__ = span  # type: ignore[attr-defined]
+    maybe_span.quieted = True  # type: ignore[attr-defined]
     return maybe_span
 
 
@@ -177,7 +178,8 @@ def quiet_agent_spans() -> None:
     """AgentChat opens a span around every agent invocation; without a receiver it is pure cost."""
     for module in (chat_agent_container, base_chat_agent):
         current = getattr(module, _AGENT_SPAN)
-        if not hasattr(current, "__wrapped__"):
+        # Not ``__wrapped__``: AutoGen's span is a context manager, which carries one of its own.
+        if not getattr(current, "quieted", False):
             setattr(module, _AGENT_SPAN, _unless_telemetry_wanted(current))
 
 

@@ -31,10 +31,11 @@ def _keeping(encode: Callable[[Image], str], name: str) -> Callable[[Image], str
         return str(value)
 
     kept.__wrapped__ = encode  # type: ignore[attr-defined]
+    kept.keeps_encoding = True  # type: ignore[attr-defined]
     return kept
 
 
-if not hasattr(Image.to_base64, "__wrapped__"):
+if not getattr(Image.to_base64, "keeps_encoding", False):
     _data_uri: Any = Image.__dict__["data_uri"]
     Image.to_base64 = _keeping(Image.to_base64, _KEPT_BASE64)  # type: ignore[method-assign, assignment]
     Image.data_uri = property(_keeping(_data_uri.fget, _KEPT_DATA_URI))  # type: ignore[method-assign, assignment]

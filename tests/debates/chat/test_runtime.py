@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 
+import autogen_agentchat.agents._base_chat_agent as base_chat_agent
+import autogen_agentchat.teams._group_chat._chat_agent_container as chat_agent_container
 import pytest
 
 import debates.chat.team
@@ -82,3 +85,18 @@ def test_config_loads_are_independent_copies() -> None:
     first.max_rounds = 9
     again = load_config("async-three")
     assert again.seats[0].name == "agent_a" and again.max_rounds == 3
+
+
+def test_agent_invocations_open_no_span_unless_someone_listens(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AUTOGEN_DISABLE_RUNTIME_TRACING", raising=False)
+    for module in (chat_agent_container, base_chat_agent):
+        span = module.trace_invoke_agent_span(agent_name="agent_a", agent_description="a debater")
+        assert isinstance(span, nullcontext), f"{module.__name__} opens a span that nobody receives"
+    events = logging.getLogger(EVENT_LOGGER_NAME)
+    level = events.level
+    events.setLevel(logging.INFO)
+    try:
+        span = chat_agent_container.trace_invoke_agent_span(agent_name="agent_a", agent_description="a debater")
+        assert not isinstance(span, nullcontext), "with the event log on, the span is AutoGen's own"
+    finally:
+        events.setLevel(level)
