@@ -63,6 +63,12 @@ class CallBudget(BaseModel):
     counts: str = Field(description="what the bound counts and what it leaves out, in a few words")
 
 
+MAX_CALLS_PER_SAMPLE = 5000
+"""The most model calls one sample may ask for under a configuration's own limits (its :meth:`StrategyConfig.call_budget`):
+the costliest built-in configuration asks for 151. A file that multiplies seats, rounds, candidates or steps past this
+is refused when it is loaded, saying how many calls it would make, instead of running for hours."""
+
+
 class StrategyConfig(Settings):
     """What every configuration has; each strategy's configuration model extends it.
 
@@ -115,6 +121,17 @@ class StrategyConfig(Settings):
             raise ValueError(f"departures: ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
         if self.departures and self.paper is None:
             raise ValueError("departures: name the paper they depart from (paper: ...)")
+        return self
+
+    @model_validator(mode="after")
+    def _within_call_budget(self) -> "StrategyConfig":
+        try:
+            budget = self.call_budget()
+        except (ValueError, LookupError, InputError):
+            return self  # a setting the strategy's own checks refuse, each with its own message
+        if budget is not None and budget.calls > MAX_CALLS_PER_SAMPLE:
+            raise ValueError(f"the configuration asks for up to {budget.calls} model calls per sample ({budget.counts}), over "
+                             f"the limit of {MAX_CALLS_PER_SAMPLE}; use fewer seats, rounds, candidates or steps")
         return self
 
     def tools_used(self) -> list[str]:

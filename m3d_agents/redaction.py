@@ -124,10 +124,14 @@ def redact(text: str, secrets: list[str] | None = None, extra: Iterable[str] = (
     return text
 
 
-def redact_data(data: Any, secrets: list[str] | None = None) -> Any:
-    """``data`` (what ``json`` reads and writes) with every string in it redacted, keys of mappings included."""
+def redact_data(data: Any, secrets: list[str] | None = None, extra: Iterable[str] = ()) -> Any:
+    """``data`` (what ``json`` reads and writes) with every string in it redacted, keys of mappings included;
+    ``secrets`` and ``extra`` as for :func:`redact`."""
     if secrets is None:
         secrets = known_secrets()
+    more = [v for v in extra if v and len(v) >= MIN_SECRET_CHARS and v not in secrets]
+    if more:
+        secrets = sorted([*secrets, *more], key=len, reverse=True)
     if isinstance(data, str):
         return redact(data, secrets)
     if isinstance(data, dict):

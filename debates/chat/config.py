@@ -15,7 +15,7 @@ from pydantic import BeforeValidator, Field, TypeAdapter, model_validator
 
 from debates.chat.protocol import PROTOCOLS
 from debates.strategy import CallBudget, StrategyConfig, strategy_field
-from m3d_agents.config_types import Settings, Temperature
+from m3d_agents.config_types import MAX_SEATS, Settings, Temperature
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 
@@ -161,7 +161,10 @@ class DebateConfig(StrategyConfig):
     taxonomy: str | None = Field(
         None, description="the label set the seats answer in; None: the sample's. The cascade always answers in m3d."
     )
-    seats: list[SeatConfig] = Field(description="the participants, in speaking order; which roles are allowed is the protocol's rule")
+    seats: list[SeatConfig] = Field(
+        max_length=MAX_SEATS,
+        description=f"the participants, in speaking order (at most {MAX_SEATS}); which roles are allowed is the protocol's rule",
+    )
 
     @model_validator(mode="after")
     def _check_seats(self) -> "DebateConfig":

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.text import Text
 
-from debates.cli.common import console, run_cli
+from debates.cli.common import console, print_json, run_cli
 from m3d_agents.evidence import Evidence
 
 
@@ -29,7 +29,7 @@ def print_evidence(evidence: list[Evidence], failures: list[str], leakage: dict[
         label = "summary" if item.summary else "text"
         console.print(f"  {label}: {body[:400]}{'...' if len(body) > 400 else ''}", markup=False)
     for failure in failures:
-        console.print(f"[yellow]not used:[/] {failure}")
+        console.print(Text.assemble(("not used:", "yellow"), " ", failure), soft_wrap=True)
 
 
 def evidence(
@@ -63,6 +63,6 @@ def evidence(
         console.print("samples in the trace: " + ", ".join(result))
         return
     if as_json:
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        print_json(result)
         return
     print_evidence(result.evidence, result.failures, result.leakage.dropped)

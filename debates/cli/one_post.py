@@ -110,7 +110,7 @@ def one_post_command(default_config: str, *, streams: bool, summary: str) -> Cal
         if save is not None:
             from debates.eval.run.saved_post import save_post_run, saved_run_name
 
-            folder = save_post_run(save / saved_run_name(verdict.config, verdict.sample_id), config, sample, verdict,
+            folder = save_post_run(save, saved_run_name(verdict.config, verdict.sample_id), config, sample, verdict,
                                    verdict.backend or backend or "")
             err_console.print(f"saved as a run folder: {folder} (review it with m3d serve --runs {save})", markup=False,
                               highlight=False, soft_wrap=True)

@@ -32,7 +32,7 @@ from m3d_agents.datasets import LoadedDataset, load_dataset, parse_spec
 from m3d_agents.datasets.subsets import SAMPLE_CHOICES, SampleChoice, Subset
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
-from m3d_agents.safe_files import replace_file
+from m3d_agents.safe_files import OwnedFolder
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import RetrievalMode
 
@@ -160,7 +160,7 @@ def finish_departures(run_dir: Path, planned: list[StatedDeparture], strategy: S
     manifest, rows = load_run(run_dir)
     departures = combined(planned, row_departures(run_shares(rows), strategy.retrieval is not None))
     updated = manifest.model_copy(update={"departures": departures})
-    replace_file(run_dir / MANIFEST, updated.model_dump_json(indent=2))
+    OwnedFolder(run_dir).write_json(MANIFEST, updated)
     return departures
 
 

@@ -39,6 +39,7 @@ from debates.ui.web.security import CSRF_COOKIE, same_origin
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import PreparedSample, prepare_sample
+from m3d_agents.redaction import redact_data
 from m3d_agents.verdict import TranscriptTurn, Verdict
 
 log = logging.getLogger("m3d.web")
@@ -310,7 +311,7 @@ class LiveSession:
     async def _send_all(self) -> None:
         while True:
             message = await self.outbox.get()
-            await self.ws.send_json(message)
+            await self.ws.send_json(redact_data(message, extra=self.state.pages.secrets))
 
     async def _receive_all(self) -> None:
         while True:
@@ -406,7 +407,7 @@ class LiveSession:
         debate = self.debate
         name = saved_run_name(debate.config.name, verdict.sample_id)
         try:
-            await asyncio.to_thread(save_post_run, roots[0] / LIVE_RUNS / name, debate.config.name, debate.post.sample,
+            await asyncio.to_thread(save_post_run, roots[0], f"{LIVE_RUNS}/{name}", debate.config.name, debate.post.sample,
                                     verdict, debate.backend)
         except (InputError, OSError) as exc:
             log.warning("debate %s could not be saved for review: %s", debate.id, self.state.pages.redact(exc))
