@@ -142,6 +142,15 @@ class StrategyConfig(Settings):
         """The most a sample can cost under this configuration's limits; None where the strategy gives no bound."""
         return None
 
+    def outline(self) -> str:
+        """The configuration's form in a few words, for plans (a debate adds its protocol and its seats in order)."""
+        return self.strategy
+
+    def image_seats(self) -> list[str | None]:
+        """The backends of the seats that read the post's images, one per seat (None: the configuration's own): a
+        departure ``when: text_only`` or ``when: vision`` holds where one of them cannot, or can, see images."""
+        return [None]
+
 
 def derive_seed(*parts: object) -> int:
     """A seed in [0, 2**31) from its parts, the same on every machine and in every process.

@@ -108,7 +108,10 @@ class RetrievalConfig(BaseModel):
     )
     caption_search: bool = Field(True, description="also search the web for the post's text")
     wikipedia: bool = Field(False, description="search Wikipedia for the post's text (AgentM3D's text evidence)")
-    wikipedia_results: int = Field(3, ge=1, le=20, description="Wikipedia articles kept per search")
+    wikipedia_results: int = Field(
+        3, ge=1, le=20, description="Wikipedia articles kept per search: the search for the post's text, and each "
+        "lookup an agent makes (T2Agent's Wikipedia action returns the best match's first paragraph: 1)"
+    )
     query_results: int = Field(3, ge=1, le=20, description="hits kept per query a debater or a searching agent asks")
     corpus: str | None = Field(
         None, description="a local corpus for agents that search one: 'climate_fever' (shipped) or a JSONL file"
@@ -141,4 +144,9 @@ class RetrievalConfig(BaseModel):
     leakage: LeakageSettings = Field(default_factory=LeakageSettings, description="which evidence is left out as a leak of the answer")
     reliability_list: Path | None = Field(None, description="a CSV of domain,rating,note that overrides the shipped list")
     judge_unknown_domains: bool = Field(True, description="ask the model about domains that no list rates")
+    rate_sources: bool = Field(
+        True, description="rate each source's reliability (the lists, then judge_unknown_domains) and show the rating "
+        "beside every item an agent reads; False: no rating and no judgement call, an item shows its source and text "
+        "alone (T2Agent's searches return snippets, paper line 307)"
+    )
     wikipedia_language: str = Field("en", description="the Wikipedia edition searched (en, fr, ...)")

@@ -128,7 +128,8 @@ def _open(settings: RetrievalConfig, pool: BackendPool, backend: str, chosen: Re
     log = EvidenceLog(chosen, note, not_run, image_providers=settings.reverse_image)
     summaries = settings.summary.enabled
     judge: Backend | None = (
-        pool.get(backend) if settings.judge_unknown_domains or (summaries and not settings.summary.backend) else None
+        pool.get(backend) if (settings.rate_sources and settings.judge_unknown_domains)
+        or (summaries and not settings.summary.backend) else None
     )
     writer = pool.get(settings.summary.backend) if summaries and settings.summary.backend else judge
     policy = EvidencePolicy(settings, judge=judge, store=store)
@@ -138,13 +139,13 @@ def _open(settings: RetrievalConfig, pool: BackendPool, backend: str, chosen: Re
         replay_misses=misses, policy=policy,
     )
 
-    def answerer(providers: list[WebSearch], first_only: bool = False) -> SearchAnswerer:
+    def answerer(providers: list[WebSearch], first_only: bool = False, limit: int = settings.query_results) -> SearchAnswerer:
         return SearchAnswerer(
-            providers, store=store, rater=policy.rater, leakage=policy.leakage, limit=settings.query_results, log=log,
+            providers, store=store, rater=policy.rater, leakage=policy.leakage, limit=limit, log=log,
             replay_misses=misses, first_only=first_only,
         )
 
-    searchers: dict[str, QueryAnswerer] = {"wikipedia": answerer([wikipedia])}
+    searchers: dict[str, QueryAnswerer] = {"wikipedia": answerer([wikipedia], limit=settings.wikipedia_results)}
     if web:
         searchers["web"] = pipeline if settings.web_answers == "pages" else answerer(web, settings.web_first_available)
     corpus = _corpus(settings)
@@ -171,7 +172,7 @@ def replay_mr2(root: Path, settings: RetrievalConfig | None = None, summariser: 
     if settings is not None:
         recorded = recorded.model_copy(update={
             "leakage": settings.leakage, "reliability_list": settings.reliability_list,
-            "judge_unknown_domains": settings.judge_unknown_domains,
+            "judge_unknown_domains": settings.judge_unknown_domains, "rate_sources": settings.rate_sources,
         })
     pipeline = mr2_replay_pipeline(root, summariser, config=recorded, log=log)
     answerer = GatheredEvidenceAnswerer(pipeline)

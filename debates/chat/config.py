@@ -152,8 +152,9 @@ class DebateConfig(StrategyConfig):
         "with fewer the debate abstains and says so (the papers are silent; one readable vote of two is no majority)",
     )
     use_evidence: bool = Field(True, description="show the seats the evidence gathered for the post; False: the post alone")
-    max_queries_per_turn: int = Field(
-        2, ge=0, le=10, description="search queries a debater may ask per turn (the retrieval desk answers them); 0: none"
+    max_queries_per_turn: Annotated[int, Field(ge=0, le=10)] | None = Field(
+        2, description="search queries a debater may ask per turn (the retrieval desk answers them); 0: none; null: as "
+        "many as it writes (LLM-Consensus's disambiguation prompt sets no number, paper line 205)"
     )
     structured_turns: bool = Field(
         True, description="ask schema-capable backends for JSON turns, so answers are valid by construction"
@@ -186,6 +187,10 @@ class DebateConfig(StrategyConfig):
             if seat.name == name:
                 return seat
         raise InputError("seat", f"no seat named {name!r}; seats: {', '.join(s.name for s in self.seats)}")
+
+    def outline(self) -> str:
+        """``debate, chained_cascade: cross_modal -> text -> image``: the protocol and the seats' roles in speaking order."""
+        return f"{self.strategy}, {self.protocol}: {' -> '.join(s.role for s in self.seats)}"
 
     def tools_used(self) -> list[str]:
         react = [t for s in self.seats if isinstance(s.turn_policy, ReactPolicy) for t in s.turn_policy.tools.values()]

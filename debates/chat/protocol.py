@@ -88,7 +88,7 @@ class DebateProtocol(Protocol):
         """None: the seat answers in free text. Otherwise it may answer in schema-constrained JSON,
         and the value says whether the schema has a ``queries`` field."""
 
-    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int) -> StanceReading:
+    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int | None) -> StanceReading:
         """The single reading of a seat's message."""
 
     def turn_grammar(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> Grammar | None:

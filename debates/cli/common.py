@@ -306,6 +306,7 @@ def print_verdict(
     console.print(
         f"[dim]{verdict.config} on {verdict.backend}: {acc.model_calls} model calls, "
         f"{acc.prompt_tokens}+{acc.completion_tokens} tokens, {acc.cache_hits} cache hits, "
+        f"{acc.cut_answers} answers cut at the token cap, "
         f"wall {verdict.diagnostics.wall_time_s if verdict.diagnostics else 0.0:.2f}s[/]"
     )
     demo = demo_backends(verdict, settings) if settings is not None else []

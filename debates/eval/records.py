@@ -114,6 +114,7 @@ class EvalRow(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_hits: int = 0
+    cut_answers: int = Field(0, description="answers the model stopped at their token cap (finish_reason length)")
     cost_usd: float | None = 0.0
     config: str
     backend: str
@@ -209,5 +210,5 @@ def row_from_verdict(verdict: Verdict, *, index: int, seed: int, gold: str | Non
         is_misinformation=verdict.is_misinformation, confidence=verdict.confidence,
         abstain_reason=verdict.abstain_reason, latency_s=round(latency_s, 4), model_calls=acc.model_calls,
         prompt_tokens=acc.prompt_tokens, completion_tokens=acc.completion_tokens, cache_hits=acc.cache_hits,
-        cost_usd=cost_usd, config=config, backend=verdict.backend or backend, verdict=verdict.model_dump(mode="json"),
+        cut_answers=acc.cut_answers, cost_usd=cost_usd, config=config, backend=verdict.backend or backend, verdict=verdict.model_dump(mode="json"),
     )

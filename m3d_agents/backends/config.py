@@ -110,7 +110,12 @@ class BackendConfig(Settings):
     )
     temperature: Temperature = Field(0.2, description="the temperature of calls that set none of their own")
     seed: Seed | None = Field(0, description="the seed sent with calls that set none of their own; None: send no seed")
-    max_tokens: MaxTokens = Field(512, description="the cap on an answer's tokens for calls that set none of their own")
+    max_tokens: MaxTokens | None = Field(
+        None, description="the cap on an answer's tokens for calls that set none of their own; None: no cap of ours, the "
+        "server's own limit (a configuration named after a paper sets the paper's limit or none, so a cap here cuts its "
+        "answers: the run lists it as a departure and counts every answer it cuts). The embedded backend caps every "
+        "answer at local.answer_tokens whatever is asked"
+    )
     timeout_s: float = Field(120.0, gt=0, description="one HTTP attempt")
     transport_retries: int = Field(
         3, ge=0, description="re-sends of one request after a transient failure (timeout, lost connection, 408, 409, "
@@ -203,10 +208,13 @@ class BackendConfig(Settings):
             answer_tokens=self.local.answer_tokens if local else None,
         )
 
-    def answer_tokens(self, asked: int | None = None) -> int:
-        """The most tokens one answer gets: what a configuration asks (else ``max_tokens``), under the embedded model's cap."""
+    def answer_tokens(self, asked: int | None = None) -> int | None:
+        """The most tokens one answer gets: what a configuration asks (else ``max_tokens``), under the embedded model's
+        cap; None: no cap on our side."""
         wanted = asked or self.max_tokens
         cap = self.shaping().answer_tokens
+        if wanted is None:
+            return cap
         return min(wanted, cap) if cap else wanted
 
     @property

@@ -36,6 +36,8 @@ class CallRecord:
     cached: bool
     backend: str = ""
     """The backend that answered: the agent's, or the tool's own (``tools: {NAME: {backend: ...}}``)."""
+    cut: int = 0
+    """Answers of the call that the model stopped at their token cap (``finish_reason == "length"``)."""
 
 
 @dataclass
@@ -122,6 +124,7 @@ class UsageLedger:
             latency_s=round(sum(r.latency_s for r in self.records), 4),
             cache_hits=sum(1 for r in self.records if r.cached),
             parse_retries=self.parse_retries,
+            cut_answers=sum(r.cut for r in self.records),
             by_role=by_role,
             by_agent=by_agent,
             by_backend={name: usage for name, usage in by_backend.items() if name},
@@ -130,16 +133,17 @@ class UsageLedger:
 
 
 def _usage_by(records: list[CallRecord], key: Callable[[CallRecord], str]) -> dict[str, RoleUsage]:
-    """Calls and tokens per ``key`` of the records, in the order each key first occurs (summed as numbers,
-    then made models once: a model per record, updated field by field, cost more than the run's own accounting)."""
+    """Calls, tokens and cut answers per ``key`` of the records, in the order each key first occurs (summed as
+    numbers, then made models once: a model per record, updated field by field, cost more than the run's own accounting)."""
     totals: dict[str, list[int]] = {}
     for record in records:
-        total = totals.setdefault(key(record), [0, 0, 0])
+        total = totals.setdefault(key(record), [0, 0, 0, 0])
         total[0] += 1
         total[1] += record.prompt_tokens
         total[2] += record.completion_tokens
-    return {name: RoleUsage(calls=calls, prompt_tokens=prompt, completion_tokens=completion)
-            for name, (calls, prompt, completion) in totals.items()}
+        total[3] += record.cut
+    return {name: RoleUsage(calls=calls, prompt_tokens=prompt, completion_tokens=completion, cut_answers=cut)
+            for name, (calls, prompt, completion, cut) in totals.items()}
 
 
 class MeteredClient(ChatCompletionClient):
@@ -224,6 +228,7 @@ class MeteredClient(ChatCompletionClient):
                 latency_s=latency,
                 cached=bool(result.cached),
                 backend=self.backend,
+                cut=int(result.finish_reason == "length"),
             )
         )
         if self.ledger.record_messages:
@@ -260,6 +265,7 @@ class MeteredClient(ChatCompletionClient):
                 latency_s=latency,
                 cached=choices.cached,
                 backend=self.backend,
+                cut=sum(1 for result in choices.results if result.finish_reason == "length"),
             )
         )
         if self.ledger.record_messages:

@@ -6,6 +6,7 @@ otherwise a candidate or a single-pass turn), so one scripted backend can serve 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -83,7 +84,7 @@ def stub_answer(body: Mapping[str, Any]) -> str:
     last = _json_text(messages[-1]) if messages else ""
     if "strict grader" in last:
         return "SCORE: 0.7"
-    if any(f"Step {k} of 3" in last for k in (1, 2, 3)):
+    if re.search(r"Step \d+ of \d+", last):
         system += "\n" + last
     if "checking effort" in system:
         return "A specific claim about a breaking event. [BON level-1]"

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from debates.eval.run.evaluate import (CheckedRequest, EvaluateRequest, RunProgress, check_request, load_samples, run_evaluation,
                                    subset_of, worker_deaths_line)
-from debates.eval.score.departures import run_shares
+from debates.eval.score.departures import asks_for_evidence, run_shares
 from debates.eval.score.metrics import compute_metrics
 from debates.fidelity import StatedDeparture
 from debates.eval.papers.paper_tables import Missing, PaperTable, check_runnable, load_table
@@ -196,7 +196,7 @@ def describe_setting(table: PaperTable, kind: str, spec: str, loaded: LoadedData
                      backend: str, model: str, without_evidence: list[str] | None = None,
                      subset: Subset | None = None) -> Setting:
     """What this run is next to the paper's setting; ``without_evidence`` are configurations that ask
-    for evidence (a retrieval block) but ran with retrieval off."""
+    for evidence (a retrieval block, or a tool that searches the web) but ran with retrieval off."""
     _, path = parse_spec(spec)
     paper = table.datasets[kind]
     run_backbones = [row.backbone or table.backbone for row in table.rows if row.config is not None]
@@ -402,7 +402,7 @@ async def reproduce(
         departures[config] = manifest.departures
     settings = first.settings.get(first.backend_name)
     without_evidence = [config for config, (_, _, mode) in runs.items()
-                        if mode == "off" and checked.runs[config].strategy.retrieval is not None]
+                        if mode == "off" and asks_for_evidence(checked.runs[config].strategy)]
     setting = describe_setting(checked.table, checked.kind, request.evaluation.dataset, loaded, len(samples),
                                request.evaluation.limit, first.backend_name, settings.model_name, without_evidence,
                                subset_of(first.request))

@@ -128,6 +128,7 @@ def markdown(summary: RunSummary) -> str:
         f"| ECE (10 bins) | {_fmt(m.ece)} |",
         f"| latency p50 / p95 (s) | {_fmt(m.latency_p50_s, 2)} / {_fmt(m.latency_p95_s, 2)} |",
         f"| model calls per sample | {_fmt(m.calls_per_sample, 2)} |",
+        f"| answers cut at the token cap (finish_reason length) | {m.cut_answers} of {m.model_calls} model calls |",
         f"| tokens per sample (prompt + completion) | {m.prompt_tokens_per_sample:.0f} + {m.completion_tokens_per_sample:.0f} |",
         f"| cost (USD) total / per sample | {_fmt(m.cost_usd, 4)} / {_fmt(m.cost_per_sample_usd, 6)} |",
         *([f"| escalated to best-of-N by the planner (AgentM3D reports 69.1% on MMFakeBench, 77.2% on Combined) | "

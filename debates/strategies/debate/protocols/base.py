@@ -184,7 +184,7 @@ class DebaterProtocol:
     def structured_turn(self, seat: SeatConfig, config: DebateConfig) -> bool | None:
         return self.asks_queries if self.answers_required(seat, config) else None
 
-    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int) -> StanceReading:
+    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int | None) -> StanceReading:
         return read_message(text, taxonomy, max_queries)
 
     def turn_grammar(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> Grammar | None:

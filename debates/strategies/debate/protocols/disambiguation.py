@@ -63,7 +63,8 @@ class AsksQueries(DebaterProtocol):
             return super().system_prompt(seat, config, taxonomy)
         return prompts.render(
             "debate/disambiguation_system", framing=self.framing(config), answer_format=self.answer_format(taxonomy),
-            max_queries=config.max_queries_per_turn,
+            query_limit=" " + prompts.render("debate/query_limit", max_queries=config.max_queries_per_turn)
+            if config.max_queries_per_turn is not None else "",
         )
 
 
