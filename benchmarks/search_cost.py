@@ -90,7 +90,7 @@ from debates.config_loader import load_config  # noqa: E402
 from debates.session import run_sample  # noqa: E402
 from m3d_agents.backends.factory import BackendPool  # noqa: E402
 from m3d_agents.datasets import load_dataset  # noqa: E402
-from m3d_agents.diagnostics import T2AgentDiagnostics  # noqa: E402
+from debates.strategies.t2agent.diagnostics import T2AgentDiagnostics  # noqa: E402
 from m3d_agents.evidence import Evidence  # noqa: E402
 from m3d_agents.sample import Sample  # noqa: E402
 from m3d_agents.verdict import RoleUsage  # noqa: E402

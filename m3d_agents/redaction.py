@@ -70,7 +70,6 @@ def folded(text: str) -> str:
 
 
 _secret_env_names: set[str] = set()
-_secret_values: set[str] = set()
 
 
 def register_secret_env(name: str | None) -> None:
@@ -79,15 +78,9 @@ def register_secret_env(name: str | None) -> None:
         _secret_env_names.add(name)
 
 
-def register_secret(value: str | None) -> None:
-    """Treat ``value`` as a key for the rest of the process."""
-    if value and len(value) >= MIN_SECRET_CHARS:
-        _secret_values.add(value)
-
-
 def known_secrets() -> list[str]:
     """Every key value this process knows of, longest first (so a key's prefix never masks half of it)."""
-    values = set(_secret_values)
+    values: set[str] = set()
     for name in os.environ:
         if name in _secret_env_names or _names_a_secret(name):
             value = os.environ.get(name, "")

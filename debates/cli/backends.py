@@ -36,7 +36,7 @@ def backends(
         url = config.endpoint()
         key = config.api_key()
         try:
-            if config.kind == "openai" and not key:
+            if config.spec.requires_key and not key:
                 status = f"no key in {config.key_env}"
             else:
                 if url is None:

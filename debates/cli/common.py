@@ -244,7 +244,7 @@ def demo_backends(verdict: Verdict, settings: BackendSettings) -> list[str]:
             config = settings.get(name.split(":")[0])
         except InputError:
             continue
-        if config.kind == "local" and config.local.model_path is None and not config.base_url:
+        if config.spec.embedded and config.local.model_path is None and not config.base_url:
             demo.append(name)
     return demo
 

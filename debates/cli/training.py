@@ -229,8 +229,9 @@ def grpo_command(
         fail(str(exc))
     sources = session.sources
     samples = loaded.samples[:limit] if limit else loaded.samples
-    not_run = "; ".join(f"{name} not run ({why})" for name, why in sources.log.not_run.items())
-    console.print(f"FactProbe: retrieval {sources.mode}{' (' + sources.log.note + ')' if sources.log.note else ''}"
+    log = sources.log
+    not_run = "; ".join(f"{name} not run ({why})" for name, why in (log.not_run if log else {}).items())
+    console.print(f"FactProbe: retrieval {sources.mode}{' (' + log.note + ')' if log and log.note else ''}"
                   f"{'; ' + not_run if not_run else ''}")
     r = settings.reward
     console.print(f"GRPO: G={settings.num_generations}, beta={settings.beta}, lr={settings.learning_rate}, alpha={r.alpha}, "

@@ -126,7 +126,7 @@ def plan_table(request: PlanRequest) -> TablePlan:
             budget = run.config.call_budget()
             plan = plan.model_copy(update={
                 "same_backbone": same_model(run.backend.model_name, backbone), "strategy": run.config.strategy,
-                "outline": run.config.outline(),
+                "outline": run.config.form(),
                 "backend": run.backend_name, "model": run.backend.model_name, "vision": run.backend.has_vision,
                 "tools": _tools(run), "budget": budget,
                 "answer_tokens": run.backend.answer_tokens(budget.answer_tokens if budget else None),

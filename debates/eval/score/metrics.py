@@ -38,7 +38,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from debates.eval.records import Escalation, EvalRow
-from m3d_agents.diagnostics import AgentFactDiagnostics, DebateDiagnostics, FactGuardDiagnostics
+from debates.strategies.agentfact.diagnostics import AgentFactDiagnostics
+from debates.chat.diagnostics import DebateDiagnostics
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.labels import get_taxonomy
 from retrieval.leakage import RULES
 

@@ -69,7 +69,7 @@ CASES = [
     Case("cfgfile-malformed", ["check", "--text", "x", "--config-file", "be_malformed.yaml"], "be_malformed.yaml", "not valid YAML"),
     Case("cfgfile-unknown-key", ["check", "--text", "x", "--config-file", "be_unknown.yaml"], "backends.gpu.colour", "Extra inputs"),
     Case("cfgfile-wrong-type", ["check", "--text", "x", "--config-file", "be_types.yaml"], "backends.gpu.temperature", "valid number"),
-    Case("cfgfile-bad-kind", ["check", "--text", "x", "--config-file", "be_kind.yaml"], "backends.gpu.kind", "Input should be"),
+    Case("cfgfile-bad-kind", ["check", "--text", "x", "--config-file", "be_kind.yaml"], "backends.gpu.kind", "unknown backend kind 'ollama'"),
     Case("cfgfile-bad-url", ["check", "--text", "x", "--config-file", "be_bad_url.yaml"], "backends.gpu.base_url", "http:// or https://"),
     Case("cfgfile-file-url", ["check", "--text", "x", "--config-file", "be_file_url.yaml"], "backends.gpu.base_url", "http:// or https://"),
     Case("cfgfile-cache-file", ["check", "--text", "x", "--config-file", "be_cache_file.yaml"], "backends.gpu.cache_dir", "a file, not a folder"),

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, ClassVar
 
 import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.reading import StanceReading, stated_confidence
 from debates.chat.protocol import protocol
 from debates.chat.protocol import DebateOutcome
@@ -184,7 +185,7 @@ class Cascade(SoloProtocol):
         return None
 
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
-        return prompts.load(f"cascade/{seat.role}_system")
+        return render_prompt(f"cascade/{seat.role}_system")
 
     async def prepare(
         self, config: DebateConfig, seat: SeatConfig, prepared: PreparedSample,

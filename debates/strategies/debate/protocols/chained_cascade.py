@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, ClassVar
 
 import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.protocol import protocol
 from debates.strategies.debate.protocols.cascade import ALL_CHECKS, Cascade
 from m3d_agents.evidence import evidence_block
@@ -72,7 +73,7 @@ class ChainedCascade(Cascade):
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
         """One system prompt for every step: the chain as the configuration orders it."""
         steps = "\n".join(f"{n}. {STEP_QUESTIONS[s.role]}" for n, s in enumerate(config.seats, start=1))
-        return prompts.render("cascade/chain_system", count=len(config.seats), steps=steps)
+        return render_prompt("cascade/chain_system", count=len(config.seats), steps=steps)
 
     def post_block(self, seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
         """The same post for every step: one model reads one post, so the steps share this prefix."""

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from debates.strategies.factguard.training.trajectories import TrajectoryRow, read_trajectories
-from m3d_agents.diagnostics import FactGuardDiagnostics
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.safe_files import OwnedFolder
 
 Format = Literal["hf", "llamafactory"]

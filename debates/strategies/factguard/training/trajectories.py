@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field
 
 from debates.strategies.factguard.training.rewards import Outcome, RewardBreakdown, RewardConfig, trajectory_reward
 from m3d_agents.backends.metering import UsageLedger
-from m3d_agents.diagnostics import Diagnostics, FactGuardDiagnostics
+from m3d_agents.diagnostics import Diagnostics
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.safe_files import AppendOnlyFile, OwnedFolder, read_text_nofollow

@@ -17,7 +17,8 @@ from debates.session import run_sample
 from debates.strategies.t2agent.config import T2AgentConfig
 from debates.config_loader import load_config
 from m3d_agents.backends.factory import BackendPool
-from m3d_agents.diagnostics import DebateDiagnostics, T2AgentDiagnostics
+from debates.chat.diagnostics import DebateDiagnostics
+from debates.strategies.t2agent.diagnostics import T2AgentDiagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict

@@ -13,7 +13,7 @@ from debates.chat.config import DebateConfig
 from debates.config_loader import load_config
 from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
-from m3d_agents.diagnostics import DebateDiagnostics
+from debates.chat.diagnostics import DebateDiagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
 from tests.support.paths import EXAMPLE_IMAGE

@@ -21,7 +21,8 @@ from debates.strategies.factguard.training.trajectories import (
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.backends.recording import chat_messages, llm_messages
 from m3d_agents.backends.transports.lean_http import openai_messages
-from m3d_agents.diagnostics import CheckDiagnostics, FactGuardDiagnostics
+from debates.strategies.check import CheckDiagnostics
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample, VideoRef
 from tests.support.old_diagnostics import OLD_FACTGUARD
