@@ -48,6 +48,8 @@ class StubOpenAIServer:
     def __init__(self, responder: Responder, get_responder: Callable[[str], Reply] | None = None, port: int = 0) -> None:
         """``port``: where to listen (0: a free port); a test that starts a server where calls were refused names it."""
         self.requests: list[dict[str, Any]] = []
+        self.raw: list[bytes] = []
+        """Every request body as it arrived, byte for byte."""
         self.get_paths: list[str] = []
         self.headers: list[dict[str, str]] = []
         self.times: list[float] = []
@@ -70,8 +72,10 @@ class StubOpenAIServer:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
+                body = json.loads(raw or b"{}")
                 with outer._lock:
+                    outer.raw.append(raw)
                     outer.requests.append(body)
                     outer.headers.append(dict(self.headers.items()))
                     outer.times.append(time.monotonic())
