@@ -76,6 +76,38 @@ def test_a_person_takes_the_judge_seat_reads_the_streamed_turns_decides_and_the_
     assert sum(len(c.calls) for c in clients) == 4
 
 
+def agent_a_responder(messages, _kwargs):  # type: ignore[no-untyped-def]
+    return "AGENT-A-ARGUES the clouds are pasted in.\nFINAL ANSWER: fake\nCONFIDENCE: 1.00"
+
+
+def test_a_person_in_agent_bs_async_seat_sees_no_other_seats_first_answer_before_their_own(tmp_path: Path) -> None:
+    """LLM-Consensus's async first round is independent: neither the streamed turns nor the seat's screen show
+    agent_a's round-1 answer until agent_b has given theirs, as for the model that sits there."""
+    factory, clients = scripted_pool_factory(agent_a_responder)
+    settings = settings_for(tmp_path, factory)
+    with running_server(settings) as served, chromium() as browser:
+        page = browser.new_page()
+        page.goto(served.base + "/live")
+        page.select_option("#config", "async")
+        page.select_option("#seat", "agent_b")
+        page.fill("#text", POST)
+        page.click("#start")
+
+        page.wait_for_selector("#seat-panel:not([hidden])")
+        wait_until(lambda: len(clients) == 1 and len(clients[0].calls) >= 1)  # agent_a has answered round 1
+        assert page.locator("#turns .turn").count() == 0
+        assert "AGENT-A-ARGUES" not in page.inner_text("body")
+        assert "independent assessment" in page.inner_text("#seat-prompt")
+        screenshot(page, "live-async-agent-b-first-turn")
+        page.check("#seat-form input[name=label][value=real]")
+        page.fill("#argument", "The harbour had storms that week.")
+        page.click("#send")
+
+        expect(page.locator("#turns .turn[data-speaker=agent_a]").first).to_contain_text("AGENT-A-ARGUES")
+        speakers = page.locator("#turns .turn")
+        assert [speakers.nth(i).get_attribute("data-speaker") for i in range(2)] == ["agent_a", "agent_b"]
+
+
 def test_leaving_the_page_cancels_the_debate(tmp_path: Path) -> None:
     factory, _ = scripted_pool_factory(judged_responder)
     settings = settings_for(tmp_path, factory)
