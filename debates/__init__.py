@@ -9,10 +9,8 @@
 | :mod:`debates.chat` | the policy-driven AutoGen group chat that strategies share, with its contracts |
 | kernel | :mod:`debates.strategy` (the Strategy contract and RunContext), :mod:`debates.config_loader` (finding and validating configurations), :mod:`debates.session` (one run session for every front-end) |
 
-Importing the package registers the built-in plug-ins (protocols, turn policies with their
-rewards and critics, strategies), so every registry is complete whichever module is used first.
+Importing the package imports nothing else: each registry (strategies, configuration models,
+protocols, turn policies) imports the modules of its built-in plug-ins on its first lookup, so
+every registry is complete whichever module is used first, and a command that only reads
+configurations (``m3d config``, ``m3d seats``) never imports what running them takes.
 """
-
-from debates import strategies, turns
-
-__all__ = ["strategies", "turns"]

@@ -183,7 +183,7 @@ LAYERS = (
 )
 """Top to bottom. The package ``debates`` itself (its ``__init__``) only registers the built-ins."""
 
-SHARED_BY_STRATEGIES = {"debates.strategies", "debates.strategies.checker"}
+SHARED_BY_STRATEGIES = {"debates.strategies", "debates.strategies.checker", "debates.strategies.builtin", "debates.strategies.configs"}
 
 
 def layer_of(module: str) -> int | None:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BeforeValidator, Field, TypeAdapter, model_validator
 
 from debates.chat.protocol import PROTOCOLS
-from debates.strategy import CallBudget, StrategyConfig, strategy_field
+from debates.strategy import CallBudget, StrategyConfig, configuration, strategy_field
 from m3d_agents.config_types import Settings, Temperature
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
@@ -133,6 +133,7 @@ class SeatConfig(Settings):
     )
 
 
+@configuration("debate")
 class DebateConfig(StrategyConfig):
     """A group-chat debate: ``strategy: debate`` (the default when a configuration names a protocol)."""
 

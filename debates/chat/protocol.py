@@ -122,8 +122,9 @@ class DebateProtocol(Protocol):
     def findings(self, state: DebateState) -> list[Finding]: ...
 
 
-PROTOCOLS: Registry[DebateProtocol] = Registry("protocol")
-"""Every debate protocol by name; the built-in ones register when :mod:`debates.strategies.debate.protocols` is imported."""
+PROTOCOLS: Registry[DebateProtocol] = Registry("protocol", plugins=("debates.strategies.debate.protocols",))
+"""Every debate protocol by name; the built-in ones register when :mod:`debates.strategies.debate.protocols` is
+imported (on the first lookup)."""
 
 P = TypeVar("P", bound=type[Any])
 

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-import httpx
 import typer
 from rich.table import Table
 
@@ -27,6 +26,8 @@ def backends(
     Each probe carries that backend's own key and nothing else (no key at all for one that has
     none), the same ``Authorization`` its model calls send, so the probe tests what the calls will meet.
     """
+    import httpx
+
     from m3d_agents.backends.local_server import local_base_url
 
     settings = load_backend_settings(config_file)

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from debates.cli.common import console, run_cli, written_path
 from debates.cli.tables import markdown_table, print_caveats, print_table, run_letters
-from debates.eval.score.caveats import Caveat
-from debates.eval.score.compare import Interval, PairedComparison
-from debates.eval.score.report import RunSummary
 from m3d_agents.config_types import SEED_MAX
+
+if TYPE_CHECKING:
+    from debates.eval.score.caveats import Caveat
+    from debates.eval.score.compare import Interval, PairedComparison
+    from debates.eval.score.report import RunSummary
 
 
 COMPARISON_FILES = {"comparison", "accuracy_vs_latency", "accuracy_vs_cost"}

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from debates.strategy import CallBudget, ConfiguredStrategy, RunContext, StrategyConfig, strategy, strategy_field
-from debates.strategies.checker import CheckerAgent, checked, checker_turn
+from debates.strategy import CallBudget, ConfiguredStrategy, RunContext, StrategyConfig, configuration, strategy, strategy_field
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.diagnostics import CheckDiagnostics
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Finding, Verdict
 
 
+@configuration("check")
 class CheckConfig(StrategyConfig):
     strategy: Literal["check"] = strategy_field("check")
 
@@ -34,6 +34,8 @@ class Check(ConfiguredStrategy[CheckConfig]):
 
         Input errors and backend errors propagate: they are the caller's to report, not a verdict.
         """
+        from debates.strategies.checker import CheckerAgent, checked, checker_turn  # on a run only: reading CheckConfig imports no AutoGen
+
         prepared = ctx.prepare(sample)
         taxonomy = get_taxonomy(sample.taxonomy)
         backend_name, backend = ctx.backend_for(self.config)

@@ -40,7 +40,6 @@ from pydantic import BaseModel, Field
 from debates.eval.records import Escalation, EvalRow
 from m3d_agents.diagnostics import AgentFactDiagnostics, DebateDiagnostics, FactGuardDiagnostics
 from m3d_agents.labels import get_taxonomy
-from retrieval.leakage import RULES
 
 ABSTAIN = "(abstained)"
 FAILED = "(failed)"
@@ -330,6 +329,8 @@ def leakage_counts(rows: Sequence[EvalRow]) -> dict[str, int]:
 
 
 def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
+    from retrieval.leakage import RULES  # with the source ratings' model client: not for m3d reproduce --list
+
     label_order = get_taxonomy(taxonomy).labels + list(NO_ANSWER)
     finished = [r for r in rows if r.status != "error"]
     scored = [r for r in rows if r.scored]

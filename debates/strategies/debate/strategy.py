@@ -15,7 +15,7 @@ from autogen_agentchat.base import ChatAgent, Team
 from debates.chat.human import HumanSeat
 from debates.chat.preparation import SamplePreparation
 from debates.chat.seats import ModelSeat
-from debates.chat.state import DebateState
+from debates.chat.state import DebateState, TurnRecord
 from debates.chat.team import PolicyGroupChat
 from debates.chat.visibility import PeopleScreen
 from debates.chat.config import DebateConfig, SeatConfig
@@ -112,7 +112,9 @@ class DebateStrategy(ConfiguredStrategy[DebateConfig]):
         extra = protocol.extra_participants(state, sample, ctx.ledger, ctx.query_answerer)
         team = PolicyGroupChat([*participants, *extra], state, protocol.next_speakers)
         # A person reads the stream as well as their seat's screen: it shows only what their seat may see.
-        screen = PeopleScreen([config.seat(name) for name in ctx.human_seats], config, protocol) if ctx.human_seats else None
+        screen: PeopleScreen[TurnRecord] | None = (
+            PeopleScreen([config.seat(name) for name in ctx.human_seats], config, protocol) if ctx.human_seats else None
+        )
         await run_team(team, state, f"Debate on post {sample.id} begins.", ctx, f"the {config.name} debate on sample {sample.id}",
                        screen=screen)
         decision = protocol.decide(state)

@@ -22,7 +22,6 @@ import prompts
 from debates.chat.protocol import protocol
 from debates.strategies.debate.protocols.cascade import CHECKS, MODALITY_ROLES, Cascade
 from m3d_agents.evidence import evidence_block
-from m3d_agents.media.post_content import described_images
 
 if TYPE_CHECKING:
     from debates.chat.config import DebateConfig, SeatConfig
@@ -57,6 +56,8 @@ class ChainedCascade(Cascade):
 
     def post_block(self, seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
         """The same post for every step: one model reads one post, so the steps share this prefix."""
+        from m3d_agents.media.post_content import described_images
+
         return prompts.render("cascade/chain_task", text=prepared.sample.text, image_context=described_images(prepared, vision),
                               evidence=evidence_block(evidence)).strip()
 

@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from debates.strategies.factguard import FactGuard
+from debates.strategies.factguard.strategy import FactGuard
 from debates.strategies.factguard.config import FactGuardConfig
 from debates.strategies.factguard.training.chat_template import TrainingTemplate, training_template
 from debates.strategies.factguard.training.rendering import is_vision, llm_template_messages, load_processing_class, render
