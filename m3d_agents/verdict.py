@@ -48,8 +48,14 @@ class Accounting(BaseModel):
     model_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    latency_s: float = 0.0
-    cache_hits: int = 0
+    latency_s: float = Field(0.0, description="the time backends spent answering the calls (a cache hit's is ~0), summed "
+                             "over them: calls made at once each count")
+    wait_s: float | None = Field(
+        None, description="the time the calls waited for their turn at a backend (the run's concurrency gate, the "
+        "embedded model's single slot) before they were sent, summed over them; None in rows written before it was "
+        "measured"
+    )
+    cache_hits: int = Field(0, description="calls answered from the response cache, no model asked")
     parse_retries: int = 0
     by_role: dict[str, RoleUsage] = Field(default_factory=dict)
     by_agent: dict[str, RoleUsage] = Field(default_factory=dict)

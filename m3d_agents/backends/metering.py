@@ -35,6 +35,8 @@ class CallRecord:
     latency_s: float
     cached: bool
     backend: str = ""
+    wait_s: float = 0.0
+    """How long the call waited for its turn (the concurrency gate, the server's single slot) before it was sent."""
     """The backend that answered: the agent's, or the tool's own (``tools: {NAME: {backend: ...}}``)."""
 
 
@@ -126,6 +128,7 @@ class UsageLedger:
             prompt_tokens=sum(r.prompt_tokens for r in self.records),
             completion_tokens=sum(r.completion_tokens for r in self.records),
             latency_s=round(sum(r.latency_s for r in self.records), 4),
+            wait_s=round(sum(r.wait_s for r in self.records), 4),
             cache_hits=sum(1 for r in self.records if r.cached),
             parse_retries=self.parse_retries,
             by_role=by_role,
@@ -170,9 +173,11 @@ class MeteredClient(ChatCompletionClient):
         return MeteredClient(self.inner, self.semaphore, self.ledger, agent or self.agent, role, self.timeout_s, self.backend,
                              slot=self.slot)
 
-    async def _limited(self, call: Callable[[], Awaitable[R]]) -> tuple[R, float]:
-        """Run one request under the concurrency gate, the server's slot and the deadline; the result and its latency."""
+    async def _limited(self, call: Callable[[], Awaitable[R]]) -> tuple[R, float, float]:
+        """Run one request under the concurrency gate, the server's slot and the deadline; the result, its latency
+        and how long it waited for the gate and the slot before it was sent."""
         self.ledger.observe(self.agent, self.role, "waiting")
+        queued = time.perf_counter()
         try:
             async with self.semaphore, (self.slot if self.slot is not None else nullcontext()):
                 self.ledger.observe(self.agent, self.role, "answering")
@@ -185,7 +190,7 @@ class MeteredClient(ChatCompletionClient):
                         f"model call by {self.agent} ({self.role}) gave no answer within its deadline of {self.timeout_s:g} s "
                         "of being answered, every attempt included (the backend's deadline_s)"
                     ) from exc
-                return result, time.perf_counter() - started
+                return result, time.perf_counter() - started, started - queued
         finally:
             self.ledger.observe(self.agent, self.role, "done")
 
@@ -199,7 +204,7 @@ class MeteredClient(ChatCompletionClient):
         extra_create_args: Mapping[str, Any] = {},
         cancellation_token: Optional[CancellationToken] = None,
     ) -> CreateResult:
-        result, latency = await self._limited(lambda: self.inner.create(
+        result, latency, waited = await self._limited(lambda: self.inner.create(
             messages,
             tools=tools,
             tool_choice=tool_choice,
@@ -217,6 +222,7 @@ class MeteredClient(ChatCompletionClient):
                 latency_s=latency,
                 cached=bool(result.cached),
                 backend=self.backend,
+                wait_s=waited,
             )
         )
         if self.ledger.record_messages:
@@ -241,7 +247,7 @@ class MeteredClient(ChatCompletionClient):
         if not can_sample_choices(self.inner):
             raise BackendError(f"the backend of {self.agent} cannot answer several choices per request; ask it once per choice")
         inner: Any = self.inner
-        choices, latency = await self._limited(lambda: inner.create_choices(
+        choices, latency, waited = await self._limited(lambda: inner.create_choices(
             messages, n, json_output=json_output, extra_create_args=extra_create_args, cancellation_token=cancellation_token,
         ))
         self.ledger.add(
@@ -253,6 +259,7 @@ class MeteredClient(ChatCompletionClient):
                 latency_s=latency,
                 cached=choices.cached,
                 backend=self.backend,
+                wait_s=waited,
             )
         )
         if self.ledger.record_messages:

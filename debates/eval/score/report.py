@@ -121,8 +121,12 @@ def markdown(summary: RunSummary) -> str:
           if m.undated_kept_share is not None else []),
         f"| abstention rate / coverage (answered share of attempted) | {_fmt(m.abstention_rate)} / {_fmt(m.coverage)} |",
         f"| selective accuracy (answered only) | {_fmt(m.selective_accuracy)} |",
-        f"| ECE (10 bins) | {_fmt(m.ece)} |",
-        f"| latency p50 / p95 (s) | {_fmt(m.latency_p50_s, 2)} / {_fmt(m.latency_p95_s, 2)} |",
+        f"| ECE (expected calibration error, 10 equal-width confidence bins) | {_fmt(m.ece)} |",
+        f"| latency p50 / p95 (s), over the {m.latency_rows} samples that called a model | "
+        f"{_fmt(m.latency_p50_s, 2)} / {_fmt(m.latency_p95_s, 2)} |",
+        f"| samples answered wholly from the response cache (left out of the latency) | {m.cached_rows} |",
+        f"| per sample: backends' answering time / calls' wait for a slot (s, summed over its calls) | "
+        f"{_fmt(m.model_s_per_sample, 2)} / {_fmt(m.wait_s_per_sample, 2)} |",
         f"| model calls per sample | {_fmt(m.calls_per_sample, 2)} |",
         f"| tokens per sample (prompt + completion) | {m.prompt_tokens_per_sample:.0f} + {m.completion_tokens_per_sample:.0f} |",
         f"| cost (USD) total / per sample | {_fmt(m.cost_usd, 4)} / {_fmt(m.cost_per_sample_usd, 6)} |",
@@ -236,13 +240,22 @@ def plot_tradeoffs(summaries: Sequence[RunSummary], folder: Path) -> list[Path]:
     ):
         fig, ax = plt.subplots(figsize=(6.4, 4.8))
         shown = 0
+        left_out = []
         for i, s in enumerate(summaries):
             x = getattr(s.metrics, attribute)
+            label = f"{run_label(s)} ({Path(s.path).name})"
             if s.metrics.classification is None or x is None:
+                if attribute == "latency_p50_s" and s.metrics.cached_rows:
+                    left_out.append(f"{label}: every sample from the response cache, no model timed")
                 continue
+            if attribute == "latency_p50_s" and s.metrics.cached_rows:
+                label += (f"; latency over {s.metrics.latency_rows} of {s.metrics.latency_rows + s.metrics.cached_rows}"
+                          " samples, the rest from the cache")
             y = s.metrics.classification.accuracy
-            ax.scatter([x], [y], marker=MARKERS[i % len(MARKERS)], s=48, alpha=0.85, label=f"{run_label(s)} ({Path(s.path).name})")
+            ax.scatter([x], [y], marker=MARKERS[i % len(MARKERS)], s=48, alpha=0.85, label=label)
             shown += 1
+        if left_out:
+            fig.text(0.01, 0.01, "not shown: " + "; ".join(left_out), fontsize=7, ha="left", va="bottom", wrap=True)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("accuracy")
         ax.set_title(f"accuracy vs {xlabel.split(' per')[0].split(' (')[0]}")
