@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.table import Table
 
 from debates.cli.common import console
+from debates.cli.tables import print_fitting
 from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
 from m3d_agents.backends.transports.retry import NO_KEY
 from m3d_agents.errors import BackendError, InputError
@@ -54,9 +54,10 @@ def backends(
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    table = Table("backend", "kind", "model", "url", "status")
-    for row in rows:
-        table.add_row(row["name"] + (" (default)" if row["default"] else ""), row["kind"], row["model"], str(row["url"]), row["status"])
-    console.print(table)
+    # A table where it fits; otherwise one block per backend, so a URL or a model name is never cut (80 columns, a pipe).
+    print_fitting(["backend", "kind", "model", "url", "status"], [
+        [row["name"] + (" (default)" if row["default"] else ""), row["kind"], row["model"], str(row["url"]), row["status"]]
+        for row in rows
+    ], to=console)
 
 
