@@ -303,6 +303,9 @@ class RunContext:
             ),
             **fields,
         }
+        rationale = fields.get("rationale")
+        if isinstance(rationale, str) and rationale.strip() and self.ledger.is_recital(rationale):
+            common["rationale_recites_prompt"] = True
         if label is None:
             return Verdict.abstain(reason=abstain_reason or "no answer", **common)
         if isinstance(common.get("confidence"), float):

@@ -56,6 +56,10 @@ class Accounting(BaseModel):
         "measured"
     )
     cache_hits: int = Field(0, description="calls answered from the response cache, no model asked")
+    recited_prompts: int = Field(
+        0, description="calls whose answer repeats their own prompt instead of answering it (m3d_agents.recital): a model "
+        "too small for the task does this"
+    )
     parse_retries: int = 0
     by_role: dict[str, RoleUsage] = Field(default_factory=dict)
     by_agent: dict[str, RoleUsage] = Field(default_factory=dict)
@@ -187,6 +191,10 @@ class Verdict(BaseModel):
     is_misinformation: bool | None = None
     confidence: float | None = Field(None, ge=0.0, le=1.0)
     rationale: str = ""
+    rationale_recites_prompt: bool = Field(
+        False, description="the rationale is an answer that repeats its prompt (the post, the tool findings, the task) "
+        "instead of giving a reason; shown as no explanation (accounting.recited_prompts counts such answers)"
+    )
     findings: list[Finding] = Field(default_factory=list)
     evidence_ids: list[str] = Field(default_factory=list)
     evidence: list[Evidence] = Field(

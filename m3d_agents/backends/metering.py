@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from m3d_agents.backends.choices import Choices, can_sample_choices
 from m3d_agents.backends.recording import ChatMessage, chat_messages
 from m3d_agents.errors import BackendError
+from m3d_agents.recital import recites, runs
 from m3d_agents.verdict import Accounting, RoleUsage, ToolUsage
 
 R = TypeVar("R")
@@ -37,6 +38,8 @@ class CallRecord:
     backend: str = ""
     wait_s: float = 0.0
     """How long the call waited for its turn (the concurrency gate, the server's single slot) before it was sent."""
+    recited: bool = False
+    """The answer repeats the call's prompt instead of answering it (:mod:`m3d_agents.recital`)."""
     """The backend that answered: the agent's, or the tool's own (``tools: {NAME: {backend: ...}}``)."""
 
 
@@ -84,6 +87,8 @@ class UsageLedger:
     images: dict[str, bytes] = field(default_factory=dict)
     tools: dict[str, ToolUsage] = field(default_factory=dict)
     """Tool calls of the sample by tool name, counted where the registry binds a tool."""
+    recitals: list[str] = field(default_factory=list)
+    """The answers that repeated their prompt, so a verdict can tell whether its explanation is one of them."""
     observer: CallObserver | None = None
     """Told when each call of the sample waits, is answered and is done (a live view; never accounting)."""
 
@@ -93,6 +98,13 @@ class UsageLedger:
 
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
+
+    def add_recital(self, answer: str) -> None:
+        self.recitals.append(answer)
+
+    def is_recital(self, text: str) -> bool:
+        """Whether ``text`` (a verdict's explanation) comes from an answer that repeated its prompt."""
+        return any(recites(answer, text) for answer in self.recitals)
 
     def count_parse_retry(self) -> None:
         """One more question asked again because its answer could not be read (an ``on_retry`` for :func:`~m3d_agents.asking.ask`)."""
@@ -130,6 +142,7 @@ class UsageLedger:
             latency_s=round(sum(r.latency_s for r in self.records), 4),
             wait_s=round(sum(r.wait_s for r in self.records), 4),
             cache_hits=sum(1 for r in self.records if r.cached),
+            recited_prompts=sum(1 for r in self.records if r.recited),
             parse_retries=self.parse_retries,
             by_role=by_role,
             by_agent=by_agent,
@@ -213,6 +226,7 @@ class MeteredClient(ChatCompletionClient):
             cancellation_token=cancellation_token,
         ))
         usage = result.usage
+        recited = self._recited(messages, [result])
         self.ledger.add(
             CallRecord(
                 agent=self.agent,
@@ -223,11 +237,24 @@ class MeteredClient(ChatCompletionClient):
                 cached=bool(result.cached),
                 backend=self.backend,
                 wait_s=waited,
+                recited=bool(recited),
             )
         )
         if self.ledger.record_messages:
             self.ledger.record_exchange(self.agent, self.role, messages, result, extra_create_args)
         return result
+
+    def _recited(self, messages: Sequence[LLMMessage], results: Sequence[CreateResult]) -> list[str]:
+        """The answers among ``results`` that repeat the prompt, each kept in the ledger (see :mod:`m3d_agents.recital`)."""
+        prompt = runs("\n".join(
+            part for message in messages
+            for part in ([message.content] if isinstance(message.content, str) else message.content if isinstance(message.content, list) else [])
+            if isinstance(part, str)
+        ))
+        recited = [r.content for r in results if isinstance(r.content, str) and recites(prompt, r.content)]
+        for answer in recited:
+            self.ledger.add_recital(answer)
+        return recited
 
     @property
     def samples_choices(self) -> bool:
@@ -250,6 +277,7 @@ class MeteredClient(ChatCompletionClient):
         choices, latency, waited = await self._limited(lambda: inner.create_choices(
             messages, n, json_output=json_output, extra_create_args=extra_create_args, cancellation_token=cancellation_token,
         ))
+        recited = self._recited(messages, choices.results)
         self.ledger.add(
             CallRecord(
                 agent=self.agent,
@@ -260,6 +288,7 @@ class MeteredClient(ChatCompletionClient):
                 cached=choices.cached,
                 backend=self.backend,
                 wait_s=waited,
+                recited=bool(recited) and len(recited) == len(choices.results),
             )
         )
         if self.ledger.record_messages:
