@@ -172,12 +172,18 @@ def markdown(summary: RunSummary) -> str:
         lines += ["## Failed samples", "", *[f"- {name}: {count}" for name, count in m.error_types.items()], ""]
     if man.load_report is not None and man.load_report.skipped:
         lines += ["## Rows the loader left out", "", *[f"- {reason}: {n}" for reason, n in man.load_report.skipped.items()], ""]
-    if summary.gold == "annotations":
+    if not m.scored:
+        lines += [NO_PLOTS, ""]
+    elif summary.gold == "annotations":
         lines += [f"![confusion matrix]({ANNOTATED_CONFUSION})", ""]
     else:
         lines += ["![confusion matrix](confusion.png)", "", "![accuracy vs latency](accuracy_vs_latency.png)", "",
                   "![accuracy vs cost](accuracy_vs_cost.png)", ""]
     return "\n".join(lines)
+
+
+NO_PLOTS = ("No plots: no sample of this run has a gold label (a saved debate on a post of your own has none), so "
+            "there is nothing to score; a confusion matrix and accuracy plots would be empty.")
 
 
 def _pyplot():
@@ -315,13 +321,16 @@ def write_report(run_dir: Path, gold: GoldSource = "dataset") -> RunSummary:
         summary = summarise(run_dir, gold)
         replace_file(run_dir / ANNOTATED_METRICS, summary.model_dump_json(indent=2))
         replace_file(run_dir / ANNOTATED_REPORT, markdown(summary))
-        plot_confusion(summary, run_dir / ANNOTATED_CONFUSION)
+        if summary.metrics.scored:
+            plot_confusion(summary, run_dir / ANNOTATED_CONFUSION)
         return summary
     summary = summarise(run_dir)
     record_outcome(run_dir, summary)
     write_reviews(run_dir)
     replace_file(run_dir / METRICS, summary.model_dump_json(indent=2))
     replace_file(run_dir / REPORT, markdown(summary))
+    if not summary.metrics.scored:  # nothing to plot: see NO_PLOTS
+        return summary
     plot_confusion(summary, run_dir / "confusion.png")
     others = [summarise(p) for p in sibling_runs(run_dir) if p.resolve() != run_dir.resolve()]
     plot_tradeoffs([summary, *others], run_dir)

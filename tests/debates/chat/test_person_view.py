@@ -53,6 +53,7 @@ async def test_a_person_in_a_debater_seat_reads_the_others_by_name_and_answers_i
     assert str(EXAMPLE_IMAGE) in shown and terminal.opened == [EXAMPLE_IMAGE]
     assert "An empty line ends it" in shown and "Type 'open'" in shown
     assert "1) real  2) fake" in shown and "How sure are you?" in shown
+    assert "found by retrieval" not in shown and "No retrieved evidence is available." in shown
     before = shown.split("Your own answer, round 1:")[0]
     assert "FINAL ANSWER" not in before, "a person chooses the label; the answer lines are the seat's to write"
     assert f"The post has 1 image:\nImage 1 of the post: {EXAMPLE_IMAGE}" in before
@@ -72,6 +73,7 @@ async def test_a_person_as_judge_sees_no_evidence_and_no_image_path() -> None:
     assert "prosecutor, round 1:" in shown and "defender, round 2:" in shown
     assert "SECRET-EVIDENCE" not in shown and str(EXAMPLE_IMAGE) not in shown and "Type 'open'" not in shown
     assert "The other seats are prosecutor (debater), defender (debater)" in shown
+    assert "found by retrieval" not in shown, "a judge is given no evidence, so it is told of none"
     assert verdict.label == "real" and verdict.confidence == 0.9
 
 
@@ -173,3 +175,12 @@ def test_m3d_debate_with_a_person_in_agent_b_prints_agent_as_first_answer_only_a
     assert "AGENT-A-ARGUES" not in out[:first_answer] and "FINAL ANSWER: fake" not in out[:first_answer]
     assert "agent_a · debater · round 1" in out[first_answer:]  # printed once agent_b has answered
     assert out.index("agent_a · debater · round 1") < out.index("agent_b · debater · round 1")
+
+
+async def test_a_person_whose_seat_is_shown_evidence_is_told_where_it_came_from() -> None:
+    config, pool, _ = seat_pool(load_config("async").model_copy(update={"max_rounds": 1}), {"agent_a": [answer("fake")]})
+    terminal = Terminal(["It looks staged.", "", "fake", "0.7"])
+    await run_sample(config, SAMPLE, pool, human_seats={"agent_b": terminal.seat()},
+                     evidence=[Evidence(kind="web_page", text="A photo agency dates the picture to 2011.")])
+    assert "Evidence quoted below was found by retrieval for this post" in terminal.text
+    assert "A photo agency dates the picture to 2011." in terminal.text
