@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from m3d_agents.backends.choices import Choices, can_sample_choices
 from m3d_agents.backends.recording import ChatMessage, chat_messages
 from m3d_agents.errors import BackendError
-from m3d_agents.recital import recites, runs
+from m3d_agents.recital import given, recites, runs
 from m3d_agents.verdict import Accounting, RoleUsage, ToolUsage
 
 R = TypeVar("R")
@@ -89,6 +89,9 @@ class UsageLedger:
     """Tool calls of the sample by tool name, counted where the registry binds a tool."""
     recitals: list[str] = field(default_factory=list)
     """The answers that repeated their prompt, so a verdict can tell whether its explanation is one of them."""
+    answered: list[list[tuple[str, ...]]] = field(default_factory=list)
+    """The word runs of every answer so far: a later prompt may quote them (a debate's history), and an answer that
+    repeats an earlier answer keeps to its argument, which is not repeating what the model was given to read."""
     observer: CallObserver | None = None
     """Told when each call of the sample waits, is answered and is done (a live view; never accounting)."""
 
@@ -246,14 +249,16 @@ class MeteredClient(ChatCompletionClient):
 
     def _recited(self, messages: Sequence[LLMMessage], results: Sequence[CreateResult]) -> list[str]:
         """The answers among ``results`` that repeat the prompt, each kept in the ledger (see :mod:`m3d_agents.recital`)."""
-        prompt = runs("\n".join(
+        prompt = given("\n".join(
             part for message in messages
             for part in ([message.content] if isinstance(message.content, str) else message.content if isinstance(message.content, list) else [])
             if isinstance(part, str)
-        ))
-        recited = [r.content for r in results if isinstance(r.content, str) and recites(prompt, r.content)]
+        ), self.ledger.answered)
+        answers = [r.content for r in results if isinstance(r.content, str)]
+        recited = [answer for answer in answers if recites(prompt, answer)]
         for answer in recited:
             self.ledger.add_recital(answer)
+        self.ledger.answered.extend(runs(answer) for answer in answers)
         return recited
 
     @property

@@ -94,3 +94,29 @@ def test_recital_is_told_from_an_answer_that_quotes_a_little() -> None:
     assert not recites(prompt, "The clouds are lit from the left while the statue is lit from the right, so the sky was "
                                "pasted in; the post says storm clouds over the Statue of Liberty but the light disagrees.")
     assert not recites(prompt, "storm clouds over the Statue")  # too short to tell
+
+
+async def test_a_debater_repeating_an_earlier_turn_is_not_counted_as_repeating_its_prompt() -> None:
+    """A debate's prompt quotes the turns so far; a seat that says again what it said is keeping to its argument."""
+    from debates.config_loader import load_config
+    from debates.session import run_sample
+    from tests.support.debate import SAMPLE, answer, seat_pool
+
+    same = answer("fake", "The clouds are lit from the left while the statue is lit from the right, so the sky was pasted in.")
+    config, pool, _ = seat_pool(load_config("async").model_copy(update={"max_rounds": 2}),
+                                {"agent_a": [same, same], "agent_b": [answer("real", "Storms were common that week."), same]})
+    verdict = await run_sample(config, SAMPLE, pool)
+    assert verdict.accounting.recited_prompts == 0 and not verdict.rationale_recites_prompt
+
+
+def test_a_copy_of_the_post_counts_again_after_an_earlier_answer_copied_it_too() -> None:
+    from m3d_agents.recital import given, recites, runs
+
+    post = "Storm clouds over the Statue of Liberty during Hurricane Sandy, photographed from the harbour at dusk."
+    argument = "The light on the statue comes from the left while the clouds are lit from the right, so it is pasted."
+    copied = f"{post}"
+    history = f"The post under debate: {post}\n\nYour own answer, round 1:\n{copied}\n\nagent_b, round 1:\n{argument}"
+    material = given(history, [runs(copied), runs(argument)])
+    assert recites(material, post), "the post is still the prompt's own material"
+    assert not recites(material, argument), "repeating a quoted argument keeps to it"
+    assert not recites(given("The post: something else entirely, with no words in common at all.", [runs(post)]), argument)
