@@ -83,7 +83,7 @@ class HumanSeat(UserProxyAgent):
     def screen(self, answer_format: bool) -> str:
         """Everything the person reads before answering: the brief on the first turn, the post, the debate, the task."""
         most = self._protocol.most_turns(self._config).get(self.seat.name, 1)
-        header = f"=== You are {self.seat.name} ({self.seat.role}) · turn {self.view.own_round} of at most {most} ==="
+        header = f"=== You are {self.seat.name} ({self.seat.role}) · your turn {self.view.own_round} of at most {most} ==="
         parts = [header]
         if self.view.own_round == 1:
             parts.append(self.brief())

@@ -133,7 +133,7 @@ async def test_a_person_in_agent_bs_async_seat_is_streamed_no_other_answer_befor
     assert "=== You are agent_b" in before_answer and "How sure" in before_answer
     assert "A-ONE" not in before_answer and "FINAL ANSWER: fake" not in before_answer
     assert [(t.speaker, t.round) for t in streamed] == [("agent_a", 1), ("agent_b", 1), ("agent_a", 2), ("agent_b", 2)]
-    assert "agent_a, round 2:" in shown.split("turn 2 of at most 2")[1]  # round 2 shows the others, as the model's does
+    assert "agent_a, round 2:" in shown.split("your turn 2 of at most 2")[1]  # round 2 shows the others, as the model's does
     assert [t.speaker for t in verdict.transcript] == ["agent_a", "agent_b", "agent_a", "agent_b"]
 
 
