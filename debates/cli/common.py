@@ -262,8 +262,8 @@ def print_verdict(
         console.print(
             f"[bold {colour}]{verdict.label}[/] (misinformation: {verdict.is_misinformation}, confidence {confidence})"
         )
-        for line in explanation_lines(verdict):
-            console.print(line, soft_wrap=not console.is_terminal)
+        for block in explanation_lines(verdict):
+            console.print(block, soft_wrap=not console.is_terminal)
         if verdict.explanation is not None:
             shown = verdict.explanation.display_ids
             for point in verdict.explanation.key_points:
