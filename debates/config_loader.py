@@ -12,13 +12,15 @@ import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from pydantic import ValidationError
 
-from debates.strategy import CONFIG_MODELS, STRATEGIES, StrategyConfig
 from m3d_agents.errors import InputError
 from m3d_agents.safe_yaml import load_yaml
+
+if TYPE_CHECKING:  # the kernel's models load with the first configuration, not with --help's list of names
+    from debates.strategy import StrategyConfig
 
 
 def builtin_config_names() -> list[str]:
@@ -32,6 +34,8 @@ def strategy_of(data: Mapping[str, Any]) -> str:
     if named is None and "protocol" in data:
         return "debate"
     if not isinstance(named, str) or not named:
+        from debates.strategy import CONFIG_MODELS
+
         raise InputError("strategy", f"missing; name one of: {', '.join(CONFIG_MODELS.names())}")
     return named
 
@@ -39,6 +43,8 @@ def strategy_of(data: Mapping[str, Any]) -> str:
 def config_model_of(strategy: str) -> type[StrategyConfig]:
     """The model that validates configurations of ``strategy``: a built-in's without importing the strategy, a
     plug-in's (registered with ``@strategy`` alone) from its class."""
+    from debates.strategy import CONFIG_MODELS, STRATEGIES
+
     if strategy in CONFIG_MODELS:
         return CONFIG_MODELS.get(strategy)
     return STRATEGIES.get(strategy).config_model

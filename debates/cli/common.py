@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Coroutine, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, NoReturn, TypeVar
 
 import typer
 from typer.core import TyperGroup
@@ -18,11 +18,13 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from m3d_agents.backends.config import BackendSettings
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.redaction import RedactingFormatter, redact, redact_data
-from m3d_agents.sample import Sample, SampleMetadata, VideoRef
-from m3d_agents.verdict import TranscriptTurn, Verdict
+
+if TYPE_CHECKING:  # what a command that only prints never builds (--help, m3d config)
+    from m3d_agents.backends.config import BackendSettings
+    from m3d_agents.sample import Sample
+    from m3d_agents.verdict import TranscriptTurn, Verdict
 
 console = Console()
 err_console = Console(stderr=True)
@@ -166,6 +168,8 @@ def build_sample(
     video: Path | None = None, transcript: str | None = None,
 ) -> Sample:
     from pydantic import ValidationError
+
+    from m3d_agents.sample import Sample, SampleMetadata, VideoRef
 
     if transcript is not None and video is None:
         raise InputError("transcript", "a transcript belongs to a video; give the video with --video")
