@@ -2,10 +2,11 @@
 
 A :class:`SeatView` records what the group chat delivered to one seat (and the seat's own
 messages, which the chat does not send back). Which of those messages the seat may use for its
-next turn is the protocol's rule (:meth:`debates.chat.protocol.DebateProtocol.visible`); the view
-only offers the common selections (the latest answer of a speaker, optionally before a round).
-The same views serve model seats and people, and :class:`PeopleScreen` holds a front-end's stream of
-finished turns to the same rule while people sit in seats.
+next turn is the protocol's rule (:meth:`debates.chat.protocol.DebateProtocol.visible`), applied by
+the seat that holds the view; the view knows no protocol and only offers the common selections
+(the latest answer of a speaker, optionally before a round). The same views serve model seats and people,
+and :class:`PeopleScreen` holds a front-end's stream of finished turns to the same rule while people sit
+in seats (the protocol passed in, as it is to a seat).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from autogen_agentchat.messages import BaseChatMessage
 
 from debates.chat.state import DESK_NAME
 from debates.chat.config import DebateConfig, SeatConfig
-from debates.chat.protocol import DebateProtocol
 
 
 ARGUING_ROLES = ("debater", "actor", "skeptic")
@@ -34,7 +34,6 @@ class Seen:
 class SeatView:
     seat: SeatConfig
     config: DebateConfig
-    protocol: DebateProtocol
     seen: list[Seen] = field(default_factory=list)
     for_person: bool = False
     """A person's view: every other seat is named by its name (see :meth:`peer_label`)."""
@@ -96,13 +95,10 @@ class SeatView:
     def desk_answers(self) -> list[Seen]:
         return [s for s in self.seen if s.speaker == DESK_NAME]
 
-    def visible(self) -> list[Seen]:
-        """The messages this seat may use for its next turn, in a stable order."""
-        return self.protocol.visible(self)
-
-    def history(self) -> str:
+    def history(self, visible: Sequence[Seen]) -> str:
+        """``visible`` (what the protocol lets this seat use, :meth:`DebateProtocol.visible`) as its prompt shows it."""
         blocks = []
-        for item in self.visible():
+        for item in visible:
             if item.speaker == self.seat.name:
                 header = f"Your own answer, round {item.round}:"
             elif item.speaker == DESK_NAME:
@@ -112,13 +108,20 @@ class SeatView:
             blocks.append(f"{header}\n{item.text.strip()}")
         return "\n\n".join(blocks) if blocks else "(nothing yet)"
 
-    def instruction(self) -> str:
-        return self.protocol.instruction(self)
-
 
 class SpokenTurn(Protocol):
     speaker: str
     text: str
+
+
+class SeatRule(Protocol):
+    """What a screen needs of the debate protocol (:class:`debates.chat.protocol.DebateProtocol` is one): which
+    messages a seat may use, and how many turns each seat takes at most. Typed here by shape, since the protocol
+    module sits above the views."""
+
+    def visible(self, view: SeatView) -> list[Seen]: ...
+
+    def most_turns(self, config: DebateConfig) -> dict[str, int]: ...
 
 
 T = TypeVar("T", bound=SpokenTurn)
@@ -135,8 +138,9 @@ class PeopleScreen(Generic[T]):
     debate ends (:meth:`rest`). A person's own turns are never held from them.
     """
 
-    def __init__(self, people: Sequence[SeatConfig], config: DebateConfig, protocol: DebateProtocol) -> None:
-        self._views = [SeatView(seat, config, protocol, for_person=True) for seat in people]
+    def __init__(self, people: Sequence[SeatConfig], config: DebateConfig, protocol: SeatRule) -> None:
+        self._protocol = protocol
+        self._views = [SeatView(seat, config, for_person=True) for seat in people]
         self._most = protocol.most_turns(config)
         self._shown: list[set[tuple[str, int]]] = [set() for _ in self._views]
         self._held: list[tuple[T, list[Seen]]] = []
@@ -145,7 +149,7 @@ class PeopleScreen(Generic[T]):
         """The turns that may be shown now that ``turn`` has finished (it among them, or not yet), in the order they were given."""
         self._held.append((turn, [view.add_turn(turn.speaker, turn.text) for view in self._views]))
         for view, shown in zip(self._views, self._shown):
-            shown.update((seen.speaker, seen.round) for seen in view.visible())
+            shown.update((seen.speaker, seen.round) for seen in self._protocol.visible(view))
         ready = [(t, seen) for t, seen in self._held if all(self._may_see(i, s) for i, s in enumerate(seen))]
         self._held = [(t, seen) for t, seen in self._held if not any(t is r for r, _ in ready)]
         return [t for t, _ in ready]

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from debates.cli.common import console
+from debates.cli.common import console, print_json
 from debates.cli.tables import print_fitting
 from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
 from m3d_agents.backends.transports.retry import NO_KEY
@@ -39,7 +37,7 @@ def backends(
         url = config.endpoint()
         key = config.api_key()
         try:
-            if config.kind == "openai" and not key:
+            if config.spec.requires_key and not key:
                 status = f"no key in {config.key_env}"
             else:
                 if url is None:
@@ -52,7 +50,7 @@ def backends(
         rows.append({"name": name, "kind": config.kind, "model": config.model_name, "url": redact(url) if url else url, "status": status,
                      "default": name == default})
     if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        print_json(rows)
         return
     # A table where it fits; otherwise one block per backend, so a URL or a model name is never cut (80 columns, a pipe).
     print_fitting(["backend", "kind", "model", "url", "status"], [

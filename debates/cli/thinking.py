@@ -26,11 +26,9 @@ def most_turns(config: StrategyConfig) -> tuple[int | None, str]:
     """How many turns of the whole debate (every seat's; or, for a strategy without turns, model calls) one post can
     take at most, and the words for them. A seat's own count (a person's screen says "your turn 1 of at most 3")
     is another number, so each says which it counts."""
-    from debates.chat.config import DebateConfig
-    from debates.chat.protocol import PROTOCOLS
-
-    if isinstance(config, DebateConfig):
-        return sum(PROTOCOLS.get(config.protocol).most_turns(config).values()), "debate turn"
+    turns = config.most_turns()
+    if turns is not None:
+        return turns, "debate turn"
     budget = config.call_budget()
     return (budget.calls if budget is not None else None), "model call"
 

@@ -36,11 +36,13 @@ class CallRecord:
     latency_s: float
     cached: bool
     backend: str = ""
+    """The backend that answered: the agent's, or the tool's own (``tools: {NAME: {backend: ...}}``)."""
     wait_s: float = 0.0
     """How long the call waited for its turn (the concurrency gate, the server's single slot) before it was sent."""
     recited: bool = False
     """The answer repeats the call's prompt instead of answering it (:mod:`m3d_agents.recital`)."""
-    """The backend that answered: the agent's, or the tool's own (``tools: {NAME: {backend: ...}}``)."""
+    cut: int = 0
+    """Answers of the call that the model stopped at their token cap (``finish_reason == "length"``)."""
 
 
 @dataclass
@@ -138,6 +140,7 @@ class UsageLedger:
                 usage.calls += 1
                 usage.prompt_tokens += r.prompt_tokens
                 usage.completion_tokens += r.completion_tokens
+                usage.cut_answers += r.cut
         return Accounting(
             model_calls=len(self.records),
             prompt_tokens=sum(r.prompt_tokens for r in self.records),
@@ -147,6 +150,7 @@ class UsageLedger:
             cache_hits=sum(1 for r in self.records if r.cached),
             recited_prompts=sum(1 for r in self.records if r.recited),
             parse_retries=self.parse_retries,
+            cut_answers=sum(r.cut for r in self.records),
             by_role=by_role,
             by_agent=by_agent,
             by_backend={name: usage for name, usage in by_backend.items() if name},
@@ -241,6 +245,7 @@ class MeteredClient(ChatCompletionClient):
                 backend=self.backend,
                 wait_s=waited,
                 recited=bool(recited),
+                cut=int(result.finish_reason == "length"),
             )
         )
         if self.ledger.record_messages:
@@ -294,6 +299,7 @@ class MeteredClient(ChatCompletionClient):
                 backend=self.backend,
                 wait_s=waited,
                 recited=bool(recited) and len(recited) == len(choices.results),
+                cut=sum(1 for result in choices.results if result.finish_reason == "length"),
             )
         )
         if self.ledger.record_messages:

@@ -42,7 +42,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from debates.eval.records import Escalation, EvalRow
-from m3d_agents.diagnostics import AgentFactDiagnostics, DebateDiagnostics, FactGuardDiagnostics
+from debates.strategies.agentfact.diagnostics import AgentFactDiagnostics
+from debates.chat.diagnostics import DebateDiagnostics
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.labels import get_taxonomy
 
 ABSTAIN = "(abstained)"
@@ -137,6 +139,8 @@ class RunMetrics(BaseModel):
         None, description="the time a sample's calls waited for a backend slot, summed over them, mean over the "
         "latency_rows that measured it (None: none did; rows written before it was measured)")
     calls_per_sample: float
+    cut_answers: int = Field(0, description="answers cut at their token cap (finish_reason length), over every sample")
+    model_calls: int = Field(0, description="model calls over every sample, the cut answers' denominator")
     prompt_tokens_per_sample: float
     completion_tokens_per_sample: float
     cost_usd: float | None
@@ -401,6 +405,8 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         model_s_per_sample=mean_of([r.model_s for r in timed]),
         wait_s_per_sample=mean_of([r.wait_s for r in timed]),
         calls_per_sample=float(np.mean([r.model_calls for r in finished])) if n else 0.0,
+        cut_answers=sum(r.cut_answers for r in finished),
+        model_calls=sum(r.model_calls for r in finished),
         prompt_tokens_per_sample=float(np.mean([r.prompt_tokens for r in finished])) if n else 0.0,
         completion_tokens_per_sample=float(np.mean([r.completion_tokens for r in finished])) if n else 0.0,
         cost_usd=known_cost,
