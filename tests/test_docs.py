@@ -159,16 +159,18 @@ def test_the_readme_reproduces_into_the_folder_the_five_minute_guide_compares() 
 def test_the_backends_page_gives_the_vllm_address_the_code_uses_without_one() -> None:
     import os
 
-    from m3d_agents.backends.config import DEFAULT_VLLM_BASE_URL, BackendSettings
+    from m3d_agents.backends.config import BackendSettings
+    from m3d_agents.backends.kinds import BACKEND_KINDS
 
+    default = BACKEND_KINDS.get("vllm").default_base_url
     saved = os.environ.pop("M3D_VLLM_BASE_URL", None)
     try:
-        assert BackendSettings().get("vllm").endpoint() == DEFAULT_VLLM_BASE_URL
+        assert BackendSettings().get("vllm").endpoint() == default
     finally:
         if saved is not None:
             os.environ["M3D_VLLM_BASE_URL"] = saved
     page = (REPO / "docs" / "getting-started" / "backends.md").read_text(encoding="utf-8")
-    assert f"`{DEFAULT_VLLM_BASE_URL}`" in page
+    assert f"`{default}`" in page
 
 
 def test_the_vllm_guide_gives_the_gpu_command_with_its_context_structured_outputs_and_chunked_prefill() -> None:
