@@ -47,8 +47,10 @@ def backends(
                 status = "answers" if response.status_code == 200 else f"HTTP {response.status_code}"
         except (httpx.HTTPError, BackendError, InputError) as exc:
             status = redact(f"no answer ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''})")
+            if isinstance(exc, httpx.ConnectError) and config.restart_wait_s:
+                status += f"; a call waits up to {config.restart_wait_s:g} s for it to start (restart_wait_s)"
         rows.append({"name": name, "kind": config.kind, "model": config.model_name, "url": redact(url) if url else url, "status": status,
-                     "default": name == default})
+                     "default": name == default, "restart_wait_s": config.restart_wait_s})
     if as_json:
         print_json(rows)
         return

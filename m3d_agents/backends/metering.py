@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from m3d_agents.backends.choices import Choices, can_sample_choices
 from m3d_agents.backends.recording import ChatMessage, chat_messages
+from m3d_agents.backends.transports.outage import waits_extend
 from m3d_agents.errors import BackendError
 from m3d_agents.recital import given, recites, runs
 from m3d_agents.verdict import Accounting, RoleUsage, ToolUsage
@@ -172,7 +173,9 @@ class MeteredClient(ChatCompletionClient):
     included (:meth:`~m3d_agents.backends.config.BackendConfig.call_deadline_s`): whatever a server
     does, hang or drip, a call ends by then. It counts the time the call is being answered only:
     not the wait for the concurrency gate, nor, where the server answers one call at a time (the
-    embedded llama.cpp server), the wait for its ``slot`` while another call is being answered.
+    embedded llama.cpp server), the wait for its ``slot`` while another call is being answered, nor the
+    pauses spent waiting for a server that refuses connections (:mod:`~m3d_agents.backends.transports.outage`),
+    which have a budget of their own.
     """
 
     def __init__(
@@ -210,8 +213,9 @@ class MeteredClient(ChatCompletionClient):
                 self.ledger.observe(self.agent, self.role, "answering")
                 started = time.perf_counter()
                 try:
-                    async with asyncio.timeout(self.timeout_s):
-                        result = await call()
+                    async with asyncio.timeout(self.timeout_s) as deadline:
+                        with waits_extend(deadline):
+                            result = await call()
                 except asyncio.TimeoutError as exc:
                     raise BackendError(
                         f"model call by {self.agent} ({self.role}) gave no answer within its deadline of {self.timeout_s:g} s "
