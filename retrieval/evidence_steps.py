@@ -24,7 +24,7 @@ from m3d_agents.sample import Sample
 from retrieval.attempts import ReplayMisses, attempt
 from retrieval.config import RetrievalConfig
 from retrieval.domains import host_of
-from retrieval.extract import extract_article
+from retrieval.extract import extract_article, load_parsers
 from retrieval.fetch import FetchedPage, Fetcher, decode_body
 from retrieval.leakage import Candidate, LeakageFilter, LeakageReport, capped
 from retrieval.policy import EvidencePolicy
@@ -191,6 +191,8 @@ class EvidenceSteps:
         else:
             problem = "no saved copy of the page, and fetching is off (offline replay)"
         kind: EvidenceKind = origin
+        if html:
+            load_parsers()
         extracted = await asyncio.to_thread(extract_article, html, hit.url) if html else None
         text = (extracted.text if extracted else "")[: self.config.max_page_chars]
         reason = f"found by {hit.provider} ({hit.match} match, rank {hit.rank + 1})"

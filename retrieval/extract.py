@@ -39,6 +39,16 @@ class ExtractedPage(BaseModel):
     claim_review: bool = Field(False, description="the page carries schema.org ClaimReview markup")
 
 
+def load_parsers() -> None:
+    """Import the HTML parsers on the calling thread, before pages are parsed in worker threads. lxml (under
+    newspaper3k and trafilatura) must be initialised on the main thread: its first import in a worker thread, with
+    another thread parsing, can abort the whole process. Cheap once done."""
+    import lxml.etree  # noqa: F401
+    import lxml.html  # noqa: F401
+    import newspaper  # noqa: F401
+    import trafilatura  # noqa: F401
+
+
 def newspaper_article(html: str, url: str | None) -> Any:
     """A parsed newspaper3k Article; it never touches the network (no download, no image fetching)."""
     use_offline_suffix_list()
