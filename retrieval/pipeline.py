@@ -29,14 +29,15 @@ from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import BackendError
 from m3d_agents.evidence import Evidence, EvidenceKind, Reliability
+from m3d_agents.isolation import ItemLost
 from m3d_agents.media.images import PreparedImage, load_image
 from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample
 from retrieval.attempts import ReplayMisses, attempt
 from retrieval.config import RetrievalConfig
 from retrieval.domains import host_of
-from retrieval.extract import extract_article
-from retrieval.fetch import FetchedImage, FetchedPage, Fetcher, decode_body
+from retrieval.extract import read_page
+from retrieval.fetch import FetchedImage, FetchedPage, Fetcher
 from retrieval.guards import FetchGuard
 from retrieval.leakage import Candidate, LeakageFilter, LeakageReport, capped
 from retrieval.policy import EvidencePolicy
@@ -301,9 +302,10 @@ class EvidencePipeline:
         return rating
 
     async def _page(self, hit: SearchHit, origin: HitOrigin, result: GatherResult) -> Candidate | None:
-        html, retrieved_at, problem = None, None, ""
+        html: str | bytes | None = None
+        retrieved_at, problem = None, ""
         if hit.snapshot is not None:
-            html = decode_body(Path(hit.snapshot).read_bytes())
+            html, problem = _saved_page(Path(hit.snapshot), self.config.fetch.max_bytes)
         elif self.fetcher is not None:
             fetcher = self.fetcher
             page = await self._ask(
@@ -317,12 +319,22 @@ class EvidencePipeline:
         else:
             problem = "no saved copy of the page, and fetching is off (offline replay)"
         kind: EvidenceKind = origin
-        extracted = await asyncio.to_thread(extract_article, html, hit.url) if html else None
+        extracted, lost_line = None, None
+        if html:
+            try:
+                extracted = await read_page(html, hit.url)
+            except ItemLost as lost:
+                problem = lost_line = lost.line
+                if self.log is not None:
+                    self.log.lost(result.sample_id, lost.line)
         text = (extracted.text if extracted else "")[: self.config.max_page_chars]
         reason = f"found by {hit.provider} ({hit.match} match, rank {hit.rank + 1})"
+        if lost_line is not None:
+            result.failures.append(redact(lost_line))
         if not text:
             if not hit.snippet:
-                result.failures.append(redact(f"{hit.url}: {problem or 'no article text on the page'}"))
+                if lost_line is None:
+                    result.failures.append(redact(f"{hit.url}: {problem or 'no article text on the page'}"))
                 return None
             text = hit.snippet
             reason += f"; search snippet only: {problem or 'no article text on the page'}"
@@ -454,6 +466,16 @@ def describe_reverse_result(found: ReverseImageResult) -> str:
     if parts:
         parts.append(f"{len(found.pages)} pages show the image")
     return "; ".join(parts) + ("." if parts else "")
+
+
+def _saved_page(path: Path, max_bytes: int) -> tuple[bytes | None, str]:
+    """A saved copy of a page, cut at ``max_bytes`` like a fetched one (a longer page costs its parser
+    time, not the run), or None and why it cannot be read."""
+    try:
+        with path.open("rb") as saved:
+            return saved.read(max_bytes), ""
+    except OSError as exc:
+        return None, f"the saved copy of the page cannot be read ({exc.strerror or exc})"
 
 
 def _titles(hits: list[tuple[SearchHit, HitOrigin]]) -> str:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable
 from debates.ui.web.security import is_loopback
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
+from m3d_agents.isolation import ParserPool, current_pool
 from m3d_agents.sample import InputLimits, Sample
 from m3d_agents.verdict import RetrievalMode
 
@@ -47,6 +48,10 @@ class WebSettings:
     unopened_debate_s: float = 600.0
     """A debate whose page never connects is dropped after this long, with its upload."""
     upload_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="m3d-serve-uploads-")))
+    parsers: ParserPool = field(default_factory=current_pool)
+    """Where every debate's pages, images and videos, and every upload, are parsed: the server process's one
+    bounded pool of worker processes (a parser that crashes on an upload or a page costs that item, never
+    the server), shut down when the server exits."""
 
     def check(self) -> None:
         """Refuse settings that would expose the server: another address needs a token."""
