@@ -152,6 +152,10 @@ _M_ARENA_MAX = -8
 def _start_worker(memory_bytes: int) -> None:
     """Run once in each new worker, before its first item."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a worker stuck in C code must die at once when stopped
+    try:  # what a library prints goes to the log stream, never into the parent's output (``--json``)
+        os.dup2(2, 1)
+    except OSError:
+        pass
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
