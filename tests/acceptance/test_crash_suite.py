@@ -110,6 +110,29 @@ async def test_a_lost_page_is_named_in_the_evidence_report_and_the_verdict_and_t
     assert verdict.evidence_report.kept == 1 and "flood defences" in client.calls[0].prompt, "the good page was read"
 
 
+def test_an_upload_that_crashes_the_decoder_never_takes_the_server_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    from tests.support.runs import scripted_pool_factory, verite_responder
+    from tests.support.web import csrf_of, running_server, settings_for
+
+    factory, _ = scripted_pool_factory(verite_responder)
+    crashing, fine = (tmp_path / f"{name}.png" for name in ("crashing", "fine"))
+    Image.new("RGB", (24, 24), (1, 2, 3)).save(crashing)
+    Image.new("RGB", (24, 24), (4, 5, 6)).save(fine)
+    with running_server(settings_for(tmp_path, factory)) as served, httpx.Client(base_url=served.base, timeout=120) as browser:
+        def post(path: Path) -> httpx.Response:
+            form = {"csrf": csrf_of(browser.get("/live").text), "config": "check", "backend": "scripted", "text": "A post"}
+            return browser.post("/live", data=form, files={"image": (path.name, path.read_bytes(), "image/png")})
+
+        monkeypatch.setattr("m3d_agents.media.images.decode_rgb", hostile_inputs.crash)
+        refused = post(crashing)
+        monkeypatch.undo()
+        accepted = post(fine)
+    assert refused.status_code == 400 and "not read: the image decoder crashed (signal 11)" in refused.text
+    assert accepted.status_code == 303, "the server lives on and takes the next post"
+
+
 # --- hostile pages ------------------------------------------------------------------------------
 
 

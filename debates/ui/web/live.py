@@ -208,7 +208,7 @@ async def _new_debate(state: AppState, form: Any) -> LiveDebate:
             raise PageError(400, str(exc)) from None
     post = await post_from_form(settings, form)
     try:
-        prepared = prepare_sample(post.sample, settings.limits)
+        prepared = await asyncio.to_thread(prepare_sample, post.sample, settings.limits)
         labels, required, sees_images = get_taxonomy(post.sample.taxonomy).labels, False, True
         if isinstance(config, DebateConfig) and seat_config is not None:
             protocol = PROTOCOLS.get(config.protocol)
