@@ -57,10 +57,11 @@ T = TypeVar("T")
 
 PRELOAD = (
     "lxml.html", "lxml.etree", "newspaper", "trafilatura", "charset_normalizer", "PIL.Image", "PIL.ImageFile",
-    "numpy", "scipy.fft", "scipy.ndimage", "av", "tldextract", "py3langid", "pydantic",
+    "numpy", "av", "tldextract", "py3langid", "pydantic",
 )
 """Modules the fork server imports once, so that a new worker starts with them loaded. A module
-missing here is imported by the first task that needs it; a module that is not installed is skipped."""
+missing here is imported by the first task that needs it (SciPy, for the forensic tools only: a
+second at every run's start, for runs that never analyse an image); one not installed is skipped."""
 
 Deadline = Literal["read", "analysis"]
 
