@@ -20,7 +20,7 @@ from debates.session import RunSession
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
 from m3d_agents.isolation import IsolationSettings, Item, ItemLost, ParserPool, current_pool, using
-from tests.support import hostile_inputs
+from tests.support import hostile_parsers
 from tests.support.debate import SAMPLE
 from tests.support.hostile_inputs import ARTICLE, make_trace
 from tests.support.paths import REPO
@@ -56,9 +56,9 @@ def wait_gone(pids: list[int], seconds: float = 15.0) -> list[int]:
     return [pid for pid in pids if alive(pid)]
 
 
-@pytest.mark.parametrize("failure", list(hostile_inputs.FAILURES))
+@pytest.mark.parametrize("failure", list(hostile_parsers.FAILURES))
 def test_a_worker_that_crashes_hangs_or_allocates_costs_its_item_alone(pool: ParserPool, failure: str) -> None:
-    function, words = hostile_inputs.FAILURES[failure]
+    function, words = hostile_parsers.FAILURES[failure]
     futures = [pool.submit(os.getpid), pool.submit(function), pool.submit(os.getpid)]
     with pytest.raises(ItemLost) as lost:
         pool.outcome(PAGE, futures[1])
@@ -71,10 +71,10 @@ def test_a_worker_that_crashes_hangs_or_allocates_costs_its_item_alone(pool: Par
 
 def test_what_a_parser_raises_comes_back_as_the_same_error_or_as_a_lost_item(pool: ParserPool) -> None:
     with pytest.raises(InputError) as refused:
-        pool.call(PAGE, hostile_inputs.refuse, "images[0]", "not an image")
+        pool.call(PAGE, hostile_parsers.refuse, "images[0]", "not an image")
     assert (refused.value.field, refused.value.problem) == ("images[0]", "not an image") and not isinstance(refused.value, ItemLost)
     with pytest.raises(ItemLost, match=r"the extractor failed \(ZeroDivisionError: division by zero\)"):
-        pool.call(PAGE, hostile_inputs.divide, 1, 0)
+        pool.call(PAGE, hostile_parsers.divide, 1, 0)
 
 
 def test_workers_are_replaced_after_their_number_of_items() -> None:
@@ -92,13 +92,13 @@ async def test_many_callers_share_the_bounded_pool(pool: ParserPool) -> None:
 
 
 async def test_a_cancelled_caller_stops_its_item(pool: ParserPool) -> None:
-    waiting = asyncio.ensure_future(pool.run(PAGE, hostile_inputs.hang))
+    waiting = asyncio.ensure_future(pool.run(PAGE, hostile_parsers.hang))
     await asyncio.sleep(1.0)
     before = pool.worker_pids()
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
-    assert await pool.run(PAGE, hostile_inputs.divide, 6, 3) == 2.0
+    assert await pool.run(PAGE, hostile_parsers.divide, 6, 3) == 2.0
     assert len(before) == 2 and len(await asyncio.to_thread(wait_gone, before)) == 1, "the worker of the cancelled item was stopped"
 
 

@@ -1,21 +1,12 @@
-"""Hostile pages, images, videos and parsers for the crash suite, generated on the spot (nothing big is committed).
-
-The test-only parsers stand in for a library that crashes, hangs or allocates without end; the
-parser pool runs them in its workers by name, so a test puts one in place of the product's
-parsing function with ``monkeypatch`` and sees what the run makes of it.
-"""
+"""Hostile pages, images and videos for the crash suite, generated on the spot (nothing big is committed)."""
 
 from __future__ import annotations
 
 import io
 import json
-import os
-import signal
 import struct
-import time
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable
 
 import av
 import numpy as np
@@ -26,56 +17,6 @@ from tests.support.videos import make_clip
 
 PARAGRAPH = "<p>The council met on Tuesday to discuss the flood defences of the old harbour town, and voted to rebuild them.</p>\n"
 ARTICLE = f"<html><head><title>Harbour town votes</title></head><body><article>{PARAGRAPH * 12}</article></body></html>"
-
-
-# --- parsers that fail the way C libraries do ---------------------------------------------------
-
-def crash(*_args: object) -> None:
-    """Die as a segmentation fault in a parser does."""
-    os.kill(os.getpid(), signal.SIGSEGV)
-
-
-def hang(*_args: object) -> None:
-    """Never come back (a parser stuck in a loop)."""
-    while True:
-        time.sleep(3600)
-
-
-def allocate(*_args: object) -> None:
-    """Allocate without end (a decompression bomb, a parser's runaway buffer)."""
-    held = []
-    while True:
-        held.append(bytearray(64 * 1024 * 1024))
-
-
-def refuse(field: str, problem: str) -> None:
-    """A parser that finds its input unusable, as the product's own decoders say so."""
-    from m3d_agents.errors import InputError
-
-    raise InputError(field, problem)
-
-
-def divide(a: float, b: float) -> float:
-    """A parser with a bug: dividing by zero raises."""
-    return a / b
-
-
-def page_or_failure(body: str | bytes, url: str | None) -> object:
-    """The product's page reader, except for pages whose address says how to fail: crash, hang or allocate."""
-    from retrieval.extract import page_from_body
-
-    for word, failure in (("crash", crash), ("hang", hang), ("allocate", allocate)):
-        if url and word in url:
-            failure()
-    return page_from_body(body, url)
-
-
-FAILURES: dict[str, tuple[Callable[..., object], str]] = {
-    "crash": (crash, "crashed (signal 11)"),
-    "hang": (hang, "timed out after"),
-    "allocate": (allocate, "needed more than"),
-}
-"""Each test-only parser and the words its loss is reported with."""
 
 
 # --- pages ------------------------------------------------------------------------------------

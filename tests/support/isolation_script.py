@@ -27,13 +27,13 @@ ANSWER = '{"rationale": "read the pages", "label": "true", "confidence": 0.6}'
 
 async def main(mode: str, trace: Path) -> None:
     import retrieval.extract
-    from tests.support.hostile_inputs import page_or_failure
+    from tests.support.hostile_parsers import page_or_failure
 
     retrieval.extract.page_from_body = page_or_failure  # type: ignore[assignment]
     pool = BackendPool()
     pool.add(scripted_backend(ScriptedClient(lambda messages, kwargs: ANSWER), name="scripted"))
     config = with_overrides(load_config("check"), parse_retries=0,
-                            isolation=IsolationSettings(timeout_s=600 if mode == "hold" else 10))
+                            isolation=IsolationSettings(timeout_s=600 if mode == "hold" else 120))
     async with RunSession(config, pool, backend="scripted", replay_mr2=trace) as session:
         verdict = await session.run(session.trace_sample("1"))
         lost = verdict.diagnostics.items_lost if verdict.diagnostics is not None else []
