@@ -181,3 +181,12 @@ def test_no_worker_outlives_its_process(trace: Path, ending: str) -> None:
     process.send_signal(signal.SIGKILL if ending == "kill -9" else signal.SIGINT)
     process.wait(timeout=60)
     assert wait_gone(pids) == [], f"workers left behind after {ending}"
+
+
+def test_every_limit_is_a_documented_setting_of_every_configuration() -> None:
+    from m3d_agents.config_reference import config_fields
+
+    rows = {row.name: row for row in config_fields(load_config("agentfact"))}
+    for name in ("workers", "timeout_s", "analysis_timeout_s", "memory_mb", "items_per_worker"):
+        row = rows[f"isolation.{name}"]
+        assert row.description and row.default == IsolationSettings.model_fields[name].default
