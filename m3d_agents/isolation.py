@@ -14,9 +14,10 @@ the verdict's diagnostics say what was lost; the run goes on.
 
 Who owns a pool: a run session makes one (lazily started, on its first item) and shuts it down
 when it closes; the code it runs finds it through :func:`using`. Code outside any session (a
-library call, ``m3d tools``, the web page's own previews) uses a process-wide default pool,
-started on first use and shut down at exit. Ray workers and the web server are processes of
-their own, so each gets its own pool.
+library call, ``m3d tools``, ``m3d evidence``) uses a process-wide default pool, started on first
+use and shut down at exit. ``m3d serve`` gives that one pool to every debate it runs, with its
+uploads and previews, so the server holds one bounded pool however many people debate; each Ray
+worker, a process of its own, has its own.
 
 Workers start from a fork server that has imported the parsing libraries once (start-up costs a
 fork, not an import) and that, unlike a fork of the parent, holds no threads. The parent never
@@ -52,6 +53,7 @@ from pydantic import Field
 
 from m3d_agents.config_types import Settings
 from m3d_agents.errors import BackendError, InputError
+from m3d_agents.redaction import redact
 
 T = TypeVar("T")
 
@@ -107,7 +109,8 @@ class ItemLost(InputError):
     def __init__(self, item: Item, why: str) -> None:
         self.item = item
         self.why = why
-        self.line = f"{item.kind} {item.name} not read: {why}"
+        self.line = redact(f"{item.kind} {item.name} not read: {why}")
+        """One line for reports and verdicts; masked like every line the product writes (a page's address may hold a key)."""
         super().__init__(item.field or item.kind, self.line)
 
     def __str__(self) -> str:
