@@ -41,7 +41,7 @@ from debates.config_loader import load_config  # noqa: E402
 from debates.eval.score.report import summarise  # noqa: E402
 from debates.session import run_sample  # noqa: E402
 from m3d_agents.backends.factory import BackendPool  # noqa: E402
-from m3d_agents.diagnostics import DebateDiagnostics  # noqa: E402
+from debates.chat.diagnostics import DebateDiagnostics  # noqa: E402
 from m3d_agents.sample import Sample  # noqa: E402
 from tests.support.scripted import ScriptedClient, scripted_backend, text_of  # noqa: E402
 

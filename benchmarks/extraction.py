@@ -103,16 +103,16 @@ def in_process(jobs: list[tuple[str, str, str | None]]) -> tuple[dict[str, str],
 def isolated(jobs: list[tuple[str, str, str | None]], workers: int) -> tuple[dict[str, str], float, float]:
     """Every page read by a pool of ``workers``, all asked for at once: the texts, the seconds, and the pool's start-up."""
     from m3d_agents.isolation import IsolationSettings, ParserPool, using
-    from retrieval.extract import read_page
+    from retrieval.extract import extract_page
 
     pool = ParserPool(IsolationSettings(workers=workers, timeout_s=120, items_per_worker=1000))
 
     async def read_all() -> tuple[dict[str, str], float, float]:
         started = time.perf_counter()
-        await asyncio.gather(*(read_page(jobs[0][1], jobs[0][2]) for _ in range(workers)))
+        await asyncio.gather(*(extract_page(jobs[0][1], jobs[0][2]) for _ in range(workers)))
         startup = time.perf_counter() - started
         started = time.perf_counter()
-        pages = await asyncio.gather(*(read_page(html, url) for _key, html, url in jobs))
+        pages = await asyncio.gather(*(extract_page(html, url) for _key, html, url in jobs))
         return {key: page.text for (key, _html, _url), page in zip(jobs, pages)}, time.perf_counter() - started, startup
 
     try:

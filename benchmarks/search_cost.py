@@ -1,21 +1,29 @@
 """What the tree search costs per post: ``t2agent`` and ``t2agent-lean`` against MMD-Agent, on the same 50
 MediaEval 2016 dev posts, at GPT-4o prices, and how the search moves between subtasks.
 
-What it prints. Per post (first seed): calls, tokens and dollars of each configuration, and the
-cost of ``t2agent`` and ``t2agent-lean`` by role. For ``t2agent``, over every seed: the share of
-posts where some subtask was selected in more than one iteration (``subtask revisit rate: X``)
-and the mean iterations per post (``mean iterations: X``, beside the 2.28 of the paper's Table 7).
-Then the cost ratios of ``t2agent`` and ``t2agent-lean`` against each baseline, each under its own
-name (``t2agent / mmd-agent cost ratio``, ``t2agent / mmd-agent-wikipedia cost ratio``), as the mean
-over the seeds with the lowest and highest seed. There is no target: the paper's method costs
-what it costs, and the paper's own ratio (Table 4: 4.75 with GPT-4o, 1637.1 / 344.4 USD) comes
-from another model, another data set and far longer prompts (its per-post figures are some 30 times
-ours), so it is printed for orientation only.
+What it prints. Per post (first seed): calls, tokens and dollars of each configuration, the cost
+of ``t2agent-lean`` by role, and the cost of ``t2agent`` and of ``mmd-agent-wikipedia`` by phase
+(``t2agent``: priors, ReAct steps, model-backed tool calls, trajectory scores S_T, confidence scores
+S_C and the fusion, which calls no model; MMD-Agent: its three steps), each with its calls, prompt
+and answer tokens, the mean prompt of one call and the image's part of it, the mean answer and the
+share of the cost. For ``t2agent``, over every seed: the share of posts where some subtask was
+selected in more than one iteration (``subtask revisit rate: X``) and the mean iterations per post
+(``mean iterations: X``, beside the 2.28 of the paper's Table 7). Then the cost ratios of
+``t2agent`` and ``t2agent-lean`` against each baseline, each under its own name (``t2agent /
+mmd-agent cost ratio``, ``t2agent / mmd-agent-wikipedia cost ratio``), as the mean over the seeds
+with the lowest and highest seed; the ratio ``t2agent`` would have at the paper's 2.28 iterations
+(its priors plus 2.28 times its mean cost per iteration); and a labelled what-if, the only figure
+drawn from another distribution: ``t2agent`` with a model sure of most answers (S_C uniform on
+7..10), its iterations and its ratio. There is no target: the paper's method costs what it costs,
+and the paper's own ratio (Table 4: 4.75 with GPT-4o, 1637.1 / 344.4 USD) comes from another model,
+another data set and far longer prompts (its per-post figures are some 30 times ours), so it is
+printed for orientation only.
 
-The baselines. ``mmd-agent`` is whatever configuration carries that name in this build, and
-``mmd-agent-wikipedia`` the cascade whose text agent looks claims up on Wikipedia in a short ReAct
-trajectory; the first line of each one's description is printed, so a reader knows which
-MMD-Agent a ratio divides by.
+The baselines. ``mmd-agent`` is whatever configuration carries that name in this build (AgentM3D's
+MMD-Agent, Wikipedia gathered up front), and ``mmd-agent-wikipedia`` the T2Agent paper's MMD-Agent,
+the same chain whose text step looks claims up on Wikipedia in a short ReAct trajectory; the first
+line of each one's description is printed, so a reader knows which MMD-Agent a ratio divides by.
+Searches answer as many items as the configuration keeps (``wikipedia_results``, ``query_results``).
 
 How ``t2agent`` is billed. Its n = 2 children of an expansion are two answers to one identical
 prompt; GPT-4o's API (and vLLM) return both as choices of one request (``n``) and bill the prompt,
@@ -36,7 +44,7 @@ was not changed after seeing any figure:
   in [-0.2, 0.2]; a step that may act calls a tool with probability 0.6 at step 1, 0.4 at step 2
   and 0.2 later (a uniformly chosen verb of the menu, on three words of the post), otherwise it
   finishes; the trajectory score is uniform on 4..9 and the confidence score uniform on 3..10;
-- MMD-Agent's text agent with its Wikipedia step looks up three words of the post once, then
+- MMD-Agent's text step with its Wikipedia lookup looks up three words of the post once, then
   answers; a chained MMD-Agent's steps answer as the cascade's agents do;
 - the cascade's planner asks for best-of-N on 30% of posts; the reward judge's score is uniform
   on [0, 1] and a critic's uniform on 1..10 (as in benchmarks/calls_per_sample.py);
@@ -75,12 +83,14 @@ from autogen_core.models import CreateResult, LLMMessage, RequestUsage  # noqa: 
 
 from debates.eval.score.prices import HOSTED  # noqa: E402
 from debates.strategies.t2agent.config import T2AgentConfig  # noqa: E402
+from debates.strategy import StrategyConfig  # noqa: E402
+from retrieval.config import RetrievalConfig  # noqa: E402
 from m3d_agents.backends.choices import Choices  # noqa: E402
 from debates.config_loader import load_config  # noqa: E402
 from debates.session import run_sample  # noqa: E402
 from m3d_agents.backends.factory import BackendPool  # noqa: E402
 from m3d_agents.datasets import load_dataset  # noqa: E402
-from m3d_agents.diagnostics import T2AgentDiagnostics  # noqa: E402
+from debates.strategies.t2agent.diagnostics import T2AgentDiagnostics  # noqa: E402
 from m3d_agents.evidence import Evidence  # noqa: E402
 from m3d_agents.sample import Sample  # noqa: E402
 from m3d_agents.verdict import RoleUsage  # noqa: E402
@@ -109,8 +119,10 @@ MODALITY_OF_FAKE = {"TEXT REFUTE": "text", "IMAGE REFUTE": "image", "MISMATCH": 
 CASCADE = {"its TEXT is true": ("text", "TEXT REFUTE", "TEXT SUPPORT"),
            "its IMAGE is genuine": ("image", "IMAGE REFUTE", "IMAGE SUPPORT"),
            "image and its text belong together": ("cross_modal", "MISMATCH", "MATCH")}
-CHAIN_STEP = re.compile(r"^Step ([123]) of 3: ", re.MULTILINE)
-CHAIN = {"1": CASCADE["its TEXT is true"], "2": CASCADE["its IMAGE is genuine"], "3": CASCADE["image and its text belong together"]}
+CHAIN_STEP = re.compile(r"^Step \d+ of \d+: whether (its TEXT is true|its IMAGE is genuine|the image and its text belong "
+                        r"together)", re.MULTILINE)
+CHAIN = {"its TEXT is true": CASCADE["its TEXT is true"], "its IMAGE is genuine": CASCADE["its IMAGE is genuine"],
+         "the image and its text belong together": CASCADE["image and its text belong together"]}
 
 
 def filler(count: int, key: str) -> str:
@@ -137,7 +149,12 @@ class SeededScript:
     """Answers every kind of call of the three systems from the distribution in the module docstring."""
 
     level1_rate: float = 0.3
+    sure_from: int = 3
+    """The lowest confidence score S_C drawn (uniform up to 10); 3 is the distribution fixed before the first run,
+    and a higher value only feeds the labelled what-if line."""
     kinds: Counter[str] = field(default_factory=Counter)
+    last: str = ""
+    """The kind of the call answered last (the client reads it to count that call's image tokens by kind)."""
 
     def __call__(self, messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
         prompt = text_of(messages)
@@ -146,6 +163,7 @@ class SeededScript:
         post = post_of(prompt)
         kind, text = self.answer(prompt, system, last, post, seed)
         self.kinds[kind] += 1
+        self.last = kind
         return text
 
     def answer(self, prompt: str, system: str, last: str, post: str, seed: int) -> tuple[str, str]:
@@ -160,7 +178,7 @@ class SeededScript:
             return "trajectory_score", (f"{filler(sentences, prompt)}\nThe correctness score is"
                                         f" {random.Random(f'st|{prompt}').randint(4, 9)}")
         if "reliability score is" in prompt:
-            return "confidence_score", f"{filler(2, prompt)}\nThe reliability score is {random.Random(f'sc|{prompt}').randint(3, 10)}"
+            return "confidence_score", f"{filler(2, prompt)}\nThe reliability score is {random.Random(f'sc|{prompt}').randint(self.sure_from, 10)}"
         if "Actions you may take" in prompt and "works one step at a time" in system:
             return "step", self.step(prompt, post, seed)
         if "strict grader" in last:
@@ -184,7 +202,10 @@ class SeededScript:
         if chained is not None:
             modality, fake, real = CHAIN[chained.group(1)]
             action = answer_for(modality, post, f"{modality}|{post}|{seed}", fake, real)
-            return "chain", f"{filler(5, f'{modality}|{post}|{seed}')}\nFinish[{action}]\nCONFIDENCE: 0.7"
+            if "Work on this in steps" in last and "Write step 1 now" in last:
+                words = post.split()[:3]
+                return f"chain_{modality}", f"Thought 1: {filler(1, post)}\nAction 1: Wikipedia[{' '.join(words)}]"
+            return f"chain_{modality}", f"{filler(5, f'{modality}|{post}|{seed}')}\nFinish[{action}]\nCONFIDENCE: 0.7"
         for marker, (modality, fake, real) in CASCADE.items():
             if marker in system:
                 action = answer_for(modality, post, f"{modality}|{post}|{seed}", fake, real)
@@ -218,6 +239,7 @@ def images_in(messages: Sequence[LLMMessage]) -> int:
                if not isinstance(part, str))
 
 
+@dataclass
 class PricedScriptedClient(ScriptedClient):
     """The scripted client, with GPT-4o's token count for every image a request attaches.
 
@@ -225,32 +247,49 @@ class PricedScriptedClient(ScriptedClient):
     prompt, images included, counted once; ``samples_choices=False`` stands for a backend that
     cannot, where each choice is a call of its own."""
 
+    image_tokens: Counter[str] = field(default_factory=Counter)
+    """Image tokens billed, by the kind of call (the script's ``last``: the scripted client answers without yielding)."""
+
+    def _billed(self, messages: Sequence[LLMMessage]) -> int:
+        tokens = IMAGE_TOKENS * images_in(messages)
+        if isinstance(self.script, SeededScript):
+            self.image_tokens[self.script.last] += tokens
+        return tokens
+
     async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:
         result = await super().create(messages, **kwargs)
         usage = result.usage
-        result.usage = RequestUsage(prompt_tokens=usage.prompt_tokens + IMAGE_TOKENS * images_in(messages),
+        result.usage = RequestUsage(prompt_tokens=usage.prompt_tokens + self._billed(messages),
                                     completion_tokens=usage.completion_tokens)
         return result
 
     async def create_choices(self, messages: Sequence[LLMMessage], n: int, **kwargs: Any) -> Choices:
         choices = await super().create_choices(messages, n, **kwargs)
-        usage = RequestUsage(prompt_tokens=choices.usage.prompt_tokens + IMAGE_TOKENS * images_in(messages),
+        usage = RequestUsage(prompt_tokens=choices.usage.prompt_tokens + self._billed(messages),
                              completion_tokens=choices.usage.completion_tokens)
         return Choices(choices.results, usage, choices.cached)
 
 
 class SnippetSearcher:
-    """Web and Wikipedia search stand-ins: three snippets of about 50 words per query, seeded by the query."""
+    """Web and Wikipedia search stand-ins: snippets of about 50 words per query, seeded by the query, as many as the
+    configuration keeps (the run path's answerers keep ``wikipedia_results`` articles and ``query_results`` hits)."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, keep: int = 3) -> None:
         self.kind = kind
+        self.keep = keep
 
     async def answer(self, query: str, sample: Sample, ledger: Any = None) -> list[Evidence]:
         return [
             Evidence(kind="wikipedia" if self.kind == "wikipedia" else "answer", url=f"https://example.org/{self.kind}/{i}",
                      text=f"{query}: {filler(3, f'{self.kind}|{query}|{i}')}")
-            for i in range(3)
+            for i in range(self.keep)
         ]
+
+
+def searchers_for(config: StrategyConfig) -> dict[str, SnippetSearcher]:
+    settings = config.retrieval or RetrievalConfig()
+    return {"web": SnippetSearcher("web", settings.query_results),
+            "wikipedia": SnippetSearcher("wikipedia", settings.wikipedia_results)}
 
 
 def load_posts(count: int) -> list[Sample]:
@@ -270,6 +309,10 @@ class Run:
     revisited: list[bool] = field(default_factory=list)
     abstained: int = 0
     by_role: dict[str, RoleUsage] = field(default_factory=dict)
+    image_tokens: Counter[str] = field(default_factory=Counter)
+    """Image tokens billed, by the scripted kind of call."""
+    tool_runs: Counter[str] = field(default_factory=Counter)
+    """Tool calls by tool, searches included (a search calls no model, so it has no row of its own)."""
 
     def usd(self) -> list[float]:
         return [PRICE.cost(p, c) for p, c in zip(self.prompt_tokens, self.completion_tokens)]
@@ -277,14 +320,24 @@ class Run:
     def cost(self) -> float:
         return mean(self.usd())
 
+    def cost_at(self, iterations: float) -> float:
+        """The mean cost of a post had its search run ``iterations`` iterations: the priors, plus that many times the
+        mean cost of one iteration (everything but the priors, per iteration run)."""
+        prior = self.by_role.get("prior", RoleUsage())
+        priors = PRICE.cost(prior.prompt_tokens, prior.completion_tokens) / len(self.calls)
+        per_iteration = mean((usd - priors) / n for usd, n in zip(self.usd(), self.iterations) if n)
+        return priors + iterations * per_iteration
 
-async def run_config(name: str, samples: list[Sample], *, one_request: bool = True, seed_offset: int = 0) -> Run:
+
+async def run_config(name: str, samples: list[Sample], *, one_request: bool = True, seed_offset: int = 0,
+                     script: SeededScript | None = None) -> Run:
     """``name`` on every post; ``one_request=False`` stands for a backend that answers one choice per request."""
     pool = BackendPool()
-    pool.add(scripted_backend(PricedScriptedClient(SeededScript(), vision=True, samples_choices=one_request), name="bench"))
-    searchers = {"web": SnippetSearcher("web"), "wikipedia": SnippetSearcher("wikipedia")}
-    run = Run()
+    client = PricedScriptedClient(script or SeededScript(), vision=True, samples_choices=one_request)
+    pool.add(scripted_backend(client, name="bench"))
+    run = Run(image_tokens=client.image_tokens)
     config = load_config(name)
+    searchers = searchers_for(config)
     for i, sample in enumerate(samples):
         verdict = await run_sample(config, sample, pool, backend="bench", seed=seed_offset + i, searchers=searchers)
         accounting = verdict.accounting
@@ -297,6 +350,8 @@ async def run_config(name: str, samples: list[Sample], *, one_request: bool = Tr
             total.calls += usage.calls
             total.prompt_tokens += usage.prompt_tokens
             total.completion_tokens += usage.completion_tokens
+        for tool, runs in accounting.tools.items():
+            run.tool_runs[tool] += runs.calls
         if isinstance(verdict.diagnostics, T2AgentDiagnostics):
             run.iterations.append(verdict.diagnostics.iterations)
             run.revisited.append(bool(verdict.diagnostics.search.revisited))
@@ -317,6 +372,59 @@ def roles(name: str, run: Run, posts: int) -> str:
         share = PRICE.cost(usage.prompt_tokens, usage.completion_tokens) / total if total else 0.0
         lines.append(f"  {role:18s} {usage.calls / posts:5.2f} calls; {usage.prompt_tokens / posts:6.0f} + "
                      f"{usage.completion_tokens / posts:4.0f} tokens; {share:4.0%}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    roles: tuple[str, ...]
+    """The ledger's roles of the phase's model calls."""
+    kinds: tuple[str, ...]
+    """The scripted kinds of the same calls (to read their image tokens)."""
+    note: str = ""
+
+
+TREE_PHASES = (
+    Phase("priors", ("prior",), ("prior",)),
+    Phase("ReAct steps", ("step",), ("step",)),
+    Phase("tool calls", ("visual_question", "image_entities", "physics_check"), ("vision_tool", "entities", "physics"),
+          "model-backed tools: VQA, Entity, Detect; searches call no model"),
+    Phase("trajectory scores", ("trajectory_score",), ("trajectory_score",)),
+    Phase("confidence scores", ("confidence_score",), ("confidence_score",)),
+    Phase("fusion", (), (), "eqs. 4-6 are arithmetic: no model call"),
+)
+CHAIN_PHASES = (
+    Phase("text step", ("text",), ("chain_text",)),
+    Phase("image step", ("image",), ("chain_image",)),
+    Phase("cross-modal step", ("cross_modal",), ("chain_cross_modal",)),
+)
+"""MMD-Agent's phases: the chain's steps, the text step's Wikipedia lookups included."""
+
+
+def phases(name: str, run: Run, posts: int, table: Sequence[Phase]) -> str:
+    """Per post and phase: calls, prompt and answer tokens, the mean prompt and answer of one call (the image's part
+    of the prompt, where it is known), and the phase's share of the cost."""
+    total = sum(run.usd())
+    lines = [f"{name} per post by phase (calls; prompt + answer tokens; mean prompt per call, of it image; mean answer"
+             " per call; share of cost):"]
+    for phase in table:
+        usage = RoleUsage()
+        for role in phase.roles:
+            found = run.by_role.get(role, RoleUsage())
+            usage.calls += found.calls
+            usage.prompt_tokens += found.prompt_tokens
+            usage.completion_tokens += found.completion_tokens
+        share = PRICE.cost(usage.prompt_tokens, usage.completion_tokens) / total if total else 0.0
+        calls = usage.calls or 1
+        image = sum(run.image_tokens[k] for k in phase.kinds) if phase.kinds else None
+        image_part = f"{image / calls:4.0f}" if image is not None and usage.calls else "   -"
+        lines.append(f"  {phase.name:18s} {usage.calls / posts:5.2f} calls; {usage.prompt_tokens / posts:6.0f} + "
+                     f"{usage.completion_tokens / posts:4.0f} tokens; prompt {usage.prompt_tokens / calls:5.0f} (image "
+                     f"{image_part}); answer {usage.completion_tokens / calls:4.0f}; {share:4.0%}"
+                     + (f"  ({phase.note})" if phase.note else ""))
+    runs = ", ".join(f"{tool} {count / posts:.2f}" for tool, count in sorted(run.tool_runs.items()))
+    lines.append(f"  tool runs per post: {runs or 'none'}")
     return "\n".join(lines)
 
 
@@ -353,8 +461,9 @@ async def main() -> None:
     for name, run in first.items():
         print(describe(name, run))
     print(describe("t2agent, a call per child", separate))
-    print(roles("t2agent", first["t2agent"], posts))
     print(roles("t2agent-lean", first["t2agent-lean"], posts))
+    print(phases("t2agent", first["t2agent"], posts, TREE_PHASES))
+    print(phases("mmd-agent-wikipedia", first["mmd-agent-wikipedia"], posts, CHAIN_PHASES))
 
     tree = load_config("t2agent")
     assert isinstance(tree, T2AgentConfig)
@@ -377,6 +486,15 @@ async def main() -> None:
             print(f"{name} / {base} cost ratio: {spread(ratios)}")
     print(f"seed 0 against each baseline: t2agent {ratio(first['t2agent'], first['mmd-agent-wikipedia'])} against"
           f" mmd-agent-wikipedia; a call per child {ratio(separate, first['mmd-agent-wikipedia'])}")
+    at_paper = [seed["t2agent"].cost_at(PAPER_ITERATIONS) / seed["mmd-agent-wikipedia"].cost() for seed in seeds]
+    print(f"t2agent at the paper's {PAPER_ITERATIONS} iterations (its priors plus {PAPER_ITERATIONS} times its mean cost"
+          f" per iteration) / mmd-agent-wikipedia cost ratio: {spread(at_paper)}")
+    sure = [await run_config("t2agent", samples, seed_offset=1000 * r, script=SeededScript(sure_from=7))
+            for r in range(args.repeats)]
+    print(f"what if the model were sure of most answers (S_C uniform on 7..10, 3 in 4 at or above the threshold"
+          f" {tree.search.threshold:g}; the benchmark's distribution is 3..10, 3 in 8): mean iterations"
+          f" {mean(v for run in sure for v in run.iterations):.2f}; t2agent / mmd-agent-wikipedia cost ratio:"
+          f" {spread([run.cost() / seed['mmd-agent-wikipedia'].cost() for run, seed in zip(sure, seeds)])}")
 
 
 def ratio(run: Run, base: Run) -> str:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 PAPER_LINES = r"^\d+(-\d+)?(, ?\d+(-\d+)?)*$"
 """``203``, ``201-207`` or ``66-67, 71``: lines of the paper's text in ``shared/papers``."""
 
-When = Literal["always", "no_evidence", "leakage_filter", "fused_forgery", "learned_forgery", "text_only"]
+When = Literal["always", "no_evidence", "leakage_filter", "fused_forgery", "learned_forgery", "text_only", "vision"]
 
 
 class Departure(BaseModel):
@@ -37,7 +37,8 @@ class Departure(BaseModel):
         "always", description="always: every run departs so; no_evidence: only a run that gathers no evidence (no "
         "provider can run); leakage_filter: only a run whose leakage filter is on; fused_forgery / learned_forgery: "
         "only a run whose image critic reads the fused CPU forensics (no learned detector's weights named) / a learned "
-        "detector; text_only: only a run whose agents' backend cannot see images"
+        "detector; text_only / vision: only a run where a seat that reads images (the configuration's image_seats: "
+        "AgentFact's visual analyst; else every agent) is on a backend that cannot / can see them"
     )
 
 

@@ -24,10 +24,10 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypedDict, TypeVar, Unpack
 
 from debates.config_loader import load_config
-from debates.strategy import STRATEGIES, MessageCallback, RunContext, StrategyConfig, TurnCallback, derive_seed
+from debates.strategy import STRATEGIES, MessageCallback, RunContext, StrategyConfig, TurnCallback, check_person_seats, derive_seed
 from m3d_agents.backends.config import BackendSettings
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.backends.metering import UsageLedger
@@ -59,17 +59,30 @@ async def run_sample(
     seed: int = 0,
     **options: Any,
 ) -> Verdict:
-    """Run ``config`` (a built-in name, a YAML path, or a loaded configuration) on ``sample``: one
-    sample's step of a :class:`RunSession`, which is how front-ends call it.
+    """Run ``config`` (a built-in name, a YAML path, or a loaded configuration) on ``sample`` in a one-sample
+    :class:`RunSession` over ``pool`` (which stays open): how an embedding application or a test runs one post.
 
-    ``backend`` overrides the backend of every seat; ``options`` are further :class:`RunContext`
-    fields (evidence, an evidence source, human seats, streaming callbacks ...). Without an
-    ``evidence_policy`` the configuration's own ``retrieval:`` settings make one.
+    ``backend`` overrides the backend of every seat. ``options`` are the evidence sources the caller opened
+    itself (``evidence_source``, ``query_answerer``, ``searchers``, ``evidence_log``, ``evidence_policy``;
+    without any, retrieval is off) and the sample's own parts (:class:`SampleParts`: evidence, people in
+    seats, streaming callbacks, a ledger). Without an ``evidence_policy`` the configuration's own
+    ``retrieval:`` settings make one, as the session does for every run.
     """
-    loaded = config if isinstance(config, StrategyConfig) else load_config(config)
-    if "evidence_policy" not in options:
-        options["evidence_policy"] = EvidencePolicy(loaded.retrieval)
-    return await run_strategy(loaded, sample, RunContext(pool=pool, backend=backend, limits=limits, seed=seed, **options))
+    from retrieval.runpath import RunRetrieval
+
+    given = {name: options.pop(name) for name in SOURCE_OPTIONS if name in options}
+    sources = RunRetrieval(
+        mode="live" if given.get("evidence_source") is not None else "off", log=given.get("evidence_log"),
+        policy=given.get("evidence_policy"), evidence_source=given.get("evidence_source"),
+        query_answerer=given.get("query_answerer"), searchers=dict(given.get("searchers") or {}),
+    )
+    parts = SampleParts(seed=seed, **options)  # type: ignore[typeddict-item]
+    async with RunSession(config, pool, backend=backend, limits=limits, sources=sources) as session:
+        return await session.run(sample, **parts)
+
+
+SOURCE_OPTIONS = ("evidence_source", "query_answerer", "searchers", "evidence_log", "evidence_policy")
+"""What :func:`run_sample` takes as the run's evidence sources rather than as the sample's parts."""
 
 
 async def run_strategy(config: StrategyConfig, sample: Sample, ctx: RunContext) -> Verdict:
@@ -240,6 +253,12 @@ class RunSession:
         return SessionSpec(config=self.config, backend=self.backend, retrieval=mode, evidence_store=store,
                            replay_mr2=trace, summarise=self.summarise, limits=self.limits)
 
+    def check_seats(self, names: Iterable[str], source: str | None = None) -> None:
+        """Every seat in ``names`` is one a person may take in this run's configuration (``--human-seat``):
+        checked here for every front-end, before the session opens when the front-end asks, and for every
+        sample it runs; ``source`` is how the user named the configuration, for the hint."""
+        check_person_seats(self.config, names, source)
+
     def trace_sample(self, sample_id: str | None) -> Sample:
         """A claim of the replayed MR2 trace (``--replay-mr2`` with ``--sample-id``)."""
         from retrieval.providers.mr2_trace import MR2Trace
@@ -309,6 +328,7 @@ class RunSession:
         """One sample's run context: the run's backends, evidence sources and policy, with the sample's own ``parts``."""
         sources = self.sources
         ledger = parts.get("ledger")
+        self.check_seats(parts.get("human_seats") or {})
         return RunContext(
             pool=self.pool, backend=self.backend, limits=self.limits, seed=parts.get("seed", 0),
             evidence=list(parts.get("evidence") or []), gold_evidence=list(parts.get("gold_evidence") or []),

@@ -22,7 +22,7 @@ import hashlib
 import inspect
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Generic, Mapping, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, ClassVar, Generic, Iterable, Mapping, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -31,7 +31,7 @@ from debates.tool_settings import ToolSettings, resolve_tools, tool_problem
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.config_types import PARSE_RETRIES_DOC, ParseRetries, Settings
-from m3d_agents.diagnostics import StrategyDiagnostics, UntypedDiagnostics
+from m3d_agents.diagnostics import StrategyDiagnostics, UntypedDiagnostics, register_diagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.isolation import IsolationSettings, ParserPool
 from m3d_agents.labels import Taxonomy, collapse_label, get_taxonomy
@@ -62,6 +62,23 @@ class CallBudget(BaseModel):
     calls: int = Field(ge=0, description="the most model calls of one sample, retries of unreadable answers left out")
     answer_tokens: int | None = Field(None, description="the configuration's cap on each answer; None: the backend's max_tokens")
     counts: str = Field(description="what the bound counts and what it leaves out, in a few words")
+
+
+class PersonSeat(BaseModel):
+    """A seat a person may take in a run of a configuration (``--human-seat NAME``), and what it does there."""
+
+    name: str = Field(description="the seat's name, as --human-seat takes it")
+    role: str = Field(description="its role (debater, judge, actor ...)")
+    stance: str | None = Field(None, description="the label the seat must defend, when it is assigned one")
+    answers: bool = Field(True, description="its turns end in a readable answer; False: it argues without answering")
+    sees_images: bool = Field(True, description="it is shown the post's images")
+    most_turns: int = Field(1, ge=0, description="the most turns it takes in one run")
+
+
+MAX_CALLS_PER_SAMPLE = 5000
+"""The most model calls one sample may ask for under a configuration's own limits (its :meth:`StrategyConfig.call_budget`):
+the costliest built-in configuration asks for 151. A file that multiplies seats, rounds, candidates or steps past this
+is refused when it is loaded, saying how many calls it would make, instead of running for hours."""
 
 
 class StrategyConfig(Settings):
@@ -123,6 +140,17 @@ class StrategyConfig(Settings):
             raise ValueError("departures: name the paper they depart from (paper: ...)")
         return self
 
+    @model_validator(mode="after")
+    def _within_call_budget(self) -> "StrategyConfig":
+        try:
+            budget = self.call_budget()
+        except (ValueError, LookupError, InputError):
+            return self  # a setting the strategy's own checks refuse, each with its own message
+        if budget is not None and budget.calls > MAX_CALLS_PER_SAMPLE:
+            raise ValueError(f"the configuration asks for up to {budget.calls} model calls per sample ({budget.counts}), over "
+                             f"the limit of {MAX_CALLS_PER_SAMPLE}; use fewer seats, rounds, candidates or steps")
+        return self
+
     def tools_used(self) -> list[str]:
         """The registered tools a run of this configuration may call (for plans and reports); strategies add theirs."""
         return list(self.tools)
@@ -130,6 +158,64 @@ class StrategyConfig(Settings):
     def call_budget(self) -> CallBudget | None:
         """The most a sample can cost under this configuration's limits; None where the strategy gives no bound."""
         return None
+
+    def form(self) -> str:
+        """The configuration's form in a few words, for plans (a debate adds its protocol and its seats in order)."""
+        return self.strategy
+
+    def image_seats(self) -> list[str | None]:
+        """The backends of the seats that read the post's images, one per seat (None: the configuration's own): a
+        departure ``when: text_only`` or ``when: vision`` holds where one of them cannot, or can, see images."""
+        return [None]
+
+    def person_seats(self) -> list[PersonSeat]:
+        """The seats a person may take in a run of this configuration; none unless the strategy offers some.
+
+        The run session checks a run's ``--human-seat`` against these once (:func:`check_person_seats`), and
+        the front-ends list and offer them, so no front-end looks inside a strategy's configuration.
+        """
+        return []
+
+    def seat_taxonomy(self, sample_taxonomy: str) -> str:
+        """The label set a person in one of :meth:`person_seats` answers in, for a sample of ``sample_taxonomy``."""
+        return sample_taxonomy
+
+    def most_turns(self) -> int | None:
+        """The most turns one post can take under this configuration; None for a strategy without turns."""
+        return None
+
+    def run_by(self) -> str:
+        """What runs this configuration, in a few words (``debate / async``, ``t2agent``)."""
+        return self.strategy
+
+    def outline(self) -> str:
+        """The settings that make this configuration what it is, on one line."""
+        settings = {k: v for k, v in self.model_dump().items() if k not in ("name", "description", "strategy")}
+        return f"strategy {self.strategy} · " + ", ".join(f"{k}: {v}" for k, v in settings.items())
+
+
+def rounds_phrase(config: StrategyConfig) -> str:
+    """How long a run of ``config`` can go on, as its seats' turns say: "at most 3 rounds", "one turn per seat"."""
+    most = max((seat.most_turns for seat in config.person_seats()), default=1)
+    return "one turn per seat" if most == 1 else f"at most {most} rounds"
+
+
+def check_person_seats(config: StrategyConfig, names: Iterable[str], source: str | None = None, field: str = "human-seat") -> None:
+    """Every seat in ``names`` is one a person may take in ``config``; one line naming the problem otherwise.
+    ``source`` is how a command-line user named the configuration (a path, for a YAML file): the line then says
+    how to list its seats."""
+    wanted = list(names)
+    if not wanted:
+        return
+    seats = config.person_seats()
+    if not seats:
+        raise InputError(field, f"the {config.name} configuration ({config.strategy}) has no seats to take")
+    known = {seat.name for seat in seats}
+    for name in wanted:
+        if name not in known:
+            listed = ", ".join(f"{s.name} ({s.role})" for s in seats)
+            hint = f" (m3d seats {source} lists them)" if source else ""
+            raise InputError(field, f"the {config.name} configuration has no seat named {name!r}; its seats: {listed}{hint}")
 
 
 def derive_seed(*parts: object) -> int:
@@ -329,6 +415,10 @@ STRATEGIES: Registry[type[Strategy]] = Registry("strategy")
 S = TypeVar("S")
 
 
-def strategy(name: str) -> Callable[[S], S]:
-    """Register a strategy class under ``name``; its ``config_model`` validates configurations that name it."""
+def strategy(name: str, diagnostics: type[StrategyDiagnostics] | None = None) -> Callable[[S], S]:
+    """Register a strategy class under ``name``; its ``config_model`` validates configurations that name it, and
+    ``diagnostics`` (a :class:`StrategyDiagnostics` model whose ``strategy`` defaults to ``name``) types the
+    diagnostics of its verdicts, in results files as in memory."""
+    if diagnostics is not None:
+        register_diagnostics(name, diagnostics)
     return STRATEGIES.register(name)

@@ -83,7 +83,12 @@ async def _settle(
 
 
 def choice_seed(create_kwargs: dict[str, Any], i: int) -> dict[str, Any]:
-    """``create_kwargs`` for choice ``i``: the request's seed plus ``i`` (modulo 2**31), when it has one."""
+    """``create_kwargs`` for choice ``i``: the request's seed plus ``i`` (modulo 2**31), when it has one.
+
+    Not a :func:`~debates.strategy.derive_seed` call site: this is the server's own rule for the ``n``
+    choices of one request (vLLM seeds choice ``i`` with the request's seed plus ``i``), so a choice
+    asked alone, when a server returned fewer, gets the seed that choice had.
+    """
     extra = dict(create_kwargs.get("extra_create_args") or {})
     if extra.get("seed") is None:
         return create_kwargs

@@ -30,6 +30,13 @@ ParseRetries = Annotated[int, Field(ge=0, le=5)]
 """Re-asks of a model whose answer cannot be read. Each re-ask is a full model call, and a model that
 has failed the format six times in a row will not meet it on the seventh, so more would only cost."""
 
+MAX_LIST_ITEMS = 1000
+"""Items in any one list or mapping of a configuration (domains, tools, seats, backends ...): generous for every real
+file, and a file asking for ten thousand of something is refused before any of them is validated or run."""
+
+MAX_SEATS = 32
+"""Participants of one debate or workflow: each is a model conversation every round; the papers use two to six."""
+
 PARSE_RETRIES_DOC = (
     "how many times a model whose answer cannot be read is asked again (0-5); then the turn or check "
     "is recorded as unreadable"
@@ -52,4 +59,9 @@ class Settings(BaseModel):
             for old, new in cls.renamed_settings.items():
                 if old in data:
                     raise ValueError(f"the setting {old!r} is now called {new!r}; rename it in the file")
+            # Refused before any item is validated, so ten thousand of something cost nothing.
+            for key, value in data.items():
+                if isinstance(value, (list, dict)) and len(value) > MAX_LIST_ITEMS:
+                    raise ValueError(f"{key}: {len(value)} items, over the limit of {MAX_LIST_ITEMS} for one list in a "
+                                     "configuration")
         return data

@@ -6,10 +6,27 @@ batch run can record it next to the sample instead of crashing.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
+
+
+MAX_LINE_CHARS = 600
+"""An error or warning line longer than this is cut: a message that quotes a whole configuration (a list of
+32,000 backend names) is not read, it scrolls the cause off the screen."""
+
+
+def one_line(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    """``text`` as one line (every run of white space one space), cut to ``limit`` characters with a note of the cut."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return f"{flat[: limit - 40].rstrip()} ... ({len(flat) - limit + 40} more characters)"
+
+
+_NAMED_PROBLEM = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*): (.+)", re.S)
 
 
 class InputError(ValueError):
@@ -34,8 +51,12 @@ class InputError(ValueError):
         if not problems:
             return cls(origin or default_field, "invalid")
         first = problems[0]
-        field = ".".join(str(part) for part in first["loc"]) or default_field
         message = str(first["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        field = ".".join(str(part) for part in first["loc"])
+        named = _NAMED_PROBLEM.match(message) if not field else None
+        if named:  # a whole-model check that names the setting it is about ("seats: 1500 items, ...")
+            field, message = named.group(1), named.group(2)
+        field = field or default_field
         more = f"; and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''}" if len(problems) > 1 else ""
         where = f" (in {origin}{more})" if origin else (f" ({more[2:]})" if more else "")
         return cls(field, f"{message}{where}")

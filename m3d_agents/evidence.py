@@ -11,7 +11,9 @@ from pydantic import BaseModel, Field
 from m3d_agents.fence import Quoted, quote, quote_all
 
 EvidenceKind = Literal["web_page", "reverse_image", "wikipedia", "corpus", "tool", "answer", "video_frame"]
-Reliability = Literal["reliable", "unreliable", "satire", "unsure", "factcheck", "unknown"]
+Reliability = Literal["reliable", "unreliable", "satire", "unsure", "factcheck", "unknown", "unrated"]
+"""``unknown``: no list names the source and no model judged it; ``unrated``: the run rates no source
+(``rate_sources: false``), so nothing about reliability is shown."""
 DROPPED_BY_LEAKAGE = "dropped by leakage rule "
 """How the reason of an item that a leakage rule dropped begins (:mod:`retrieval.leakage` writes it), so
 that a tool can count leaks without re-applying a rule the run may have switched off."""
@@ -47,7 +49,7 @@ class Evidence(BaseModel):
         return quote(self.as_quoted(max_chars, label))
 
     def as_quoted(self, max_chars: int = 1200, label: str | None = None) -> Quoted:
-        notes = [f"reliability: {self.reliability}"]
+        notes = [] if self.reliability == "unrated" else [f"reliability: {self.reliability}"]
         if self.published is not None:
             notes.append(f"published {self.published.isoformat()}")
         return Quoted(

@@ -77,10 +77,11 @@ def prose_or(exact: str) -> Grammar:
     return Grammar(name=f"prose or {exact}", rules=_rules(f"root ::= {literal(exact)} | {PROSE}"))
 
 
-def answer_lines(labels: Sequence[str], max_queries: int = 0) -> Grammar:
-    """Prose, then up to ``max_queries`` ``QUERY:`` lines, then ``FINAL ANSWER: <label>`` and
+def answer_lines(labels: Sequence[str], max_queries: int | None = 0) -> Grammar:
+    """Prose, then up to ``max_queries`` ``QUERY:`` lines (None: any number), then ``FINAL ANSWER: <label>`` and
     ``CONFIDENCE: <0..1>`` (the debate answer format, prompts/common/answer_format.md)."""
-    queries = f' ("QUERY: " [^\\n]+ "\\n"){{0,{max_queries}}}' if max_queries > 0 else ""
+    repeat = "*" if max_queries is None else f"{{0,{max_queries}}}"
+    queries = f' ("QUERY: " [^\\n]+ "\\n"){repeat}' if max_queries is None or max_queries > 0 else ""
     return Grammar(name="answer lines", rules=_rules(
         f'root ::= {PROSE} "\\n"{queries} "FINAL ANSWER: " label "\\n" "CONFIDENCE: " confidence',
         f"label ::= {choice(labels)}",

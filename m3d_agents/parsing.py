@@ -18,7 +18,8 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import Any, TypeVar
+from functools import lru_cache
+from typing import Any, Sequence, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -78,17 +79,22 @@ def parse_yes_no(text: str) -> bool:
 
 
 FINISH_ACTIONS = ("TEXT REFUTE", "TEXT SUPPORT", "IMAGE REFUTE", "IMAGE SUPPORT", "MATCH", "MISMATCH")
-_FINISH = re.compile(
-    r"Finish\s*\[\s*(TEXT\s+REFUTE|TEXT\s+SUPPORT|IMAGE\s+REFUTE|IMAGE\s+SUPPORT|MISMATCH|MATCH)\s*\]",
-    re.IGNORECASE,
-)
 
 
-def parse_finish(text: str) -> str:
-    """Read the ReAct-style final action ``Finish[...]`` from the answer's final block; the last one there is the agent's decision."""
-    found = _FINISH.findall(final_block(strip_reasoning(text)))
+@lru_cache(maxsize=None)
+def _finish_pattern(actions: tuple[str, ...]) -> re.Pattern[str]:
+    # Longest first, so that MISMATCH is never read as MATCH; any run of spaces inside an action.
+    names = sorted(actions, key=len, reverse=True)
+    alternatives = "|".join(r"\s+".join(re.escape(word) for word in name.split()) for name in names)
+    return re.compile(rf"Finish\s*\[\s*({alternatives})\s*\]", re.IGNORECASE)
+
+
+def parse_finish(text: str, actions: Sequence[str] = FINISH_ACTIONS) -> str:
+    """Read the ReAct-style final action ``Finish[...]`` (one of ``actions``) from the answer's final block; the
+    last one there is the agent's decision."""
+    found = _finish_pattern(tuple(actions)).findall(final_block(strip_reasoning(text)))
     if not found:
-        raise ParseError("Finish[...]", f"no Finish[...] with one of {', '.join(FINISH_ACTIONS)}", text)
+        raise ParseError("Finish[...]", f"no Finish[...] with one of {', '.join(actions)}", text)
     return " ".join(found[-1].upper().split())
 
 

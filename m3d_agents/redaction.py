@@ -50,7 +50,6 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 _secret_env_names: set[str] = set()
-_secret_values: set[str] = set()
 
 
 def register_secret_env(name: str | None) -> None:
@@ -59,15 +58,9 @@ def register_secret_env(name: str | None) -> None:
         _secret_env_names.add(name)
 
 
-def register_secret(value: str | None) -> None:
-    """Treat ``value`` as a key for the rest of the process."""
-    if value and len(value) >= MIN_SECRET_CHARS:
-        _secret_values.add(value)
-
-
 def known_secrets() -> list[str]:
     """Every key value this process knows of, longest first (so a key's prefix never masks half of it)."""
-    values = set(_secret_values)
+    values: set[str] = set()
     for name, value in os.environ.items():
         if (name in _secret_env_names or SECRET_ENV_NAME.search(name)) and len(value) >= MIN_SECRET_CHARS:
             values.add(value)
@@ -89,10 +82,14 @@ def redact(text: str, secrets: list[str] | None = None, extra: Iterable[str] = (
     return text
 
 
-def redact_data(data: Any, secrets: list[str] | None = None) -> Any:
-    """``data`` (what ``json`` reads and writes) with every string in it redacted, keys of mappings included."""
+def redact_data(data: Any, secrets: list[str] | None = None, extra: Iterable[str] = ()) -> Any:
+    """``data`` (what ``json`` reads and writes) with every string in it redacted, keys of mappings included;
+    ``secrets`` and ``extra`` as for :func:`redact`."""
     if secrets is None:
         secrets = known_secrets()
+    more = [v for v in extra if v and len(v) >= MIN_SECRET_CHARS and v not in secrets]
+    if more:
+        secrets = sorted([*secrets, *more], key=len, reverse=True)
     if isinstance(data, str):
         return redact(data, secrets)
     if isinstance(data, dict):

@@ -29,7 +29,11 @@ from m3d_agents.safe_json import MAX_DEPTH, JsonTooDeep, check_depth
 MAX_ALIAS_NODES = 10_000
 """Generous for a configuration (every built-in one uses none); a billion-laughs file passes it at
 its third level."""
-MAX_YAML_CHARS = 2_000_000
+MAX_YAML_CHARS = 1_000_000
+"""A configuration is a few kilobytes (the largest built-in one, 5 kB); parsing a megabyte of YAML already takes seconds."""
+MAX_YAML_NODES = 10_000
+"""Values, keys, lists and mappings in one document: the largest built-in file has about 430. A file of ten
+thousand seats is refused here, while it is parsed, instead of being parsed whole and then run."""
 
 
 class AliasBombError(yaml.YAMLError):
@@ -44,6 +48,7 @@ class _BoundedLoader(yaml.SafeLoader):
     def __init__(self, stream: str, max_alias_nodes: int) -> None:
         super().__init__(stream)
         self._max_alias_nodes = max_alias_nodes
+        self._nodes = 0
         self._expanded = 0
         self._sizes: dict[int, int] = {}
         self._complete: set[int] = set()
@@ -62,6 +67,11 @@ class _BoundedLoader(yaml.SafeLoader):
                         "write the values out instead"
                     )
             return node
+        self._nodes += 1
+        if self._nodes > MAX_YAML_NODES:
+            mark = self.peek_event().start_mark
+            raise AliasBombError(f"more than {MAX_YAML_NODES} values, keys and lists (near line {mark.line + 1}); a "
+                                 "configuration holds a few hundred")
         node = super().compose_node(parent, index)
         if node is not None:
             self._complete.add(id(node))
@@ -116,11 +126,24 @@ def yaml_problem(exc: yaml.YAMLError) -> str:
     return " ".join(str(exc).split())
 
 
+def unreadable_character(exc: yaml.reader.ReaderError, text: str) -> str:
+    """A character no YAML file may hold (a NUL, another control character: a binary file named as YAML), on one line."""
+    code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+    line = text.count("\n", 0, exc.position) + 1 if isinstance(exc.position, int) else None
+    where = f" on line {line}" if line is not None else ""
+    return (f"not valid YAML: it holds the character U+{code:04X}{where}, which YAML does not allow (a binary file, or "
+            "control characters pasted into the text); save the configuration as plain UTF-8 text")
+
+
 def load_yaml(text: str, origin: str, *, max_alias_nodes: int = MAX_ALIAS_NODES) -> Any:
     """The one document in ``text``; an :class:`InputError` naming ``origin`` if it is not valid or too costly."""
     if len(text) > MAX_YAML_CHARS:
         raise InputError(origin, f"{len(text)} characters of YAML, over the limit of {MAX_YAML_CHARS}")
-    loader = _BoundedLoader(text, max_alias_nodes)
+    try:
+        # The reader checks every character as the loader is made: a binary file or a control character fails here.
+        loader = _BoundedLoader(text, max_alias_nodes)
+    except yaml.reader.ReaderError as exc:
+        raise InputError(origin, unreadable_character(exc, text)) from None
     try:
         return refuse_non_finite(check_depth(loader.get_single_data()), origin)
     except JsonTooDeep:
@@ -131,6 +154,8 @@ def load_yaml(text: str, origin: str, *, max_alias_nodes: int = MAX_ALIAS_NODES)
         raise InputError(origin, f"refused: {yaml_problem(exc)}") from None
     except RecursionError:
         raise InputError(origin, "refused: the YAML is nested too deeply") from None
+    except yaml.reader.ReaderError as exc:
+        raise InputError(origin, unreadable_character(exc, text)) from None
     except yaml.YAMLError as exc:
         raise InputError(origin, f"not valid YAML: {yaml_problem(exc)}") from None
     finally:

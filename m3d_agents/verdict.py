@@ -35,6 +35,7 @@ class RoleUsage(BaseModel):
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cut_answers: int = Field(0, description="answers the model stopped at their token cap (finish_reason length)")
 
 
 class ToolUsage(BaseModel):
@@ -51,6 +52,10 @@ class Accounting(BaseModel):
     latency_s: float = 0.0
     cache_hits: int = 0
     parse_retries: int = 0
+    cut_answers: int = Field(
+        0, description="answers the model stopped at their token cap (finish_reason length) instead of finishing: a "
+        "cap set by the configuration, the backend's max_tokens or the embedded model's answer_tokens cut them short"
+    )
     by_role: dict[str, RoleUsage] = Field(default_factory=dict)
     by_agent: dict[str, RoleUsage] = Field(default_factory=dict)
     by_backend: dict[str, RoleUsage] = Field(

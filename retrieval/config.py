@@ -8,15 +8,29 @@ How a run turns the block into evidence sources is :mod:`retrieval.runpath`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from retrieval.fetch import FetchLimits
+from retrieval.providers.registry import SEARCH_PROVIDERS, provider_named
 from retrieval.store import StoreMode
 
-ReverseProviderName = Literal["google_vision", "serpapi_lens"]
-WebProviderName = Literal["serper", "duckduckgo"]
+
+def _reverse_image(name: str) -> str:
+    provider_named(name, "reverse_image")
+    return name
+
+
+def _web(name: str) -> str:
+    provider_named(name, "web")
+    return name
+
+
+ReverseProviderName = Annotated[str, AfterValidator(_reverse_image)]
+"""A registered reverse image search provider (google_vision, serpapi_lens, or an installed package's)."""
+WebProviderName = Annotated[str, AfterValidator(_web)]
+"""A registered web search provider (serper, duckduckgo, or an installed package's)."""
 
 
 class SummarySettings(BaseModel):
@@ -68,14 +82,30 @@ class LeakageSettings(BaseModel):
 
 class ProviderEndpoints(BaseModel):
     """Where each provider's API lives. None: the variable ``M3D_<PROVIDER>_ENDPOINT`` if set, else the
-    public service. A proxy can go here; loopback addresses stay refused by the fetch guards."""
+    public service. A proxy can go here; loopback addresses stay refused by the fetch guards. A provider
+    an installed package registers takes its endpoint here too, under its name."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="allow")
 
     google_vision: str | None = Field(None, description="Google Cloud Vision's web detection endpoint")
     serpapi: str | None = Field(None, description="SerpAPI's endpoint (Google Lens)")
     serper: str | None = Field(None, description="Serper's web search endpoint")
     wikipedia: str | None = Field(None, description="Wikipedia's API endpoint")
+
+    @model_validator(mode="after")
+    def _registered(self) -> "ProviderEndpoints":
+        for name, value in (self.model_extra or {}).items():
+            if not SEARCH_PROVIDERS.knows(name):
+                raise ValueError(f"{name}: no search provider of that name; endpoints: google_vision, serpapi, serper, "
+                                 f"wikipedia, or a provider an installed package registers")
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{name}: an endpoint is a URL")
+        return self
+
+    def configured(self, name: str) -> str | None:
+        """The endpoint configured for ``name`` (a provider's endpoint name), None when none is."""
+        value = getattr(self, name, None) if name in type(self).model_fields else (self.model_extra or {}).get(name)
+        return value if isinstance(value, str) else None
 
 
 class RetrievalConfig(BaseModel):
@@ -84,11 +114,13 @@ class RetrievalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reverse_image: list[ReverseProviderName] = Field(
-        default_factory=lambda: list[ReverseProviderName](["google_vision"]),
-        description="reverse image search providers, in order: google_vision, serpapi_lens",
+        default_factory=lambda: ["google_vision"],
+        description="reverse image search providers, in order: google_vision, serpapi_lens, or one an installed "
+        "package registers",
     )
     web_search: list[WebProviderName] = Field(
-        default_factory=lambda: list[WebProviderName](["duckduckgo"]), description="web search providers, in order: serper, duckduckgo"
+        default_factory=lambda: ["duckduckgo"],
+        description="web search providers, in order: serper, duckduckgo, or one an installed package registers",
     )
     first_available: bool = Field(
         False, description="ask the reverse image providers in order and stop at the first that finds pages "
@@ -108,7 +140,10 @@ class RetrievalConfig(BaseModel):
     )
     caption_search: bool = Field(True, description="also search the web for the post's text")
     wikipedia: bool = Field(False, description="search Wikipedia for the post's text (AgentM3D's text evidence)")
-    wikipedia_results: int = Field(3, ge=1, le=20, description="Wikipedia articles kept per search")
+    wikipedia_results: int = Field(
+        3, ge=1, le=20, description="Wikipedia articles kept per search: the search for the post's text, and each "
+        "lookup an agent makes (T2Agent's Wikipedia action returns the best match's first paragraph: 1)"
+    )
     query_results: int = Field(3, ge=1, le=20, description="hits kept per query a debater or a searching agent asks")
     corpus: str | None = Field(
         None, description="a local corpus for agents that search one: 'climate_fever' (shipped) or a JSONL file"
@@ -141,4 +176,9 @@ class RetrievalConfig(BaseModel):
     leakage: LeakageSettings = Field(default_factory=LeakageSettings, description="which evidence is left out as a leak of the answer")
     reliability_list: Path | None = Field(None, description="a CSV of domain,rating,note that overrides the shipped list")
     judge_unknown_domains: bool = Field(True, description="ask the model about domains that no list rates")
+    rate_sources: bool = Field(
+        True, description="rate each source's reliability (the lists, then judge_unknown_domains) and show the rating "
+        "beside every item an agent reads; False: no rating and no judgement call, an item shows its source and text "
+        "alone (T2Agent's searches return snippets, paper line 307)"
+    )
     wikipedia_language: str = Field("en", description="the Wikipedia edition searched (en, fr, ...)")

@@ -8,7 +8,7 @@ newspaper3k's wins. Metadata (title, authors, publication date) comes from newsp
 from trafilatura's metadata extractor where newspaper3k found none.
 
 Both libraries parse with lxml, which crashes the process on some hostile pages and when several
-threads drive it at once, so the run never calls them itself: :func:`read_page` sends the page to
+threads drive it at once, so the run never calls them itself: :func:`extract_page` sends the page to
 a worker of the parser pool (:mod:`m3d_agents.isolation`), where :func:`page_from_body` runs
 within the pool's time and memory limits. A page that crashes, hangs or exhausts its worker
 raises :class:`~m3d_agents.isolation.ItemLost`, naming the page and why.
@@ -46,13 +46,13 @@ class ExtractedPage(BaseModel):
     claim_review: bool = Field(False, description="the page carries schema.org ClaimReview markup")
 
 
-async def read_page(body: str | bytes, url: str | None) -> ExtractedPage:
+async def extract_page(body: str | bytes, url: str | None) -> ExtractedPage:
     """The page's article, extracted in a worker of the parser pool; ``body`` as fetched (text) or saved (bytes)."""
     return await parse_async(Item("page", url or "(no address)", "the extractor"), page_from_body, body, url)
 
 
 def page_from_body(body: str | bytes, url: str | None) -> ExtractedPage:
-    """What :func:`read_page` asks a parser worker: decode the bytes (declared or guessed charset), then extract."""
+    """What :func:`extract_page` asks a parser worker: decode the bytes (declared or guessed charset), then extract."""
     if isinstance(body, bytes):
         from retrieval.fetch import decode_body
 

@@ -42,7 +42,8 @@ class EvidencePolicy:
         """``judge`` rates domains that no list names, when the settings ask for it; ``store`` caches its answers."""
         self.settings = settings or RetrievalConfig()
         self.ratings = DomainRatings.load(self.settings.reliability_list)
-        self.rater = ReliabilityRater(self.ratings, judge=judge if self.settings.judge_unknown_domains else None, store=store)
+        self.rater = ReliabilityRater(self.ratings, judge=judge if self.settings.judge_unknown_domains else None, store=store,
+                                      enabled=self.settings.rate_sources)
         self.leakage = LeakageFilter(self.ratings, self.settings.leakage)
 
     async def screen(self, items: Sequence[Evidence], sample: Sample, ledger: UsageLedger | None = None) -> list[Evidence]:
@@ -54,7 +55,7 @@ class EvidencePolicy:
         """
         rated = []
         for item in items:
-            if item.kept and item.reliability == "unknown" and item.domain:
+            if item.kept and item.reliability == "unknown" and (item.domain or not self.rater.enabled):
                 try:
                     reliability, _note = await self.rater.rate(item.domain, ledger)
                 except StoreMiss:

@@ -111,14 +111,19 @@ class ReliabilityRater:
         ratings: DomainRatings | None = None,
         judge: Backend | None = None,
         store: EvidenceStore | None = None,
+        enabled: bool = True,
     ) -> None:
+        """``enabled`` False: a run that rates no source (``rate_sources: false``); every item is ``unrated``."""
         self.ratings = ratings or DomainRatings.shipped()
-        self.judge = judge
+        self.judge = judge if enabled else None
         self.store = store
+        self.enabled = enabled
         self._memory: dict[str, DomainRating | None] = {}
 
     async def rate(self, host: str | None, ledger: UsageLedger | None = None) -> tuple[Reliability, str]:
         """The rating and a short note saying where it came from."""
+        if not self.enabled:
+            return "unrated", "the run rates no source"
         if not host:
             return "unknown", "no domain"
         listed = self.ratings.lookup(host)

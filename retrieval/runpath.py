@@ -30,10 +30,9 @@ trace (``--replay-mr2``) answers from its own files, never online.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from m3d_agents.backends.config import default_cache_root
 from m3d_agents.backends.factory import Backend, BackendPool
@@ -46,7 +45,8 @@ from retrieval.guards import FetchGuard, OfflineGuard
 from retrieval.interfaces import EvidenceSource, QueryAnswerer
 from retrieval.pipeline import assemble_pipeline, mr2_replay_pipeline
 from retrieval.policy import EvidencePolicy
-from retrieval.providers.base import ReverseImageSearch, WebSearch, endpoint
+from retrieval.providers.base import ReverseImageSearch, WebSearch
+from retrieval.providers.registry import SEARCH_PROVIDERS, ProviderSetup, ProviderUnavailable
 from retrieval.report import EvidenceLog
 from retrieval.store import EvidenceStore, StoreMode
 
@@ -59,7 +59,8 @@ class RunRetrieval:
     """The evidence sources of one run, shared by all its samples; close it when the run ends."""
 
     mode: RetrievalMode
-    log: EvidenceLog
+    log: EvidenceLog | None
+    """Collects each sample's evidence report; None for sources a caller opened without one (no report)."""
     policy: EvidencePolicy | None = None
     """The run's evidence policy, whose rater and filter the sources share; None for sources opened
     outside a run path (a test's), which then take the one the run session builds from the configuration."""
@@ -122,13 +123,14 @@ def _open(settings: RetrievalConfig, pool: BackendPool, backend: str, chosen: Re
           guard: FetchGuard | None, note: str) -> RunRetrieval:
     fetcher = Fetcher(settings.fetch, OfflineGuard() if chosen == "replay" else guard or FetchGuard())
     not_run: dict[str, str] = {}
-    reverse = _reverse_providers(settings, fetcher, chosen, not_run)
-    web = _web_providers(settings, fetcher, chosen, not_run)
-    wikipedia = _wikipedia(settings, fetcher)
+    reverse: list[ReverseImageSearch] = _providers(settings.reverse_image, settings, fetcher, chosen, not_run)
+    web: list[WebSearch] = _providers(settings.web_search, settings, fetcher, chosen, not_run)
+    wikipedia: WebSearch = _providers(["wikipedia"], settings, fetcher, chosen, not_run)[0]
     log = EvidenceLog(chosen, note, not_run, image_providers=settings.reverse_image)
     summaries = settings.summary.enabled
     judge: Backend | None = (
-        pool.get(backend) if settings.judge_unknown_domains or (summaries and not settings.summary.backend) else None
+        pool.get(backend) if (settings.rate_sources and settings.judge_unknown_domains)
+        or (summaries and not settings.summary.backend) else None
     )
     writer = pool.get(settings.summary.backend) if summaries and settings.summary.backend else judge
     policy = EvidencePolicy(settings, judge=judge, store=store)
@@ -138,13 +140,13 @@ def _open(settings: RetrievalConfig, pool: BackendPool, backend: str, chosen: Re
         replay_misses=misses, policy=policy,
     )
 
-    def answerer(providers: list[WebSearch], first_only: bool = False) -> SearchAnswerer:
+    def answerer(providers: list[WebSearch], first_only: bool = False, limit: int = settings.query_results) -> SearchAnswerer:
         return SearchAnswerer(
-            providers, store=store, rater=policy.rater, leakage=policy.leakage, limit=settings.query_results, log=log,
+            providers, store=store, rater=policy.rater, leakage=policy.leakage, limit=limit, log=log,
             replay_misses=misses, first_only=first_only,
         )
 
-    searchers: dict[str, QueryAnswerer] = {"wikipedia": answerer([wikipedia])}
+    searchers: dict[str, QueryAnswerer] = {"wikipedia": answerer([wikipedia], limit=settings.wikipedia_results)}
     if web:
         searchers["web"] = pipeline if settings.web_answers == "pages" else answerer(web, settings.web_first_available)
     corpus = _corpus(settings)
@@ -171,7 +173,7 @@ def replay_mr2(root: Path, settings: RetrievalConfig | None = None, summariser: 
     if settings is not None:
         recorded = recorded.model_copy(update={
             "leakage": settings.leakage, "reliability_list": settings.reliability_list,
-            "judge_unknown_domains": settings.judge_unknown_domains,
+            "judge_unknown_domains": settings.judge_unknown_domains, "rate_sources": settings.rate_sources,
         })
     pipeline = mr2_replay_pipeline(root, summariser, config=recorded, log=log)
     answerer = GatheredEvidenceAnswerer(pipeline)
@@ -180,49 +182,20 @@ def replay_mr2(root: Path, settings: RetrievalConfig | None = None, summariser: 
                         searchers={"web": answerer})
 
 
-def _has_key(variable: str, mode: RetrievalMode, not_run: dict[str, str], name: str) -> bool:
-    """Replay needs no key (nothing is asked); otherwise a provider without its key is reported, not built."""
-    if mode == "replay" or os.environ.get(variable, "").strip():
-        return True
-    not_run[name] = f"no key: set {variable}"
-    return False
-
-
-def _reverse_providers(
-    settings: RetrievalConfig, fetcher: Fetcher, mode: RetrievalMode, not_run: dict[str, str]
-) -> list[ReverseImageSearch]:
-    from retrieval.providers import google_vision, serpapi_lens
-
-    providers: list[ReverseImageSearch] = []
-    for name in settings.reverse_image:
-        if name == "google_vision" and _has_key(google_vision.KEY_VARIABLE, mode, not_run, name):
-            url = endpoint(settings.endpoints.google_vision, name, google_vision.ENDPOINT)
-            providers.append(google_vision.GoogleVisionWebDetection(fetcher, endpoint=url))
-        elif name == "serpapi_lens" and not settings.public_image_url:
-            not_run[name] = serpapi_lens.NEEDS_PUBLIC_URL
-        elif name == "serpapi_lens" and _has_key(serpapi_lens.KEY_VARIABLE, mode, not_run, name):
-            url = endpoint(settings.endpoints.serpapi, "serpapi", serpapi_lens.ENDPOINT)
-            providers.append(serpapi_lens.SerpApiGoogleLens(fetcher, endpoint=url))
-    return providers
-
-
-def _web_providers(settings: RetrievalConfig, fetcher: Fetcher, mode: RetrievalMode, not_run: dict[str, str]) -> list[WebSearch]:
-    from retrieval.providers import duckduckgo, serper
-
-    providers: list[WebSearch] = []
-    for name in settings.web_search:
-        if name == "serper" and _has_key(serper.KEY_VARIABLE, mode, not_run, name):
-            providers.append(serper.SerperSearch(fetcher, endpoint=endpoint(settings.endpoints.serper, name, serper.ENDPOINT)))
-        elif name == "duckduckgo":
-            providers.append(duckduckgo.DuckDuckGoSearch())
-    return providers
-
-
-def _wikipedia(settings: RetrievalConfig, fetcher: Fetcher) -> WebSearch:
-    from retrieval.providers.wikipedia import WikipediaSearch
-
-    public = f"https://{settings.wikipedia_language}.wikipedia.org/w/api.php"
-    return WikipediaSearch(fetcher, settings.wikipedia_language, endpoint(settings.endpoints.wikipedia, "wikipedia", public))
+def _providers(names: list[str], settings: RetrievalConfig, fetcher: Fetcher, mode: RetrievalMode,
+               not_run: dict[str, str]) -> list[Any]:
+    """The providers ``names`` (checked for their lists when the configuration was loaded), built in order through the registry; one that cannot run in this run
+    (no key, a setting it needs) is reported in ``not_run``, not built. Replay needs no key: nothing is asked."""
+    built: list[Any] = []
+    for name in names:
+        provider = SEARCH_PROVIDERS.get(name)
+        setup = ProviderSetup(name=name, fetcher=fetcher, configured_endpoint=settings.endpoints.configured(provider.endpoint_name),
+                              endpoint_name=provider.endpoint_name, replay=mode == "replay", retrieval=settings)
+        try:
+            built.append(provider.build(setup))
+        except ProviderUnavailable as exc:
+            not_run[name] = str(exc)
+    return built
 
 
 def _corpus(settings: RetrievalConfig) -> WebSearch | None:

@@ -21,6 +21,7 @@ again and overwritten (in replay mode, reported like any other missing entry).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import sqlite3
 import threading
@@ -31,6 +32,7 @@ from typing import Awaitable, Callable, Literal, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from m3d_agents.errors import BackendError, InputError
+from m3d_agents.redaction import redact, redact_data
 from m3d_agents.safe_files import UnsafeFile, refuse_link
 from m3d_agents.safe_json import JsonTooDeep, loads_bounded
 
@@ -113,7 +115,11 @@ class EvidenceStore:
         return row[0]
 
     def put(self, provider: str, query: str, payload: str) -> str:
+        """Record ``payload`` (JSON text) under the key of ``provider`` and ``query``, every string in it redacted: a page
+        summary written by a model whose server echoes the key is stored masked, like every file the product writes."""
         key = entry_key(provider, query)
+        if redact(payload) != payload:
+            payload = json.dumps(redact_data(json.loads(payload)), ensure_ascii=False)
         try:
             with self._lock:
                 self._db.execute(

@@ -124,7 +124,8 @@ def test_the_paper_tables_page_lists_every_table_with_its_rows() -> None:
     for name in table_names():
         assert f"## {name}\n" in page
     assert "| T2Agent | `t2agent-amg` | GPT-4o |" in page
-    assert "| MMD-Agent | not run (no configuration) | GPT-4o |" in page
+    assert "| MMD-Agent | `mmd-agent-amg` | GPT-4o |" in page
+    assert "| GPT-4o (zero-shot) | not run (no configuration) | GPT-4o |" in page
 
 
 def test_the_data_set_table_lists_every_kind_with_its_own_options() -> None:

@@ -1,8 +1,12 @@
 """The layout rules that keep the code base easy to extend, checked so they stay true.
 
 - No import cycles between modules or subpackages of ``m3d_agents``, ``debates``, ``retrieval`` and
-  ``prompts``, counting imports inside functions too. Imports under ``if TYPE_CHECKING:`` are
-  annotations only (never executed) and are not counted.
+  ``prompts``, counting imports inside functions too; and none either when the imports under
+  ``if TYPE_CHECKING:`` (annotations only, never executed) are counted as well, so that no module
+  knows, even by type, the module that builds on it.
+- The front-ends never look inside a debate configuration: they ask any configuration what it
+  offers (its seats, its turns), so ``debates.chat.config`` and ``debates.chat.protocol`` are not
+  theirs to import.
 - AutoGen's private modules are imported only by the chat machinery (``debates/chat``).
 - No module outside ``debates/strategies/debate/protocols`` branches on a protocol's name.
 - No test module imports another test module; shared helpers live in ``tests/support``.
@@ -20,6 +24,8 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+
+import pytest
 
 from tests.support.paths import REPO
 
@@ -44,12 +50,13 @@ def is_type_checking(node: ast.If) -> bool:
     )
 
 
-def imports(tree: ast.AST) -> list[tuple[str, list[str], int]]:
-    """(module, imported names, level) for every import that runs, wherever it is."""
+def imports(tree: ast.AST, annotations: bool = False) -> list[tuple[str, list[str], int]]:
+    """(module, imported names, level) for every import that runs, wherever it is; with ``annotations``,
+    also those under ``if TYPE_CHECKING:``."""
     found: list[tuple[str, list[str], int]] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and is_type_checking(node):
+        if isinstance(node, ast.If) and is_type_checking(node) and not annotations:
             for child in node.orelse:
                 visit(child)
             return
@@ -64,11 +71,11 @@ def imports(tree: ast.AST) -> list[tuple[str, list[str], int]]:
     return found
 
 
-def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+def import_graph(modules: dict[str, Path], annotations: bool = False) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for target, names, level in imports(ast.parse(path.read_text(), str(path))):
+        for target, names, level in imports(ast.parse(path.read_text(), str(path)), annotations):
             if level:
                 base = package.split(".")
                 base = base[: len(base) - level + 1]
@@ -120,14 +127,16 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_cycles_between_modules() -> None:
-    graph = import_graph(source_files(*PACKAGES))
+@pytest.mark.parametrize("annotations", [False, True], ids=["run-time imports", "with TYPE_CHECKING imports"])
+def test_no_import_cycles_between_modules(annotations: bool) -> None:
+    graph = import_graph(source_files(*PACKAGES), annotations)
     assert cycles(graph) == []
 
 
-def test_no_import_cycles_between_subpackages() -> None:
+@pytest.mark.parametrize("annotations", [False, True], ids=["run-time imports", "with TYPE_CHECKING imports"])
+def test_no_import_cycles_between_subpackages(annotations: bool) -> None:
     modules = source_files(*PACKAGES)
-    graph = import_graph(modules)
+    graph = import_graph(modules, annotations)
     package_of = {name: (name if path.name == "__init__.py" else name.rpartition(".")[0]) for name, path in modules.items()}
     packages: dict[str, set[str]] = {p: set() for p in package_of.values()}
     for name, targets in graph.items():
@@ -141,6 +150,24 @@ def test_no_import_cycles_between_subpackages() -> None:
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_a_type_checking_import_counts_only_when_asked() -> None:
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from a import B\nimport c\n")
+    assert [m for m, _, _ in imports(tree)] == ["typing", "c"]
+    assert [m for m, _, _ in imports(tree, annotations=True)] == ["typing", "a", "c"]
+
+
+DEBATE_CONFIGURATION_TYPES = ("debates.chat.config", "debates.chat.protocol")
+
+
+def test_front_ends_do_not_look_inside_debate_configurations() -> None:
+    graph = import_graph(source_files("debates"), annotations=True)
+    offenders = [
+        f"{name} -> {target}" for name, targets in graph.items() for target in targets
+        if layer_of(name) == 0 and target in DEBATE_CONFIGURATION_TYPES
+    ]
+    assert offenders == []
 
 
 def test_autogen_private_modules_are_used_only_by_the_chat_machinery() -> None:

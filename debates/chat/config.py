@@ -3,21 +3,26 @@
 A setting of the papers is a combination of a *protocol* (who speaks when, who sees what), a
 *framing* (told it debates a human or an AI) and per-seat choices (role, backend, model,
 temperature, stance, turn policy). New settings are new YAML files, not new classes. Which seats
-a protocol accepts is the protocol's own rule (:meth:`debates.chat.protocol.DebateProtocol.validate`);
-this model checks what holds for every protocol.
+a protocol accepts is the protocol's own rule (:meth:`ProtocolRules.validate`); this model checks
+what holds for every protocol.
+
+A configuration sees its protocol only through :class:`ProtocolRules`, what a protocol says about a
+configuration before any debate runs (which seats it accepts, how many turns each may take, who
+must answer). The whole contract, what a protocol does during a debate, extends it in
+:mod:`debates.chat.protocol`, which sits above this module, the state and the views it reads.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Protocol, Union
 
 from pydantic import BeforeValidator, Field, TypeAdapter, model_validator
 
-from debates.chat.protocol import PROTOCOLS
-from debates.strategy import CallBudget, StrategyConfig, strategy_field
-from m3d_agents.config_types import Settings, Temperature
+from debates.strategy import CallBudget, PersonSeat, StrategyConfig, rounds_phrase, strategy_field
+from m3d_agents.config_types import MAX_SEATS, Settings, Temperature
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
+from m3d_agents.registry import Registry
 
 
 class RewardConfig(Settings):
@@ -119,6 +124,36 @@ TURN_POLICY_SETTINGS: TypeAdapter[TurnPolicyConfig] = TypeAdapter(TurnPolicyConf
 """Validates a turn policy on its own (``TURN_POLICY_SETTINGS.validate_python({"kind": "best_of_n", "n": 3})``)."""
 
 
+class ProtocolRules(Protocol):
+    """What a debate protocol says about a configuration before any debate runs."""
+
+    name: str
+
+    def validate(self, config: DebateConfig) -> None:
+        """Raise ``ValueError`` naming the problem when the seats do not fit this protocol."""
+
+    def answer_taxonomy(self, config: DebateConfig, sample_taxonomy: str) -> str:
+        """The label set the seats answer in; the verdict is then carried over to the sample's."""
+
+    def answers_required(self, seat: SeatConfig, config: DebateConfig) -> bool:
+        """Whether a seat's message must end in a readable answer (it is retried until it does)."""
+
+    def sees_images(self, seat: SeatConfig) -> bool:
+        """Whether a seat is shown the post's images (on a vision backend)."""
+
+    def most_turns(self, config: DebateConfig) -> dict[str, int]:
+        """The most turns each seat can take in one debate (for a run's cost plan)."""
+
+    def calls_before_turns(self, config: DebateConfig) -> int:
+        """The model calls the protocol makes once per sample before the first turn."""
+
+
+PROTOCOLS: Registry[ProtocolRules] = Registry("protocol")
+"""Every debate protocol by name, seen through what a configuration needs of it; the built-in ones register when
+:mod:`debates.strategies.debate.protocols` is imported. :data:`debates.chat.protocol.PROTOCOLS` is the same
+registry, typed with the whole contract."""
+
+
 class SeatConfig(Settings):
     """One participant of the debate: its role, where its model runs and how it takes a turn."""
 
@@ -152,8 +187,9 @@ class DebateConfig(StrategyConfig):
         "with fewer the debate abstains and says so (the papers are silent; one readable vote of two is no majority)",
     )
     use_evidence: bool = Field(True, description="show the seats the evidence gathered for the post; False: the post alone")
-    max_queries_per_turn: int = Field(
-        2, ge=0, le=10, description="search queries a debater may ask per turn (the retrieval desk answers them); 0: none"
+    max_queries_per_turn: Annotated[int, Field(ge=0, le=10)] | None = Field(
+        2, description="search queries a debater may ask per turn (the retrieval desk answers them); 0: none; null: as "
+        "many as it writes (LLM-Consensus's disambiguation prompt sets no number, paper line 205)"
     )
     structured_turns: bool = Field(
         True, description="ask schema-capable backends for JSON turns, so answers are valid by construction"
@@ -161,7 +197,10 @@ class DebateConfig(StrategyConfig):
     taxonomy: str | None = Field(
         None, description="the label set the seats answer in; None: the sample's. The cascade always answers in m3d."
     )
-    seats: list[SeatConfig] = Field(description="the participants, in speaking order; which roles are allowed is the protocol's rule")
+    seats: list[SeatConfig] = Field(
+        max_length=MAX_SEATS,
+        description=f"the participants, in speaking order (at most {MAX_SEATS}); which roles are allowed is the protocol's rule",
+    )
 
     @model_validator(mode="after")
     def _check_seats(self) -> "DebateConfig":
@@ -184,9 +223,37 @@ class DebateConfig(StrategyConfig):
                 return seat
         raise InputError("seat", f"no seat named {name!r}; seats: {', '.join(s.name for s in self.seats)}")
 
+    def form(self) -> str:
+        """``debate, chained_cascade: cross_modal -> text -> image``: the protocol and the seats' roles in speaking order."""
+        return f"{self.strategy}, {self.protocol}: {' -> '.join(s.role for s in self.seats)}"
+
     def tools_used(self) -> list[str]:
         react = [t for s in self.seats if isinstance(s.turn_policy, ReactPolicy) for t in s.turn_policy.tools.values()]
         return list(dict.fromkeys([*react, *self.tools]))
+
+    def person_seats(self) -> list[PersonSeat]:
+        """Every seat: a person can take any seat of a debate, and is held to the protocol's rules for it."""
+        rules = PROTOCOLS.get(self.protocol)
+        turns = rules.most_turns(self)
+        return [
+            PersonSeat(name=seat.name, role=seat.role, stance=seat.stance, answers=rules.answers_required(seat, self),
+                       sees_images=rules.sees_images(seat), most_turns=turns.get(seat.name, 1))
+            for seat in self.seats
+        ]
+
+    def seat_taxonomy(self, sample_taxonomy: str) -> str:
+        return PROTOCOLS.get(self.protocol).answer_taxonomy(self, sample_taxonomy)
+
+    def most_turns(self) -> int:
+        return sum(PROTOCOLS.get(self.protocol).most_turns(self).values())
+
+    def run_by(self) -> str:
+        return f"{self.strategy} / {self.protocol}"
+
+    def outline(self) -> str:
+        seats = ", ".join(f"{s.name} ({s.role}" + (f", defends {s.stance}" if s.stance else "") + ")" for s in self.seats)
+        return (f"protocol {self.protocol} · told it debates a {self.framing} · {rounds_phrase(self)} · "
+                f"without consensus: {self.on_no_consensus} · seats: {seats}")
 
     def call_budget(self) -> CallBudget:
         """Each seat's most turns (the protocol's :meth:`~debates.chat.protocol.DebateProtocol.most_turns`) times

@@ -53,7 +53,7 @@ class HumanSeat(UserProxyAgent):
             plain = cast(InputFunc, type(plain).__call__.__get__(plain))  # an async __call__ (QueueInput)
         super().__init__(seat.name, description=f"a person as {seat.role}", input_func=plain)
         self.seat = seat
-        self.view = SeatView(seat, config, protocol, for_person=True)
+        self.view = SeatView(seat, config, for_person=True)
         self._config = config
         self._protocol = protocol
         self._taxonomy = taxonomy
@@ -84,7 +84,7 @@ class HumanSeat(UserProxyAgent):
         parts = [header]
         if self.view.own_round == 1:
             parts.append(self.brief())
-        parts += [self._post, self.view.instruction()]
+        parts += [self._post, self._protocol.instruction(self.view)]
         if answer_format and self.answers:
             parts.append(prompts.render("human/answer_format", labels=", ".join(self._taxonomy.labels)))
         return "\n\n".join(p for p in parts if p.strip())

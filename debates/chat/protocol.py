@@ -9,23 +9,26 @@ registers itself with ``@protocol("name")``, so "where is the judged debate?" ha
 
 Implementations are plain objects whose methods are pure functions of the state they are given,
 so every rule can be unit-tested on a hand-built :class:`~debates.chat.state.DebateState` without
-any model.
+any model. The state, the seats' views and the configuration know no protocol: the manager passes
+the protocol to whatever needs it, and hands the state what it needs of the protocol as data
+(:func:`debate_state`), so this module sits above the data it reads.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, TypeVar, cast
 
+from debates.chat.config import PROTOCOLS as PROTOCOL_RULES
+from debates.chat.config import DebateConfig, ProtocolRules, SeatConfig
+from debates.chat.reading import StanceReading
+from debates.chat.state import DebateRules, DebateState
 from m3d_agents.registry import Registry
 
-if TYPE_CHECKING:  # annotations only: the chat machinery imports this module at run time
+if TYPE_CHECKING:
     from autogen_agentchat.base import ChatAgent
 
-    from debates.chat.reading import StanceReading
-    from debates.chat.state import DebateState
     from debates.chat.visibility import SeatView, Seen
-    from debates.chat.config import DebateConfig, SeatConfig
     from m3d_agents.backends.factory import Backend
     from m3d_agents.backends.metering import UsageLedger
     from m3d_agents.evidence import Evidence
@@ -47,7 +50,7 @@ class DebateOutcome:
     rationale: str
 
 
-class DebateProtocol(Protocol):
+class DebateProtocol(ProtocolRules, Protocol):
     """A debate setting. See :class:`debates.strategies.debate.protocols.base.DebaterProtocol` for the shared defaults."""
 
     name: str
@@ -55,14 +58,8 @@ class DebateProtocol(Protocol):
     """Whether rounds are concurrent: a seat sees the others' answers of the previous round only,
     and agreement counts only where a round is complete."""
 
-    def validate(self, config: DebateConfig) -> None:
-        """Raise ``ValueError`` naming the problem when the seats do not fit this protocol."""
-
     def deciders(self, config: DebateConfig) -> list[str]:
         """The seats whose answers count towards consensus and the outcome."""
-
-    def answer_taxonomy(self, config: DebateConfig, sample_taxonomy: str) -> str:
-        """The label set the seats answer in; the verdict is then carried over to the sample's."""
 
     def next_speakers(self, state: DebateState) -> list[str] | None:
         """Who speaks next (several at once run concurrently), or None with ``state.stop_reason`` set."""
@@ -78,17 +75,11 @@ class DebateProtocol(Protocol):
     def post_block(self, seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
         """The stable prefix of every prompt of a seat: the post and what the seat may know about it."""
 
-    def sees_images(self, seat: SeatConfig) -> bool:
-        """Whether a seat is shown the post's images (on a vision backend)."""
-
-    def answers_required(self, seat: SeatConfig, config: DebateConfig) -> bool:
-        """Whether a seat's message must end in a readable answer (it is retried until it does)."""
-
     def structured_turn(self, seat: SeatConfig, config: DebateConfig) -> bool | None:
         """None: the seat answers in free text. Otherwise it may answer in schema-constrained JSON,
         and the value says whether the schema has a ``queries`` field."""
 
-    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int) -> StanceReading:
+    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int | None) -> StanceReading:
         """The single reading of a seat's message."""
 
     def turn_grammar(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> Grammar | None:
@@ -111,30 +102,36 @@ class DebateProtocol(Protocol):
 
     def decide(self, state: DebateState) -> DebateOutcome: ...
 
-    def most_turns(self, config: DebateConfig) -> dict[str, int]:
-        """The most turns each seat can take in one debate (for a run's cost plan)."""
-
-    def calls_before_turns(self, config: DebateConfig) -> int:
-        """The model calls :meth:`prepare` makes once per sample."""
-
     def confidence(self, state: DebateState, decision: DebateOutcome) -> float: ...
 
     def findings(self, state: DebateState) -> list[Finding]: ...
 
 
-PROTOCOLS: Registry[DebateProtocol] = Registry("protocol")
-"""Every debate protocol by name; the built-in ones register when :mod:`debates.strategies.debate.protocols` is imported."""
+PROTOCOLS = cast(Registry[DebateProtocol], PROTOCOL_RULES)
+"""Every debate protocol by name; the built-in ones register when :mod:`debates.strategies.debate.protocols` is
+imported. The registry is the one :mod:`debates.chat.config` validates configurations with, typed here with the
+whole contract (a protocol is registered only through :func:`protocol`, which takes a whole one)."""
 
 P = TypeVar("P", bound=type[Any])
 
 
 def protocol(name: str) -> Callable[[P], P]:
     """Register a protocol class under ``name`` (one instance serves every debate: protocols hold no state)."""
+    return PROTOCOLS.register_instance(name)
 
-    def decorate(cls: P) -> P:
-        instance = cls()
-        instance.name = name
-        PROTOCOLS.add(name, instance, (cls.__doc__ or "").strip().split("\n")[0])
-        return cls
 
-    return decorate
+def debate_state(protocol: DebateProtocol, config: DebateConfig, taxonomy: Taxonomy) -> DebateState:
+    """A fresh state for a debate under ``protocol``, given what it needs of the protocol as data: the deciders,
+    whether rounds are concurrent, and the protocol's reading of each message (a seat that argues without
+    answering, as a judged debate's debater, has given no unreadable answer)."""
+
+    def read(speaker: str, text: str) -> StanceReading:
+        seat = config.seat(speaker)
+        reading = protocol.read_turn(text, seat.role, taxonomy, config.max_queries_per_turn)
+        if reading.label is None and not protocol.answers_required(seat, config):
+            reading.error = None
+        return reading
+
+    rules = DebateRules(deciders=tuple(protocol.deciders(config)), concurrent_rounds=protocol.previous_round_only, read=read)
+    return DebateState(config=config, taxonomy=taxonomy, rules=rules)
+

@@ -43,7 +43,7 @@ def stated_confidence(visible: str) -> float | None:
         return None
 
 
-def read_message(text: str, taxonomy: Taxonomy, max_queries: int = 2) -> StanceReading:
+def read_message(text: str, taxonomy: Taxonomy, max_queries: int | None = 2) -> StanceReading:
     """The single reading of a debate message, used for agents and humans alike.
 
     Everything is read from the speaker's own words (quoted evidence it echoed is cut first): the

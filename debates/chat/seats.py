@@ -54,7 +54,7 @@ class ModelSeat(BaseChatAgent):
     ) -> None:
         super().__init__(seat.name, description=f"{seat.role} in a {config.name} debate")
         self.seat = seat
-        self.view = SeatView(seat, config, protocol)
+        self.view = SeatView(seat, config)
         self._config = config
         self._protocol = protocol
         self._taxonomy = taxonomy
@@ -116,7 +116,7 @@ class ModelSeat(BaseChatAgent):
         content.extend(self._images)
         if self._schema is not None:
             content.append(self._structured_hint)
-        content.append(self.view.instruction())
+        content.append(self._protocol.instruction(self.view))
         user = UserMessage(content=content if self._images else "\n\n".join(str(c) for c in content), source="user")
         producing = asyncio.ensure_future(self._turn.produce(TurnRequest(
             client=self._client,
@@ -137,4 +137,4 @@ class ModelSeat(BaseChatAgent):
         return Response(chat_message=TextMessage(content=text, source=self.name))
 
     async def on_reset(self, cancellation_token: CancellationToken) -> None:
-        self.view = SeatView(self.seat, self._config, self._protocol)
+        self.view = SeatView(self.seat, self._config)

@@ -3,18 +3,23 @@
 The manager owns this object; the protocol reads it to choose who speaks next and to decide the
 outcome. Consensus is judged here over *every* decider's latest answer, because an AutoGen
 termination condition only sees the last parallel speaker's messages.
+
+The state is data and knows no protocol: what it needs of one (whose answers count, whether rounds
+are concurrent, how a seat's message is read) the manager hands it as :class:`DebateRules` when
+the debate starts (:func:`debates.chat.protocol.debate_state`), so the protocol sits above the
+state it reads.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence
-from debates.chat.reading import StanceReading
+from typing import Callable, Sequence
+
+from debates.chat.reading import StanceReading, read_message
 from debates.chat.config import DebateConfig
-from debates.chat.protocol import PROTOCOLS, DebateProtocol
 from debates.chat.turn_state import TurnPolicyState
-from m3d_agents.diagnostics import AnswerTaxonomy, DebateDiagnostics
+from debates.chat.diagnostics import AnswerTaxonomy, DebateDiagnostics
 from m3d_agents.labels import Taxonomy
 from m3d_agents.verdict import TranscriptTurn
 
@@ -46,23 +51,37 @@ class TurnRecord:
         )
 
 
+@dataclass(frozen=True)
+class DebateRules:
+    """What the state needs of its protocol, handed over as data when the debate starts.
+
+    The defaults (every seat decides, turns in order, every message read as an answer) serve a state
+    built only to hold and show turns; a debate's manager always passes its protocol's.
+    """
+
+    deciders: tuple[str, ...] | None = None
+    """The seats whose answers count towards consensus and the outcome; None: every seat."""
+    concurrent_rounds: bool = False
+    """A round's answers are given at once, so agreement counts only where a round is complete."""
+    read: Callable[[str, str], StanceReading] | None = None
+    """How the message of a seat (by name) is read; None: as an answer line in the debate's taxonomy."""
+
+
 @dataclass
 class DebateState:
     config: DebateConfig
     taxonomy: Taxonomy
+    rules: DebateRules = field(default_factory=DebateRules)
     turns: list[TurnRecord] = field(default_factory=list)
     answered_queries: int = 0
     stop_reason: str = ""
     turn_state: TurnPolicyState = field(default_factory=TurnPolicyState)
-    protocol: DebateProtocol = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self.protocol = PROTOCOLS.get(self.config.protocol)
 
     @property
     def deciders(self) -> list[str]:
         """Seats whose answers count towards consensus."""
-        return self.protocol.deciders(self.config)
+        chosen = self.rules.deciders
+        return list(chosen) if chosen is not None else [s.name for s in self.config.seats]
 
     def role_of(self, speaker: str) -> str:
         if speaker == DESK_NAME:
@@ -74,14 +93,12 @@ class DebateState:
 
     def record(self, speaker: str, text: str) -> TurnRecord:
         role = self.role_of(speaker)
-        reading = (
-            StanceReading(label=None, confidence=None, queries=[])
-            if speaker == DESK_NAME
-            else self.protocol.read_turn(text, role, self.taxonomy, self.config.max_queries_per_turn)
-        )
-        if speaker != DESK_NAME and reading.label is None and not self.protocol.answers_required(self.config.seat(speaker), self.config):
-            # A seat that argues without answering (a judged debate's debater) has given no unreadable answer.
-            reading.error = None
+        if speaker == DESK_NAME:
+            reading = StanceReading(label=None, confidence=None, queries=[])
+        elif self.rules.read is not None:
+            reading = self.rules.read(speaker, text)
+        else:
+            reading = read_message(text, self.taxonomy, self.config.max_queries_per_turn)
         turn = TurnRecord(speaker, role, self.rounds_of(speaker) + 1, text, reading)
         self.turns.append(turn)
         return turn
@@ -176,7 +193,7 @@ class DebateState:
         round is complete, so two answers that swap sides within a round are no consensus.
         """
         deciders = set(self.deciders)
-        at_round_ends = self.protocol.previous_round_only
+        at_round_ends = self.rules.concurrent_rounds
         latest: dict[str, str | None] = {}
         spoken: Counter[str] = Counter()
         since: TurnRecord | None = None

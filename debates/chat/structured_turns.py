@@ -22,7 +22,7 @@ from m3d_agents.parsing import parse_model_setting_aside_confidence
 
 
 @lru_cache(maxsize=None)
-def turn_schema(labels: tuple[str, ...], with_queries: bool, max_queries: int = 2) -> type[BaseModel]:
+def turn_schema(labels: tuple[str, ...], with_queries: bool, max_queries: int | None = 2) -> type[BaseModel]:
     """The JSON turn; ``queries`` (when asked for) holds at most ``max_queries`` items, the same
     limit the prompt states and the reader applies (``max_queries_per_turn``)."""
     # No length bound on the argument: LLM-Consensus asks for explanations "in detail", the backend's
@@ -36,12 +36,13 @@ def turn_schema(labels: tuple[str, ...], with_queries: bool, max_queries: int = 
     return create_model("DebateTurn", __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload]
 
 
-def instruction(taxonomy: Taxonomy, with_queries: bool, max_queries: int = 2) -> str:
-    hint = f' "queries" lists at most {max_queries} search queries (or none),' if with_queries else ""
+def instruction(taxonomy: Taxonomy, with_queries: bool, max_queries: int | None = 2) -> str:
+    most = "" if max_queries is None else f" at most {max_queries}"
+    hint = f' "queries" lists{most} search queries (or none),' if with_queries else ""
     return prompts.render("debate/structured_turn", labels=", ".join(taxonomy.labels), queries_hint=hint)
 
 
-def read_structured(text: str, schema: type[BaseModel], taxonomy: Taxonomy, max_queries: int) -> StanceReading:
+def read_structured(text: str, schema: type[BaseModel], taxonomy: Taxonomy, max_queries: int | None) -> StanceReading:
     """Validate the JSON turn and return its reading, with the prose rendering attached.
 
     The reading comes from the JSON's own fields (``answer``, ``confidence``, ``queries``), never from

@@ -2,9 +2,9 @@
 
 A :class:`SeatView` records what the group chat delivered to one seat (and the seat's own
 messages, which the chat does not send back). Which of those messages the seat may use for its
-next turn is the protocol's rule (:meth:`debates.chat.protocol.DebateProtocol.visible`); the view
-only offers the common selections (the latest answer of a speaker, optionally before a round).
-The same views serve model seats and people.
+next turn is the protocol's rule (:meth:`debates.chat.protocol.DebateProtocol.visible`), applied by
+the seat that holds the view; the view knows no protocol and only offers the common selections
+(the latest answer of a speaker, optionally before a round). The same views serve model seats and people.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from autogen_agentchat.messages import BaseChatMessage
 
 from debates.chat.state import DESK_NAME
 from debates.chat.config import DebateConfig, SeatConfig
-from debates.chat.protocol import DebateProtocol
 
 
 ARGUING_ROLES = ("debater", "actor", "skeptic")
@@ -33,7 +32,6 @@ class Seen:
 class SeatView:
     seat: SeatConfig
     config: DebateConfig
-    protocol: DebateProtocol
     seen: list[Seen] = field(default_factory=list)
     for_person: bool = False
     """A person's view: every other seat is named by its name (see :meth:`peer_label`)."""
@@ -87,13 +85,10 @@ class SeatView:
     def desk_answers(self) -> list[Seen]:
         return [s for s in self.seen if s.speaker == DESK_NAME]
 
-    def visible(self) -> list[Seen]:
-        """The messages this seat may use for its next turn, in a stable order."""
-        return self.protocol.visible(self)
-
-    def history(self) -> str:
+    def history(self, visible: Sequence[Seen]) -> str:
+        """``visible`` (what the protocol lets this seat use, :meth:`DebateProtocol.visible`) as its prompt shows it."""
         blocks = []
-        for item in self.visible():
+        for item in visible:
             if item.speaker == self.seat.name:
                 header = f"Your own answer, round {item.round}:"
             elif item.speaker == DESK_NAME:
@@ -102,6 +97,3 @@ class SeatView:
                 header = f"{self.peer_label(item.speaker)}, round {item.round}:"
             blocks.append(f"{header}\n{item.text.strip()}")
         return "\n\n".join(blocks) if blocks else "(nothing yet)"
-
-    def instruction(self) -> str:
-        return self.protocol.instruction(self)

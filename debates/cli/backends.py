@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -11,7 +9,7 @@ import httpx
 import typer
 from rich.table import Table
 
-from debates.cli.common import console
+from debates.cli.common import console, print_json
 from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
 from m3d_agents.backends.transports.retry import NO_KEY
 from m3d_agents.errors import BackendError, InputError
@@ -38,7 +36,7 @@ def backends(
         url = config.endpoint()
         key = config.api_key()
         try:
-            if config.kind == "openai" and not key:
+            if config.spec.requires_key and not key:
                 status = f"no key in {config.key_env}"
             else:
                 if url is None:
@@ -51,7 +49,7 @@ def backends(
         rows.append({"name": name, "kind": config.kind, "model": config.model_name, "url": redact(url) if url else url, "status": status,
                      "default": name == default})
     if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        print_json(rows)
         return
     table = Table("backend", "kind", "model", "url", "status")
     for row in rows:

@@ -10,22 +10,48 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Coroutine, NoReturn, TypeVar
+from typing import Any, Callable, Coroutine, Iterable, NoReturn, TypeVar
 
 import typer
+from pydantic import BaseModel
 from typer.core import TyperGroup
 from rich.console import Console
+from rich.errors import MarkupError
 from rich.panel import Panel
+from rich.segment import Segment
 from rich.text import Text
 
+from m3d_agents import library_warnings
 from m3d_agents.backends.config import BackendSettings
-from m3d_agents.errors import BackendError, InputError
+from m3d_agents.errors import BackendError, InputError, one_line
 from m3d_agents.redaction import RedactingFormatter, redact, redact_data
 from m3d_agents.sample import Sample, SampleMetadata, VideoRef
 from m3d_agents.verdict import TranscriptTurn, Verdict
 
-console = Console()
-err_console = Console(stderr=True)
+class RedactingConsole(Console):
+    """A console that masks keys (:mod:`m3d_agents.redaction`) in everything it prints, whoever calls it.
+
+    Strings are redacted before markup and wrapping (a key folded across two lines would no longer
+    match); whatever reaches the terminal another way (a ``Text`` built by hand, a table cell) is
+    checked once more as the plain text of the finished output, and printed plain and masked if a key
+    is found there."""
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        clean = redact(text)
+        try:
+            return super().render_str(clean, **options)
+        except MarkupError:
+            return super().render_str(clean, **{**options, "markup": False})
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        segments = list(buffer)
+        plain = "".join(segment.text for segment in segments if not segment.control)
+        clean = redact(plain)
+        return super()._render_buffer(segments) if clean == plain else clean
+
+
+console = RedactingConsole()
+err_console = RedactingConsole(stderr=True)
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,6 +84,7 @@ _HANDLER_MARK = "_m3d_cli_handler"
 def configure_logging() -> None:
     """One stderr handler for the whole process: every record redacted, and without ``--debug``
     one line per record (warnings and worse) and none of AutoGen's re-raised tracebacks."""
+    library_warnings.install()
     root = logging.getLogger()
     for handler in [h for h in root.handlers if getattr(h, _HANDLER_MARK, False)]:
         root.removeHandler(handler)
@@ -84,8 +111,8 @@ class _StderrProxy:
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print ``error: <message>`` as one line, keys redacted, and exit with ``code``."""
-    line = " ".join(redact(message).split())
+    """Print ``error: <message>`` as one line, keys redacted, cut to a readable length, and exit with ``code``."""
+    line = one_line(redact(message))
     err_console.print(Text.assemble(("error:", "bold red"), " ", line), soft_wrap=True)
     raise typer.Exit(code)
 
@@ -217,7 +244,7 @@ def demo_backends(verdict: Verdict, settings: BackendSettings) -> list[str]:
             config = settings.get(name.split(":")[0])
         except InputError:
             continue
-        if config.kind == "local" and config.local.model_path is None and not config.base_url:
+        if config.spec.embedded and config.local.model_path is None and not config.base_url:
             demo.append(name)
     return demo
 
@@ -252,7 +279,7 @@ def print_verdict(
     """The verdict, then the evidence report, the tool findings, the cost, and a plain note when the
     backend is the 270M demonstration model."""
     if as_json:
-        sys.stdout.write(json.dumps(redact_data(verdict.model_dump(mode="json")), indent=2) + "\n")
+        print_json(verdict)
         return
     if verdict.abstained:
         console.print(Text.assemble(("ABSTAINED", "bold yellow"), ": ", redact(verdict.abstain_reason or "")), soft_wrap=True)
@@ -279,6 +306,7 @@ def print_verdict(
     console.print(
         f"[dim]{verdict.config} on {verdict.backend}: {acc.model_calls} model calls, "
         f"{acc.prompt_tokens}+{acc.completion_tokens} tokens, {acc.cache_hits} cache hits, "
+        f"{acc.cut_answers} answers cut at the token cap, "
         f"wall {verdict.diagnostics.wall_time_s if verdict.diagnostics else 0.0:.2f}s[/]"
     )
     demo = demo_backends(verdict, settings) if settings is not None else []
@@ -289,6 +317,12 @@ def print_verdict(
             f"[bold yellow]note:[/] backend {', '.join(demo)} is {DEMO_MODEL}. It shows that the pipeline runs "
             "end to end; its verdicts say little about the post. Use --backend vllm or openai for real checks."
         )
+
+
+def print_json(data: Any) -> None:
+    """``data`` (a pydantic model or plain JSON data) as JSON on stdout, every string in it redacted."""
+    plain = data.model_dump(mode="json") if isinstance(data, BaseModel) else data
+    sys.stdout.write(json.dumps(redact_data(plain), indent=2) + "\n")
 
 
 def stream_turn(turn: TranscriptTurn) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from debates.cli.common import console, run_cli, written_path
+from debates.cli.common import console, print_json, run_cli, written_path
 from debates.cli.tables import markdown_table, print_caveats, print_table, run_letters
 from debates.eval.score.caveats import Caveat
 from debates.eval.score.compare import Interval, PairedComparison
@@ -73,19 +72,16 @@ def compare(
         f"; scored against the reviewers' labels: {summaries[0].annotated} annotated sample(s) per run"
         if gold == "annotations" else "")
     if out is not None:
-        from m3d_agents.safe_files import replace_file
+        from m3d_agents.safe_files import OwnedFolder
 
-        out.mkdir(parents=True, exist_ok=True)
-        replace_file(out / "comparison.json", "[" + ",".join(c.model_dump_json() for c in comparisons) + "]")
-        replace_file(out / "comparison.md", comparison_markdown(legend, letters, figures, difference_columns, differences,
-                                                                caveats, footer))
-        plot_tradeoffs(summaries, out)
+        folder = OwnedFolder(out).create()
+        folder.write_json("comparison.json", [c.model_dump(mode="json") for c in comparisons], indent=None)
+        folder.write("comparison.md", comparison_markdown(legend, letters, figures, difference_columns, differences, caveats,
+                                                          footer))
+        plot_tradeoffs(summaries, folder)
     if as_json:
-        import json
-
-        sys.stdout.write(json.dumps({"runs": [s.model_dump(mode="json") for s in summaries],
-                                     "comparisons": [c.model_dump() for c in comparisons],
-                                     "caveats": [c.model_dump() for c in caveats]}, indent=2) + "\n")
+        print_json({"runs": [s.model_dump(mode="json") for s in summaries], "comparisons": [c.model_dump() for c in comparisons],
+                    "caveats": [c.model_dump() for c in caveats]})
         return
     for letter, label, path in legend:
         console.print(f"{letter} = {label}  {path}", markup=False, highlight=False, soft_wrap=True)

@@ -9,7 +9,7 @@ import typer
 
 from debates.config_loader import available_configs
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli, written_path
-from debates.cli.tables import print_caveats, print_note
+from debates.cli.tables import print_caveats, print_note, print_warnings
 
 if TYPE_CHECKING:
     from m3d_agents.datasets.subsets import SampleChoice
@@ -125,6 +125,7 @@ def evaluate(
         f"{outcome.out_dir / 'report.md'}", soft_wrap=not console.is_terminal,
     )
     console.print(run_costs_line(outcome.rows), soft_wrap=not console.is_terminal)
+    print_warnings(result.summary.left_out)
     print_caveats(result.summary.caveats)
     if m.escalation is not None:
         console.print(m.escalation.line())

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.text import Text
 
-from debates.cli.common import console, run_cli
+from debates.cli.common import console, print_json, run_cli
 from m3d_agents.evidence import Evidence
 
 
@@ -29,7 +29,7 @@ def print_evidence(evidence: list[Evidence], failures: list[str], leakage: dict[
         label = "summary" if item.summary else "text"
         console.print(f"  {label}: {body[:400]}{'...' if len(body) > 400 else ''}", markup=False)
     for failure in failures:
-        console.print(f"[yellow]not used:[/] {failure}")
+        console.print(Text.assemble(("not used:", "yellow"), " ", failure), soft_wrap=True)
 
 
 def evidence(
@@ -38,22 +38,30 @@ def evidence(
     backend: Optional[str] = typer.Option(None, "--backend", help="Summarise pages with this backend (default: no summaries)."),
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     as_json: bool = typer.Option(False, "--json", help="Print the evidence as JSON."),
+    config: Optional[str] = typer.Option(
+        None, "--config", help="A configuration whose retrieval settings filter the evidence as its runs do (leakage "
+        "rules, reliability list, judging of unknown domains); default: the library's."
+    ),
 ) -> None:
-    """Gather the evidence for one sample offline, from a recorded MR2 retrieval trace."""
+    """Gather the evidence for one sample offline, from a recorded MR2 retrieval trace, as a run replaying it would."""
+    from debates.config_loader import load_config
     from m3d_agents.backends.config import load_backend_settings
     from m3d_agents.backends.factory import BackendPool
-    from retrieval.pipeline import GatherResult, mr2_replay_pipeline
+    from retrieval.pipeline import EvidencePipeline, GatherResult
     from retrieval.providers.mr2_trace import MR2Trace
+    from retrieval.runpath import replay_mr2 as replayed
 
     async def main() -> GatherResult | list[str]:
         trace = MR2Trace(replay_mr2)
         if sample_id is None:
             return trace.ids()
         sample = trace.sample(sample_id)
+        settings = load_config(config).retrieval if config is not None else None
         pool = BackendPool(load_backend_settings(config_file))
         try:
-            chosen = pool.get(backend) if backend else None
-            pipeline = mr2_replay_pipeline(replay_mr2, chosen)
+            sources = replayed(replay_mr2, settings, pool.get(backend) if backend else None)
+            pipeline = sources.evidence_source
+            assert isinstance(pipeline, EvidencePipeline), "a replayed trace's evidence comes from its pipeline"
             return await pipeline.collect(sample)
         finally:
             await pool.close()
@@ -63,6 +71,6 @@ def evidence(
         console.print("samples in the trace: " + ", ".join(result))
         return
     if as_json:
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        print_json(result)
         return
     print_evidence(result.evidence, result.failures, result.leakage.dropped)

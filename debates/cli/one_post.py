@@ -15,7 +15,6 @@ from typing import Callable, Optional
 import typer
 from rich.console import Console
 
-from debates.chat.config import DebateConfig
 from debates.chat.human_input import TerminalSeat
 from debates.cli.common import (
     build_sample, err_console, evidence_store_option, print_verdict, retrieval_option, run_cli, stream_turn,
@@ -75,16 +74,9 @@ def one_post_command(default_config: str, *, streams: bool, summary: str) -> Cal
             loaded = load_config(config)
             if max_rounds is not None:
                 loaded = with_overrides(loaded, max_rounds=max_rounds)
-            if human_seat and not isinstance(loaded, DebateConfig):
-                raise InputError("human-seat", f"the {loaded.name} configuration ({loaded.strategy}) has no seats to take")
-            if isinstance(loaded, DebateConfig):
-                for seat in human_seat:
-                    if seat not in {s.name for s in loaded.seats}:
-                        listed = ", ".join(f"{s.name} ({s.role})" for s in loaded.seats)
-                        raise InputError("human-seat", f"the {loaded.name} configuration has no seat named {seat!r}; "
-                                                       f"its seats: {listed} (m3d seats {config} lists them)")
             session = RunSession(loaded, settings, backend=backend, retrieval=parse_mode(retrieval),
                                  evidence_store=evidence_store, replay_mr2=replay_mr2, summarise=summarise)
+            session.check_seats(human_seat, source=config)
             if replay_mr2 is not None:
                 sample = session.trace_sample(sample_id)
             elif text is None:
@@ -110,7 +102,7 @@ def one_post_command(default_config: str, *, streams: bool, summary: str) -> Cal
         if save is not None:
             from debates.eval.run.saved_post import save_post_run, saved_run_name
 
-            folder = save_post_run(save / saved_run_name(verdict.config, verdict.sample_id), config, sample, verdict,
+            folder = save_post_run(save, saved_run_name(verdict.config, verdict.sample_id), config, sample, verdict,
                                    verdict.backend or backend or "")
             err_console.print(f"saved as a run folder: {folder} (review it with m3d serve --runs {save})", markup=False,
                               highlight=False, soft_wrap=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from debates.cli.common import console, run_cli
-from debates.cli.tables import print_caveats
+from debates.cli.tables import print_caveats, print_warnings
 
 
 def report(
@@ -37,4 +37,5 @@ def report(
     against = f"the reviewers' labels ({summary.annotated} annotated)" if summary.gold == "annotations" else "the data set's labels"
     console.print(f"{run}: {m.samples} samples against {against}: accuracy {accuracy}, macro-F1 {macro}; report in {written}",
                   soft_wrap=True)
+    print_warnings(summary.left_out)
     print_caveats(summary.caveats)

@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 
 from debates.cli.common import ProgressBar, console, err_console, evidence_store_option, fail, retrieval_option, run_cli, written_path
-from debates.cli.tables import print_fitting, print_note
+from debates.cli.tables import print_fitting, print_note, print_warnings
 from debates.cli.evaluate import _rate_limits, checked_sample, max_worker_deaths_option, ray_address_option, sample_option, workers_option
 from m3d_agents.config_types import SEED_MAX
 
@@ -106,6 +106,7 @@ def reproduce(
             return await run_table(checked, progress=bar, note=print_note)
 
     outcome = run_cli(main())
+    print_warnings(outcome.left_out)
     for config, deaths in outcome.worker_deaths.items():
         err_console.print(f"[yellow]{config}: {deaths}[/]")
     if outcome.interrupted or outcome.result is None:

@@ -12,24 +12,19 @@ from m3d_agents.errors import InputError
 
 def seat_lines(config_name: str) -> tuple[str, list[tuple[str, str, str]]]:
     """The configuration's title line and, per seat, its name, role and what it does."""
-    from debates.chat.config import DebateConfig
-    from debates.chat.protocol import PROTOCOLS
-
     loaded = load_config(config_name)
-    if not isinstance(loaded, DebateConfig):
+    seats = loaded.person_seats()
+    if not seats:
         raise InputError("config", f"the {loaded.name} configuration ({loaded.strategy}) has no seats a person can take; "
                                    "seats belong to debate configurations (m3d seats async, m3d seats judged, ...)")
-    protocol = PROTOCOLS.get(loaded.protocol)
-    turns = protocol.most_turns(loaded)
     rows = []
-    for seat in loaded.seats:
-        does = ("answers with a label" if protocol.answers_required(seat, loaded) else "argues without answering")
+    for seat in seats:
+        does = "answers with a label" if seat.answers else "argues without answering"
         if seat.stance:
             does += f"; defends: {seat.stance.replace('_', ' ')}"
-        most = turns.get(seat.name, 1)
-        does += f"; at most {most} turns" if most != 1 else "; one turn"
+        does += f"; at most {seat.most_turns} turns" if seat.most_turns != 1 else "; one turn"
         rows.append((seat.name, seat.role, does))
-    title = f"{loaded.name}: protocol {loaded.protocol}, {len(loaded.seats)} seats"
+    title = f"{loaded.name}: {loaded.run_by()}, {len(seats)} seats"
     return title, rows
 
 

@@ -45,6 +45,11 @@ def serve(
     config_file: Optional[Path] = typer.Option(None, "--config-file", help="YAML file with named backends."),
     study_dir: Path = typer.Option(Path("studies"), "--study-dir", parser=written_path, help="Where study answers are saved (JSONL)."),
     max_upload_mb: float = typer.Option(10.0, "--max-upload-mb", min=0.01, max=30.0, help="Largest image upload."),
+    max_studies: int = typer.Option(100, "--max-studies", min=1, max=10_000,
+                                    help="Study sessions held at once; a new one past this is refused until one expires."),
+    study_idle_minutes: float = typer.Option(120.0, "--study-idle-minutes", min=1.0, max=7 * 24 * 60,
+                                             help="A study session with no request for this long is dropped (its answers "
+                                             "stay saved in --study-dir)."),
     token_file: Path = typer.Option(
         Path.home() / ".config" / "m3d" / "serve-token", "--token-file",
         help=f"Where a generated token is written when bound beyond loopback and {TOKEN_VARIABLE} is unset."),
@@ -79,7 +84,8 @@ def serve(
             pool_factory=lambda: BackendPool(backend_settings), backends=names, default_backend=default,
             run_roots=[r.resolve() for r in runs], datasets=datasets, study_dir=study_dir, host=host, token=token,
             max_upload_bytes=int(max_upload_mb * 1_000_000), limits=limits, retrieval=mode, evidence_store=evidence_store,
-            replay_mr2=replay_mr2, replayed_ids=replayed_ids,
+            replay_mr2=replay_mr2, replayed_ids=replayed_ids, max_study_sessions=max_studies,
+            study_idle_s=study_idle_minutes * 60,
         )
         settings.check()
         shown = f"[{host}]" if ":" in host else host

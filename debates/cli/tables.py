@@ -25,6 +25,12 @@ def print_caveats(caveats: Sequence[Caveat], to: Console = err_console) -> None:
         to.print(Text.assemble(("warning:", "bold yellow"), " ", caveat.text), soft_wrap=not to.is_terminal)
 
 
+def print_warnings(lines: Sequence[str], to: Console = err_console) -> None:
+    """Each line as one warning on stderr (a damaged neighbouring run that was left out, ...)."""
+    for line in lines:
+        to.print(Text.assemble(("warning:", "bold yellow"), " ", line), soft_wrap=True)
+
+
 def print_note(line: str) -> None:
     """A run's remark for the user (how many samples, what the loader left out), on stderr: whole in a pipe."""
     err_console.print(line, style="dim", markup=False, highlight=False, soft_wrap=not err_console.is_terminal)

@@ -24,11 +24,9 @@ from m3d_agents.verdict import TranscriptTurn
 
 def most_turns(config: StrategyConfig) -> tuple[int | None, str]:
     """How many turns (or, for a strategy without turns, model calls) one post can take at most, and the word for them."""
-    from debates.chat.config import DebateConfig
-    from debates.chat.protocol import PROTOCOLS
-
-    if isinstance(config, DebateConfig):
-        return sum(PROTOCOLS.get(config.protocol).most_turns(config).values()), "turn"
+    turns = config.most_turns()
+    if turns is not None:
+        return turns, "turn"
     budget = config.call_budget()
     return (budget.calls if budget is not None else None), "model call"
 

@@ -150,16 +150,18 @@ def sft_command(
     from debates.strategies.factguard.training.local_model import prepare_local_model
     from debates.strategies.factguard.training.sft import SFTSettings, train_sft
     from m3d_agents.errors import InputError
+    from m3d_agents.safe_files import OwnedFolder
 
     settings = _settings(SFTSettings, settings_file, {
         **given(max_steps=max_steps, learning_rate=learning_rate, gradient_accumulation_steps=accumulation),
         **_scale(dtype, checkpointing, attn, lora, lora_r, lora_alpha),
     })
     try:
-        trainer = train_sft(model or prepare_local_model(), data, out, settings, chat_template=chat_template)
+        with OwnedFolder(out).staging() as staged:
+            trainer = train_sft(model or prepare_local_model(), data, staged, settings, chat_template=chat_template)
+            trainer.save_model(str(staged))
     except InputError as exc:
         fail(str(exc))
-    trainer.save_model(str(out))
     console.print(f"{out}: {trainer.state.global_step} steps")
 
 
@@ -205,6 +207,7 @@ def grpo_command(
     from m3d_agents.backends.factory import BackendPool
     from m3d_agents.datasets import load_dataset, parse_option_pairs
     from m3d_agents.errors import InputError
+    from m3d_agents.safe_files import OwnedFolder
     from retrieval.runpath import parse_mode
 
     settings = _settings(GRPOSettings, settings_file, {
@@ -226,17 +229,20 @@ def grpo_command(
         fail(str(exc))
     sources = session.sources
     samples = loaded.samples[:limit] if limit else loaded.samples
-    not_run = "; ".join(f"{name} not run ({why})" for name, why in sources.log.not_run.items())
-    console.print(f"FactProbe: retrieval {sources.mode}{' (' + sources.log.note + ')' if sources.log.note else ''}"
+    log = sources.log
+    not_run = "; ".join(f"{name} not run ({why})" for name, why in (log.not_run if log else {}).items())
+    console.print(f"FactProbe: retrieval {sources.mode}{' (' + log.note + ')' if log and log.note else ''}"
                   f"{'; ' + not_run if not_run else ''}")
     r = settings.reward
     console.print(f"GRPO: G={settings.num_generations}, beta={settings.beta}, lr={settings.learning_rate}, alpha={r.alpha}, "
                   f"gamma={r.gamma}, lambda={r.lam}, r+={r.r_tool_pos}, r-={r.r_tool_neg}, format gate {'on' if r.format_gate else 'off'}")
     try:
-        run = train_grpo(model or prepare_local_model(), samples, chosen, out, settings, session=session, chat_template=chat_template)
+        with OwnedFolder(out).staging() as staged:
+            run = train_grpo(model or prepare_local_model(), samples, chosen, staged, settings, session=session,
+                             chat_template=chat_template)
+            run.trainer.save_model(str(staged))
     except InputError as exc:
         fail(str(exc))
     for sample_id, tokens in run.fit.too_long.items():
         console.print(f"left out {sample_id}: first prompt of {tokens} tokens, over {settings.max_prompt_length}")
-    run.trainer.save_model(str(out))
     console.print(f"{out}: {run.trainer.state.global_step} steps ({run.template.source})")

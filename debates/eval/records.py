@@ -7,7 +7,6 @@ crash at any point leaves every earlier row intact and at most one torn line at 
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -17,8 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 from debates.fidelity import StatedDeparture
 from m3d_agents.datasets.base import LoadReport
 from m3d_agents.datasets.subsets import Subset
-from m3d_agents.errors import InputError
-from m3d_agents.redaction import redact_data
+from m3d_agents.errors import InputError, one_line
 from m3d_agents.diagnostics import DIAGNOSTICS, Diagnostics
 from m3d_agents.safe_json import loads_bounded
 from m3d_agents.safe_files import AppendOnlyFile, UnsafeFile, open_nofollow, read_bytes_nofollow, read_text_nofollow, write_failed
@@ -116,6 +114,7 @@ class EvalRow(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_hits: int = 0
+    cut_answers: int = Field(0, description="answers the model stopped at their token cap (finish_reason length)")
     cost_usd: float | None = 0.0
     config: str
     backend: str
@@ -152,9 +151,9 @@ class ResultsFile:
         self._log.open()
 
     def append(self, row: BaseModel) -> None:
-        # Every row passes here, so no key reaches results.jsonl or the report built from it,
-        # whatever a server echoed into an error or an answer.
-        self._log.append((json.dumps(redact_data(row.model_dump(mode="json"))) + "\n").encode())
+        # Every row is redacted on its way out, so no key reaches results.jsonl or the report built
+        # from it, whatever a server echoed into an error or an answer.
+        self._log.append_json(row)
 
     def close(self) -> None:
         self._log.close()
@@ -186,7 +185,8 @@ def read_rows(path: Path, repair: bool = False) -> tuple[list[EvalRow], bool]:
             if is_last or (number == len(lines) - 1 and not lines[-1]):
                 torn = True
                 break
-            raise InputError(f"{path.name}:{number}", f"not a result row ({exc}); the file was changed by hand") from exc
+            why = str(InputError.from_validation(exc)) if isinstance(exc, ValidationError) else str(exc)
+            raise InputError(f"{path}:{number}", f"not a result row ({one_line(why)}); the file was changed by hand") from None
         rows[row.sample_id] = row
         offset += len(line) + 1
     if torn and repair:
@@ -210,5 +210,5 @@ def row_from_verdict(verdict: Verdict, *, index: int, seed: int, gold: str | Non
         is_misinformation=verdict.is_misinformation, confidence=verdict.confidence,
         abstain_reason=verdict.abstain_reason, latency_s=round(latency_s, 4), model_calls=acc.model_calls,
         prompt_tokens=acc.prompt_tokens, completion_tokens=acc.completion_tokens, cache_hits=acc.cache_hits,
-        cost_usd=cost_usd, config=config, backend=verdict.backend or backend, verdict=verdict.model_dump(mode="json"),
+        cut_answers=acc.cut_answers, cost_usd=cost_usd, config=config, backend=verdict.backend or backend, verdict=verdict.model_dump(mode="json"),
     )

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from pydantic import Field
+
 from debates.strategy import CallBudget, ConfiguredStrategy, RunContext, StrategyConfig, strategy, strategy_field
 from debates.strategies.checker import CheckerAgent, checked, checker_turn
 from m3d_agents.labels import get_taxonomy
-from m3d_agents.diagnostics import CheckDiagnostics
+from m3d_agents.diagnostics import StrategyDiagnostics
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Finding, Verdict
 
@@ -23,7 +25,13 @@ class CheckConfig(StrategyConfig):
         return CallBudget(calls=1, counts="one check")
 
 
-@strategy("check")
+class CheckDiagnostics(StrategyDiagnostics):
+    strategy: Literal["check"] = "check"
+    legacy_keys: ClassVar[frozenset[str]] = frozenset({"attempts"})
+    attempts: int = Field(ge=0, description="model calls the single check made, re-asks included")
+
+
+@strategy("check", diagnostics=CheckDiagnostics)
 class Check(ConfiguredStrategy[CheckConfig]):
     """One agent, one answer."""
 

@@ -18,6 +18,7 @@ from autogen_core.models import LLMMessage, SystemMessage, UserMessage
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 import prompts
+from m3d_agents.fence import render_prompt
 from m3d_agents.media.post_content import image_context, user_content
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.factory import Backend
@@ -106,7 +107,7 @@ class CheckerAgent(BaseChatAgent):
             labels=", ".join(self._taxonomy.labels),
         )
         llm_messages: list[LLMMessage] = [
-            SystemMessage(content=prompts.load("checker/system")),
+            SystemMessage(content=render_prompt("checker/system")),
             UserMessage(content=user_content(task, self._prepared, self._backend.vision), source="user"),
         ]
 

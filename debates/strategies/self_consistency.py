@@ -27,7 +27,7 @@ from debates.strategy import CallBudget, ConfiguredStrategy, RunContext, Strateg
 from debates.strategies.checker import CheckerAgent, checked, checker_turn
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.config_types import Temperature
-from m3d_agents.diagnostics import SelfConsistencyDiagnostics
+from m3d_agents.diagnostics import StrategyDiagnostics
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Finding, Verdict
 
@@ -53,7 +53,15 @@ def majority(labels: list[str]) -> str | None:
     return ranked[0][0]
 
 
-@strategy("self-consistency")
+class SelfConsistencyDiagnostics(StrategyDiagnostics):
+    strategy: Literal["self-consistency"] = "self-consistency"
+    legacy_keys: ClassVar[frozenset[str]] = frozenset({"votes", "readable", "n"})
+    votes: dict[str, int] = Field(description="readable checks per label")
+    readable: int = Field(ge=0, description="checks whose answer could be read")
+    n: int = Field(ge=1, description="checks asked")
+
+
+@strategy("self-consistency", diagnostics=SelfConsistencyDiagnostics)
 class SelfConsistency(ConfiguredStrategy[SelfConsistencyConfig]):
     """N independent checks; the majority label wins; the agreement rate is the confidence."""
 

@@ -22,23 +22,25 @@ from debates.turns.rewards import RewardScorer, build_reward_scorer
 from debates.turns.scoring import CandidateScore, best_index, early_stop_m, gap_exceeds
 from debates.chat.turn_state import TurnSelection
 from debates.chat.turn_policy import TURN_POLICIES, TurnContext, TurnRequest
-from m3d_agents.asking import Answer, ask
+from debates.strategy import derive_seed
+from m3d_agents.asking import Answer, ask, choice_seed
 from m3d_agents.backends.metering import MeteredClient
-from m3d_agents.diagnostics import CandidateScore as CandidateReport
+from debates.chat.diagnostics import CandidateScore as CandidateReport
 
 T = TypeVar("T")
-
-SEED_STRIDE = 1009
-"""Candidate i of a seat whose seed is b uses seed b * 1009 + i: distinct for every seat and i < 1009."""
-
 
 def decision(value: object) -> tuple[object, object]:
     """What a candidate decides (its label or modality action), ignoring how it argues."""
     return getattr(value, "label", None), getattr(value, "action", None)
 
 
-def candidate_seed(base: int, index: int) -> int:
-    return base * SEED_STRIDE + index
+def candidate_seeds(create_kwargs: dict[str, Any], index: int) -> dict[str, Any]:
+    """``create_kwargs`` for candidate ``index`` of a turn: the N candidates are drawn as the N choices of one
+    request seeded from the turn's seed by :func:`derive_seed` (:func:`~m3d_agents.asking.choice_seed`), so
+    their seeds stay in the range every seed keeps and never meet another call site's."""
+    extra = dict(create_kwargs.get("extra_create_args", {}))
+    extra["seed"] = derive_seed(int(extra.get("seed", 0)), "candidates")
+    return choice_seed({**create_kwargs, "extra_create_args": extra}, index)
 
 
 class BestOfN:
@@ -119,7 +121,6 @@ class BestOfN:
         on_retry: Callable[[], None] | None,
     ) -> list[Answer[T]]:
         extra = dict(create_kwargs.get("extra_create_args", {}))
-        base_seed = int(extra.get("seed", 0))
         if self.config.temperature is not None:
             extra["temperature"] = self.config.temperature
         candidates = client.with_role("candidate")
@@ -131,7 +132,7 @@ class BestOfN:
                         messages,
                         parse,
                         retries=retries,
-                        create_kwargs={**create_kwargs, "extra_create_args": {**extra, "seed": candidate_seed(base_seed, i)}},
+                        create_kwargs=candidate_seeds({**create_kwargs, "extra_create_args": extra}, i),
                         on_retry=on_retry,
                     )
                     for i in range(self.config.n)

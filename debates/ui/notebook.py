@@ -13,15 +13,13 @@ from typing import Any, Awaitable, Iterable, Optional, Sequence
 
 from autogen_core import CancellationToken
 
-from debates.chat.config import DebateConfig
-from debates.chat.protocol import PROTOCOLS
 from debates.strategy import StrategyConfig
 from debates.config_loader import available_configs, load_config
 from debates.chat.human_input import QueueInput
 from debates.chat.state import DESK_NAME, DebateState, TurnRecord
 from m3d_agents.backends.config import BackendConfig, load_backend_settings
 from m3d_agents.backends.factory import BackendPool
-from m3d_agents.diagnostics import DebateDiagnostics
+from debates.chat.diagnostics import DebateDiagnostics
 from m3d_agents.labels import Taxonomy, get_taxonomy
 from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample
@@ -127,22 +125,8 @@ def verdicts_table_html(verdicts: Sequence[Verdict]) -> str:
 
 def config_html(config: StrategyConfig) -> str:
     """A configuration in two lines: what it is, and the settings that make it so."""
-    if isinstance(config, DebateConfig):
-        seats = ", ".join(f"{s.name} ({s.role}" + (f", defends {s.stance}" if s.stance else "") + ")" for s in config.seats)
-        facts = (f"protocol <code>{escape(config.protocol)}</code> · told it debates a <b>{escape(config.framing)}</b> · "
-                 f"{rounds_phrase(config)} · without consensus: {escape(config.on_no_consensus)} · "
-                 f"seats: {escape(seats)}")
-    else:
-        settings = {k: v for k, v in config.model_dump().items() if k not in ("name", "description", "strategy")}
-        facts = f"strategy <code>{escape(config.strategy)}</code> · " + escape(", ".join(f"{k}: {v}" for k, v in settings.items()))
+    facts = escape(config.outline())
     return f"<h3>{escape(config.name)}</h3><p>{escape(config.description.strip())}<br><small>{facts}</small></p>"
-
-
-def rounds_phrase(config: DebateConfig) -> str:
-    """How long the debate can run, as its protocol schedules it: "at most 3 rounds", "one turn per seat"."""
-    turns = PROTOCOLS.get(config.protocol).most_turns(config)
-    most = max(turns.values(), default=1)
-    return "one turn per seat" if most == 1 else f"at most {most} rounds"
 
 
 def configurations_html() -> str:
@@ -150,7 +134,7 @@ def configurations_html() -> str:
     rows = []
     for name in available_configs():
         config = load_config(name)
-        kind = f"{config.strategy} / {config.protocol}" if isinstance(config, DebateConfig) else config.strategy
+        kind = config.run_by()
         rows.append(f"<tr><td style='text-align:left'><code>{escape(name)}</code></td><td style='text-align:left'>{escape(kind)}</td>"
                     f"<td style='text-align:left'>{escape(config.description.strip())}</td></tr>")
     return f"<table><tr><th>configuration</th><th>strategy / protocol</th><th>what it does</th></tr>{''.join(rows)}</table>"

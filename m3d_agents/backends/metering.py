@@ -36,6 +36,8 @@ class CallRecord:
     cached: bool
     backend: str = ""
     """The backend that answered: the agent's, or the tool's own (``tools: {NAME: {backend: ...}}``)."""
+    cut: int = 0
+    """Answers of the call that the model stopped at their token cap (``finish_reason == "length"``)."""
 
 
 @dataclass
@@ -121,6 +123,7 @@ class UsageLedger:
                 usage.calls += 1
                 usage.prompt_tokens += r.prompt_tokens
                 usage.completion_tokens += r.completion_tokens
+                usage.cut_answers += r.cut
         return Accounting(
             model_calls=len(self.records),
             prompt_tokens=sum(r.prompt_tokens for r in self.records),
@@ -128,6 +131,7 @@ class UsageLedger:
             latency_s=round(sum(r.latency_s for r in self.records), 4),
             cache_hits=sum(1 for r in self.records if r.cached),
             parse_retries=self.parse_retries,
+            cut_answers=sum(r.cut for r in self.records),
             by_role=by_role,
             by_agent=by_agent,
             by_backend={name: usage for name, usage in by_backend.items() if name},
@@ -217,6 +221,7 @@ class MeteredClient(ChatCompletionClient):
                 latency_s=latency,
                 cached=bool(result.cached),
                 backend=self.backend,
+                cut=int(result.finish_reason == "length"),
             )
         )
         if self.ledger.record_messages:
@@ -253,6 +258,7 @@ class MeteredClient(ChatCompletionClient):
                 latency_s=latency,
                 cached=choices.cached,
                 backend=self.backend,
+                cut=sum(1 for result in choices.results if result.finish_reason == "length"),
             )
         )
         if self.ledger.record_messages:

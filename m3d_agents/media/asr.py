@@ -12,7 +12,6 @@ naming the model, never an empty transcript.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ import numpy as np
 from m3d_agents.backends.config import default_cache_root
 from m3d_agents.errors import InputError
 from m3d_agents.isolation import Item, parse
-from m3d_agents.safe_files import read_text_nofollow, replace_file
+from m3d_agents.safe_files import read_text_nofollow, replace_json
 from m3d_agents.safe_json import loads_bounded
 
 log = logging.getLogger(__name__)
@@ -124,7 +123,7 @@ class Transcriber:
             found = Transcript(text or None, "" if text else "no speech was recognised")
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
-            replace_file(cached, json.dumps({"text": found.text, "reason": found.reason, "model": str(self.model)}))
+            replace_json(cached, {"text": found.text, "reason": found.reason, "model": str(self.model)}, indent=None)
         except (InputError, OSError) as exc:
             log.warning("transcript cache: could not store %s (%s)", cached, getattr(exc, "problem", None) or exc)
         return found

@@ -77,15 +77,6 @@ async def search_web(provider: WebSearch, query: str, limit: int, before: date |
     return await provider.search(query, limit)
 
 
-def endpoint(configured: str | None, provider: str, default: str) -> str:
-    """A provider's API URL: the configured one, else ``M3D_<PROVIDER>_ENDPOINT``, else the public service.
-
-    Pointing a provider elsewhere does not loosen the fetch guards: a private or loopback address
-    is still refused unless the guard was built to allow it.
-    """
-    return configured or os.environ.get(f"M3D_{provider.upper()}_ENDPOINT", "").strip() or default
-
-
 def require_key(variable: str, provider: str) -> str:
     """The API key in ``variable``, or a clear error naming the variable to set."""
     value = os.environ.get(variable, "").strip()

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 from pydantic import BaseModel
 
 from m3d_agents.errors import InputError
+from m3d_agents.safe_files import OwnedFolder
 from retrieval.providers.base import SearchHit
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -96,12 +97,12 @@ class LocalCorpus:
         return cls.build(read_jsonl_documents(path, text_field, id_field, title_field, url_field), reranker, path.stem)
 
     def save(self, directory: Path, prefix: str) -> None:
-        """Index files plus ``<prefix>.documents.jsonl``, all flat in ``directory``."""
-        directory.mkdir(parents=True, exist_ok=True)
-        self.retriever.save(str(directory), **_file_names(prefix), show_progress=False)
-        with (directory / f"{prefix}.documents.jsonl").open("w", encoding="utf-8") as out:
-            for doc in self.documents:
-                out.write(doc.model_dump_json(exclude_none=True) + "\n")
+        """Index files plus ``<prefix>.documents.jsonl``, all flat in ``directory``; written in a fresh private folder
+        and moved in (:meth:`~m3d_agents.safe_files.OwnedFolder.staging`), since the index library writes its own way."""
+        with OwnedFolder(directory).staging() as staged:
+            self.retriever.save(str(staged), **_file_names(prefix), show_progress=False)
+            lines = "".join(doc.model_dump_json(exclude_none=True) + "\n" for doc in self.documents)
+            OwnedFolder(staged).write(f"{prefix}.documents.jsonl", lines.encode("utf-8"))  # public text, kept byte for byte
 
     @classmethod
     def load(cls, directory: Path, prefix: str, reranker: Any = None) -> "LocalCorpus":

@@ -11,6 +11,12 @@ The reverse search is looked up by the image's content hash and the caption sear
 caption, just as a live provider would be queried; anything not in the trace is an error that
 names what was missing. Saved HTML paths in the annotations point into the original crawl layout,
 so each is resolved by file name inside the claim's folder.
+
+A trace is data from outside, read like a data set: every path it names (a claim's image, its folders,
+a saved page) must resolve, links and ``..`` included, inside the trace's own folder, or the claim is
+refused with its id named (a trace cannot make a run read, and send to a model, any other file); its
+JSON is read with bounded nesting and checked to be the objects and lists it should be, so a damaged
+or hostile file ends in one line naming the file and the problem.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from m3d_agents.errors import InputError
+from m3d_agents.safe_json import JsonTooDeep, loads_bounded
 from m3d_agents.sample import Sample
 from retrieval.providers.base import ImageQuery, MatchKind, ReverseImageResult, SearchHit
 
@@ -37,6 +44,29 @@ _INVERSE_GROUPS: tuple[tuple[str, MatchKind], ...] = (
     ("partially_matched_no_text", "partial"),
 )
 _DIRECT_GROUPS = ("images_with_captions", "images_with_caption_matched_tags", "images_with_no_captions")
+MAX_TRACE_FILE_BYTES = 64 * 1024 * 1024
+"""An MR2 items or annotation file is a few megabytes at most; a larger one is refused, not read."""
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "text", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+
+
+def read_trace_json(path: Path) -> Any:
+    """The JSON of a trace file, or one :class:`InputError` naming the file: too large, not UTF-8, not JSON, too deep."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_TRACE_FILE_BYTES:
+            raise InputError(str(path), f"holds {size} bytes, over the limit of {MAX_TRACE_FILE_BYTES} for a trace file")
+        return loads_bounded(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), f"is not UTF-8 text (byte {exc.start})") from None
+    except JsonTooDeep as exc:
+        raise InputError(str(path), f"refused: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(str(path), f"not valid JSON: {exc}") from None
+    except OSError as exc:
+        raise InputError(str(path), f"cannot be read: {exc.strerror or exc}") from None
 
 
 class MR2Item(BaseModel):
@@ -54,14 +84,37 @@ class MR2Trace:
     def __init__(self, root: Path, items_file: str = "dataset_items_test.json") -> None:
         self.root = Path(root)
         self.merge = self.root / "queries_dataset" / "merge"
-        items_path = self.root / items_file
-        if not items_path.is_file():
-            raise InputError("replay_mr2", f"{items_path} does not exist; expected an MR2 folder with {items_file}")
+        self.items_path = self.root / items_file
+        if not self.items_path.is_file():
+            raise InputError("replay_mr2", f"{self.items_path} does not exist; expected an MR2 folder with {items_file}")
         try:
-            raw = json.loads(items_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(str(items_path), f"not valid JSON: {exc}") from exc
-        self.items = {key: MR2Item(id=key, **value) for key, value in raw.items()}
+            self._real_root = self.root.resolve()
+        except (OSError, RuntimeError) as exc:
+            raise InputError("replay_mr2", f"{self.root} cannot be resolved: {exc}") from None
+        self._inside(self.items_path, f"the items file {items_file}")
+        raw = read_trace_json(self.items_path)
+        if not isinstance(raw, dict):
+            raise InputError(str(self.items_path), f"is {_kind(raw)}, not an object of claims by id")
+        self.items = {}
+        for key, value in raw.items():
+            if not isinstance(value, dict):
+                raise InputError(f"{self.items_path}: item {key!r}", f"is {_kind(value)}, not an object")
+            try:
+                self.items[key] = MR2Item.model_validate({**value, "id": key})
+            except ValidationError as exc:
+                raise InputError(f"{self.items_path}: item {key!r}", InputError.from_validation(exc).args[0]) from None
+
+    def _inside(self, path: Path, what: str, item: MR2Item | None = None) -> Path:
+        """``path``, if it resolves (links and ``..`` followed) inside the trace's folder; else an error naming the claim."""
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):
+            real = None
+        if real is None or not real.is_relative_to(self._real_root):
+            where = f"{self.items_path.name}: item {item.id!r}" if item is not None else "replay_mr2"
+            raise InputError(where, f"{what} {path} lies outside the trace folder {self.root}; a trace may only name its "
+                                    "own files")
+        return path
 
     def ids(self) -> list[str]:
         return list(self.items)
@@ -74,9 +127,8 @@ class MR2Trace:
     def sample(self, sample_id: str) -> Sample:
         item = self.item(sample_id)
         label = MR2_LABELS.get(item.label) if item.label is not None else None
-        return Sample(
-            id=item.id, text=item.caption, images=[self.merge / item.image_path], gold_label=label, taxonomy="factcheck"
-        )
+        image = self._inside(self.merge / item.image_path, "its image", item)
+        return Sample(id=item.id, text=item.caption, images=[image], gold_label=label, taxonomy="factcheck")
 
     def samples(self) -> list[Sample]:
         return [self.sample(key) for key in self.items]
@@ -86,6 +138,10 @@ class MR2Trace:
         table = {}
         for item in self.items.values():
             path = self.merge / item.image_path
+            try:
+                self._inside(path, "its image", item)
+            except InputError:
+                continue  # never read; refused with the claim's id if the claim is asked for
             if path.is_file():
                 table[hashlib.sha256(path.read_bytes()).hexdigest()] = item
         return table
@@ -100,17 +156,44 @@ class MR2Trace:
     def caption_search(self) -> "MR2CaptionSearch":
         return MR2CaptionSearch(self)
 
-    def _annotation(self, folder: str, name: str) -> dict[str, Any]:
-        path = self.merge / folder / name
+    def _annotation(self, item: MR2Item, folder: str, name: str) -> dict[str, Any]:
+        path = self._inside(self.merge / folder / name, f"its {name}", item)
         if not path.is_file():
             raise InputError("replay_mr2", f"the trace has no {name} in {self.merge / folder}")
-        return dict(json.loads(path.read_text(encoding="utf-8")))
+        data = read_trace_json(path)
+        if not isinstance(data, dict):
+            raise InputError(str(path), f"is {_kind(data)}, not an object")
+        return data
 
-    def _snapshot(self, folder: str, html_path: str | None) -> Path | None:
-        if not html_path:
+    def _entries(self, annotation: dict[str, Any], group: str, path: Path) -> list[dict[str, Any]]:
+        """The entries of one group of an annotation, each an object (else one error naming the file and the entry)."""
+        entries = annotation.get(group) or []
+        if not isinstance(entries, list):
+            raise InputError(f"{path}: {group}", f"is {_kind(entries)}, not a list")
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, dict):
+                raise InputError(f"{path}: {group}[{i}]", f"is {_kind(entry)}, not an object")
+        return entries
+
+    def _names(self, annotation: dict[str, Any], field: str, path: Path) -> list[str]:
+        values = annotation.get(field) or []
+        if not isinstance(values, list):
+            raise InputError(f"{path}: {field}", f"is {_kind(values)}, not a list")
+        return [str(v) for v in values if isinstance(v, (str, int, float))]
+
+    def _hit(self, path: Path, where: str, **fields: Any) -> SearchHit:
+        try:
+            return SearchHit(**fields)
+        except ValidationError as exc:
+            raise InputError(f"{path}: {where}", InputError.from_validation(exc).args[0]) from None
+
+    def _snapshot(self, item: MR2Item, folder: str, html_path: Any) -> Path | None:
+        if not html_path or not isinstance(html_path, str):
             return None
         candidate = self.merge / folder / PurePosixPath(html_path).name
-        return candidate if candidate.is_file() else None
+        if not candidate.is_file():
+            return None
+        return self._inside(candidate, "its saved page", item)
 
 
 class MR2ReverseSearch:
@@ -128,25 +211,23 @@ class MR2ReverseSearch:
             raise InputError(
                 "images", f"image {query.image.source} (sha256 {query.image.sha256[:12]}) is not in the MR2 trace at {self.trace.root}"
             )
-        annotation = self.trace._annotation(item.inv_path, "inverse_annotation.json")
+        trace = self.trace
+        path = trace.merge / item.inv_path / "inverse_annotation.json"
+        annotation = trace._annotation(item, item.inv_path, "inverse_annotation.json")
         pages: list[SearchHit] = []
         for group, match in _INVERSE_GROUPS:
-            for entry in annotation.get(group, []) or []:
+            for i, entry in enumerate(trace._entries(annotation, group, path)):
                 url = entry.get("page_link")
                 if not url or any(hit.url == url for hit in pages):
                     continue
-                pages.append(
-                    SearchHit(
-                        url=url, title=entry.get("title"), snippet=_caption_text(entry.get("caption")),
-                        provider=self.name, rank=len(pages), match=match, image_url=entry.get("image_link"),
-                        snapshot=self.trace._snapshot(item.inv_path, entry.get("html_path")),
-                    )
-                )
+                pages.append(trace._hit(
+                    path, f"{group}[{i}]", url=url, title=entry.get("title"), snippet=_caption_text(entry.get("caption")),
+                    provider=self.name, rank=len(pages), match=match, image_url=entry.get("image_link"),
+                    snapshot=trace._snapshot(item, item.inv_path, entry.get("html_path")),
+                ))
         return ReverseImageResult(
-            provider=self.name,
-            pages=pages,
-            best_guess=[str(label) for label in annotation.get("best_guess_lbl", []) or []],
-            entities=[str(entity) for entity in annotation.get("entities", []) or []],
+            provider=self.name, pages=pages, best_guess=trace._names(annotation, "best_guess_lbl", path),
+            entities=trace._names(annotation, "entities", path),
         )
 
 
@@ -164,21 +245,21 @@ class MR2CaptionSearch:
         if item is None:
             shown = query if len(query) <= 60 else query[:57] + "..."
             raise InputError("text", f"the MR2 trace at {self.trace.root} has no caption search for {shown!r}")
-        annotation = self.trace._annotation(item.direct_path, "direct_annotation.json")
+        trace = self.trace
+        path = trace.merge / item.direct_path / "direct_annotation.json"
+        annotation = trace._annotation(item, item.direct_path, "direct_annotation.json")
         hits: list[SearchHit] = []
         for group in _DIRECT_GROUPS:
-            for entry in annotation.get(group, []) or []:
+            for i, entry in enumerate(trace._entries(annotation, group, path)):
                 url = entry.get("page_link")
                 if not url or any(hit.url == url for hit in hits):
                     continue
-                hits.append(
-                    SearchHit(
-                        url=url, title=entry.get("page_title"),
-                        snippet=entry.get("snippet") or _caption_text(entry.get("caption")),
-                        provider=self.name, rank=len(hits), match="web", image_url=entry.get("img_link"),
-                        snapshot=self.trace._snapshot(item.direct_path, entry.get("html_path")),
-                    )
-                )
+                hits.append(trace._hit(
+                    path, f"{group}[{i}]", url=url, title=entry.get("page_title"),
+                    snippet=entry.get("snippet") or _caption_text(entry.get("caption")),
+                    provider=self.name, rank=len(hits), match="web", image_url=entry.get("img_link"),
+                    snapshot=trace._snapshot(item, item.direct_path, entry.get("html_path")),
+                ))
         return hits[:limit]
 
 

@@ -26,8 +26,9 @@ from m3d_agents.sample import InputLimits
 from m3d_agents.tools.forensics.exif import file_metadata_fields
 from m3d_agents.tools.forensics.fusion import run_forensics
 from retrieval.config import RetrievalConfig
-from retrieval.extract import ExtractedPage, has_claim_review, read_page
-from retrieval.pipeline import _saved_page, mr2_replay_pipeline
+from retrieval.extract import ExtractedPage, has_claim_review, extract_page
+from retrieval.evidence_steps import saved_page
+from retrieval.pipeline import mr2_replay_pipeline
 from retrieval.providers.mr2_trace import MR2Trace
 from tests.support import hostile_inputs, hostile_parsers
 from tests.support.hostile_inputs import ARTICLE, hostile_images, hostile_pages, hostile_videos, make_trace, write_huge_page
@@ -76,11 +77,11 @@ async def test_a_page_parser_that_fails_costs_its_page_alone(parsers: ParserPool
     bad, good = f"https://{failure}.example/story", "https://news.example/story"
     with using(strict):
         with pytest.raises(ItemLost) as lost:
-            await read_page(ARTICLE, bad)
+            await extract_page(ARTICLE, bad)
     words = hostile_parsers.FAILURES[failure][1]
     assert lost.value.line.startswith(f"page {bad} not read: the extractor {words}") and one_line(lost.value.line)
     assert (f"after {STRICT.timeout_s:g} s" in lost.value.line) == (failure == "hang")
-    page = await read_page(ARTICLE, good)
+    page = await extract_page(ARTICLE, good)
     assert "flood defences" in page.text, "the next page is read"
 
 
@@ -159,7 +160,7 @@ def test_an_upload_that_crashes_the_decoder_never_takes_the_server_down(tmp_path
 async def test_hostile_pages_each_end_in_a_page_or_one_line_within_the_limits(parsers: ParserPool) -> None:
     pages = hostile_pages()
     with using(parsers):
-        outcomes = await asyncio.gather(*(read_page(body, f"https://hostile.example/{number}")
+        outcomes = await asyncio.gather(*(extract_page(body, f"https://hostile.example/{number}")
                                           for number, body in enumerate(pages.values())), return_exceptions=True)
     for (name, _body), outcome in zip(pages.items(), outcomes):
         if isinstance(outcome, ItemLost):
@@ -181,9 +182,9 @@ def test_json_nested_deep_in_a_page_is_skipped_not_a_recursion_error() -> None:
 
 def test_a_saved_page_is_cut_at_the_fetch_limit_before_it_is_read(tmp_path: Path) -> None:
     huge = write_huge_page(tmp_path / "huge.html", megabytes=50)
-    body, problem = _saved_page(huge, 5_000_000)
+    body, problem = saved_page(huge, 5_000_000)
     assert body is not None and len(body) == 5_000_000 and problem == ""
-    missing, why = _saved_page(tmp_path / "gone.html", 5_000_000)
+    missing, why = saved_page(tmp_path / "gone.html", 5_000_000)
     assert missing is None and "cannot be read" in why
 
 
@@ -283,7 +284,7 @@ async def test_the_shared_pages_from_eight_concurrent_callers_five_rounds() -> N
     async def caller(share: list[tuple[str, bytes, str]]) -> None:
         nonlocal reads
         for key, body, url in share:
-            page = await read_page(body, url)
+            page = await extract_page(body, url)
             texts.setdefault(key, set()).add(page.text)
             reads += 1
 

@@ -130,7 +130,8 @@ async def test_json_turns_leave_room_for_detailed_arguments() -> None:
         assert "in detail" in text_of(messages)
         return json.dumps({"argument": long_argument, "answer": "fake", "confidence": 0.7})
 
-    config, pool, _ = seat_pool(debate_config("async"), {n: respond for n in ("agent_a", "agent_b")}, json_output=True)
+    json_turns = debate_config("async").model_copy(update={"structured_turns": True})  # our variants' JSON turns
+    config, pool, _ = seat_pool(json_turns, {n: respond for n in ("agent_a", "agent_b")}, json_output=True)
     verdict = await run_sample(config, SAMPLE, pool)
     assert verdict.label == "fake" and verdict.transcript[0].text.startswith(long_argument.strip())
 

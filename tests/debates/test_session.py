@@ -16,7 +16,7 @@ from debates.session import RunSession
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
-from m3d_agents.fence import OPEN
+from m3d_agents.fence import OPEN, RULE
 from m3d_agents.sample import Sample
 from retrieval.config import RetrievalConfig
 from retrieval.runpath import RunRetrieval
@@ -165,7 +165,8 @@ async def test_a_replayed_mr2_trace_answers_from_its_own_files() -> None:
         verdict = await session.run(sample)
     report = verdict.evidence_report
     assert report is not None and report.mode == "replay" and report.network_fetches == 0 and report.kept >= 1
-    assert client.calls[0].prompt.count(OPEN) == report.kept, "the checker read the recorded pages, fenced"
+    fences = client.calls[0].prompt.count(OPEN) - client.calls[0].prompt.count(RULE)
+    assert fences == report.kept, "the checker read the recorded pages, fenced (and was told what a fence is)"
 
 
 async def test_the_recipe_of_a_session_opens_the_same_session_elsewhere(tmp_path: Path) -> None:

@@ -7,17 +7,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from m3d_agents.diagnostics import (
-    DIAGNOSTICS,
-    AgentFactDiagnostics,
-    CheckDiagnostics,
-    DebateDiagnostics,
-    FactGuardDiagnostics,
-    SelfConsistencyDiagnostics,
-    StrategyDiagnostics,
-    T2AgentDiagnostics,
-    UntypedDiagnostics,
-)
+from m3d_agents.diagnostics import DIAGNOSTICS, StrategyDiagnostics, UntypedDiagnostics
+from debates.strategies.agentfact.diagnostics import AgentFactDiagnostics
+from debates.strategies.check import CheckDiagnostics
+from debates.chat.diagnostics import DebateDiagnostics
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
+from debates.strategies.self_consistency import SelfConsistencyDiagnostics
+from debates.strategies.t2agent.diagnostics import T2AgentDiagnostics
 from m3d_agents.verdict import Verdict
 from tests.support.old_diagnostics import OLD_AGENTFACT, OLD_CHECK, OLD_DEBATE, OLD_FACTGUARD, OLD_SELF_CONSISTENCY, OLD_T2AGENT
 

@@ -1,6 +1,7 @@
 """AgentFact's leakage protocol as its configurations set it (App. C substrings on host and URL, the
-claim-date rule with undated pages dropped and searches capped at the claim date) and its web search
-rule (Serper alone when its key is set, DuckDuckGo only without it)."""
+claim-date rule, undated pages kept as the paper keeps them; our agentfact-dated drops them and caps
+searches at the claim date) and its web search rule (Serper alone when its key is set, DuckDuckGo
+only without it)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ APPENDIX_C = ["snopes", "politifact", "factcheck", "truthorfiction", "hoax-slaye
 CLAIM_DATE = date(2023, 5, 31)
 
 
-def agentfact_settings() -> RetrievalConfig:
-    config = load_config("agentfact")
+def agentfact_settings(name: str = "agentfact") -> RetrievalConfig:
+    config = load_config(name)
     assert config.retrieval is not None
     return config.retrieval
 
@@ -40,12 +41,17 @@ def candidate(url: str, published: date | None = date(2023, 5, 2)) -> Candidate:
     return Candidate(evidence=Evidence(kind="web_page", url=url, domain=host_of(url), published=published, text=f"text of {url}"))
 
 
-def test_agentfact_configurations_carry_the_paper_rule() -> None:
-    for name in ("agentfact", "agentfact-code", "agentfact-no-sp", "agentfact-no-ir", "agentfact-no-tr", "agentfact-no-rt"):
+def test_agentfact_configurations_carry_the_paper_rule_and_our_variant_the_stricter_one() -> None:
+    """Paper line 294: only evidence published after the fact-check date goes; undated pages stay."""
+    for name in ("agentfact", "agentfact-code", "agentfact-no-sp", "agentfact-no-ir", "agentfact-no-tr", "agentfact-no-rt",
+                 "agentfact-dated"):
         config = load_config(name)
         assert config.retrieval is not None, name
         leakage = config.retrieval.leakage
-        assert leakage.url_substrings == APPENDIX_C and leakage.drop_undated and leakage.search_date_cap, name
+        assert leakage.url_substrings == APPENDIX_C and leakage.drop_after_claim_date, name
+        stricter = name == "agentfact-dated"
+        assert (leakage.drop_undated, leakage.search_date_cap) == (stricter, stricter), name
+        assert {"undated-dropped", "search-date-cap"} <= {d.id for d in config.departures} or not stricter, name
         assert config.retrieval.web_first_available and config.retrieval.web_search == ["serper", "duckduckgo"], name
     assert LeakageSettings().url_substrings == [] and not LeakageSettings().drop_undated, "other configurations keep theirs"
 
@@ -71,13 +77,16 @@ def test_hosts_the_domain_list_misses_are_caught_by_the_substring_rule_only() ->
     assert [e.kept for e in with_rule] == [False, False, False]
 
 
-def test_an_undated_page_is_dropped_and_a_dated_one_before_the_claim_is_kept() -> None:
+def test_the_paper_keeps_an_undated_page_and_our_variant_drops_it() -> None:
     pages = [candidate("https://news.example/undated", published=None), candidate("https://news.example/before"),
              candidate("https://news.example/after", published=date(2023, 6, 1))]
-    out, report = LeakageFilter(settings=agentfact_settings().leakage).apply(pages, CLAIM_DATE)
+    paper, _ = LeakageFilter(settings=agentfact_settings().leakage).apply(list(pages), CLAIM_DATE)
+    assert [(e.kept, rule_of(e)) for e in paper] == [(True, None), (True, None), (False, "after_claim_date")]
+    out, report = LeakageFilter(settings=agentfact_settings("agentfact-dated").leakage).apply(pages, CLAIM_DATE)
     assert [(e.kept, rule_of(e)) for e in out] == [(False, "undated"), (True, None), (False, "after_claim_date")]
     assert report.dropped["undated"] == 1
-    kept, _ = LeakageFilter(settings=agentfact_settings().leakage).apply([candidate("https://news.example/u", None)], None)
+    strict = agentfact_settings("agentfact-dated").leakage
+    kept, _ = LeakageFilter(settings=strict).apply([candidate("https://news.example/u", None)], None)
     assert kept[0].kept, "without a claim date no date rule applies"
     default, _ = LeakageFilter().apply([candidate("https://news.example/undated", published=None)], CLAIM_DATE)
     assert default[0].kept, "the option is off unless a configuration turns it on"
@@ -104,24 +113,25 @@ def duckduckgo_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return asked
 
 
-def agentfact_without_models() -> object:
-    """``agentfact`` with its retrieval block, minus the model calls retrieval makes (summaries, domain judgements)."""
-    settings = agentfact_settings()
+def agentfact_without_models(name: str = "agentfact") -> object:
+    """``name`` with its retrieval block, minus the model calls retrieval makes (summaries, domain judgements)."""
+    settings = agentfact_settings(name)
     quiet = settings.model_copy(update={"judge_unknown_domains": False,
                                         "summary": settings.summary.model_copy(update={"enabled": False})})
-    return with_overrides(load_config("agentfact"), retrieval=quiet)
+    return with_overrides(load_config(name), retrieval=quiet)
 
 
 SAMPLE = Sample(id="s1", text="Claim: A ferry sank in the harbour.\nPost: It sank this morning!",
                 metadata=SampleMetadata(claim_date=CLAIM_DATE))
 
 
-async def test_with_a_serper_key_duckduckgo_is_never_asked_and_serper_gets_the_date_cap(
-    providers: ProviderServer, monkeypatch: pytest.MonkeyPatch, tmp_path: object
+@pytest.mark.parametrize(("name", "capped"), [("agentfact", False), ("agentfact-dated", True)])
+async def test_with_a_serper_key_duckduckgo_is_never_asked_and_only_our_variant_caps_the_search_date(
+    providers: ProviderServer, monkeypatch: pytest.MonkeyPatch, tmp_path: object, name: str, capped: bool
 ) -> None:
     monkeypatch.setenv("SERPER_API_KEY", KEY)
     asked = duckduckgo_calls(monkeypatch)
-    sources = open_retrieval(agentfact_without_models().retrieval, BackendPool(), backend="local", mode="live",  # type: ignore[attr-defined]
+    sources = open_retrieval(agentfact_without_models(name).retrieval, BackendPool(), backend="local", mode="live",  # type: ignore[attr-defined]
                              store_path=tmp_path / "e.sqlite", guard=FetchGuard(allow_loopback=True))  # type: ignore[operator]
     try:
         web = sources.searchers["web"]
@@ -133,7 +143,10 @@ async def test_with_a_serper_key_duckduckgo_is_never_asked_and_serper_gets_the_d
     assert asked == [], "DuckDuckGo is never asked while Serper answers"
     serper = [json.loads(r["body"]) for r in providers.requests if r["path"] == "/serper/search"]
     assert [r["q"] for r in serper] == ["ferry sinking harbour", "harbour ferry timetable"]
-    assert all(r["tbs"] == "cdr:1,cd_max:5/31/2023" for r in serper), "pages up to the claim date only"
+    if capped:
+        assert all(r["tbs"] == "cdr:1,cd_max:5/31/2023" for r in serper), "pages up to the claim date only"
+    else:
+        assert not any("tbs" in r for r in serper), "the paper filters what comes back, not the search"
 
 
 async def test_without_a_serper_key_only_duckduckgo_is_asked(providers: ProviderServer, monkeypatch: pytest.MonkeyPatch,

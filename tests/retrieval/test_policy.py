@@ -58,3 +58,14 @@ async def test_unlisted_domains_are_judged_once_by_the_runs_backend_and_a_replay
     replay = EvidencePolicy(RetrievalConfig(), judge=scripted_backend(ScriptedClient([])),
                             store=EvidenceStore(tmp_path / "ev.sqlite", "replay"))
     assert (await replay.screen([page("other.example")], POST))[0].reliability == "unknown"
+
+
+async def test_a_run_that_rates_no_source_asks_no_judge_and_shows_no_rating() -> None:
+    """T2Agent's searches return snippets (paper line 307): ``rate_sources: false`` rates nothing, calls no model, and an
+    agent reads the item's source and text with no reliability note."""
+    client = ScriptedClient([])
+    policy = EvidencePolicy(RetrievalConfig(rate_sources=False), judge=scripted_backend(client))
+    screened = await policy.screen([page("rumours.example"), page("www.bbc.co.uk"), Evidence(kind="answer", text="a hit")], POST)
+    assert [e.reliability for e in screened] == ["unrated"] * 3 and not client.calls
+    assert "reliability" not in screened[0].quoted() and "rumours.example" in screened[0].quoted()
+    assert "reliability: unknown" in page("rumours.example").quoted(), "a rated run still says what it knows"

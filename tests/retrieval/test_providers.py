@@ -17,7 +17,9 @@ from retrieval.climate_fever import PREFIX, climate_fever_documents, load_climat
 from retrieval.config import RetrievalConfig
 from retrieval.fetch import Fetcher
 from retrieval.guards import FetchGuard
-from retrieval.pipeline import build_pipeline, mr2_replay_pipeline
+from retrieval.pipeline import mr2_replay_pipeline
+from retrieval.runpath import open_retrieval
+from m3d_agents.backends.factory import BackendPool
 from retrieval.providers.base import ImageQuery
 from retrieval.providers.google_vision import GoogleVisionWebDetection
 from retrieval.providers.local_corpus import CorpusDocument, LocalCorpus, tokenize
@@ -72,17 +74,22 @@ async def test_google_vision_web_detection(server: PageServer, monkeypatch: pyte
         await provider.search_image(ImageQuery(image=load_image(EXAMPLE_IMAGE)))
 
 
-async def test_missing_keys_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_missing_keys_name_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for variable in ("GOOGLE_VISION_API_KEY", "SERPAPI_API_KEY", "SERPER_API_KEY"):
         monkeypatch.delenv(variable, raising=False)
     with pytest.raises(BackendError, match="GOOGLE_VISION_API_KEY"):
         await GoogleVisionWebDetection(Fetcher()).search_image(ImageQuery(image=load_image(EXAMPLE_IMAGE)))
     with pytest.raises(BackendError, match="SERPER_API_KEY"):
         await SerperSearch(Fetcher()).search("storm")
-    with pytest.raises(BackendError, match="SERPAPI_API_KEY"):
-        build_pipeline(RetrievalConfig(reverse_image=["serpapi_lens"], web_search=[]))
-    with pytest.raises(BackendError, match="GOOGLE_VISION_API_KEY"):
-        build_pipeline(RetrievalConfig())
+    settings = RetrievalConfig(reverse_image=["google_vision", "serpapi_lens"], web_search=["serper", "duckduckgo"],
+                               public_image_url="https://img.example.org/{sha256}.jpg", judge_unknown_domains=False,
+                               summary={"enabled": False}, store_path=tmp_path / "evidence.sqlite")
+    sources = open_retrieval(settings, BackendPool(), backend="local", mode="live")
+    try:
+        assert sources.log.not_run == {"google_vision": "no key: set GOOGLE_VISION_API_KEY",
+                                       "serpapi_lens": "no key: set SERPAPI_API_KEY", "serper": "no key: set SERPER_API_KEY"}
+    finally:
+        await sources.close()
 
 
 async def test_serpapi_lens_needs_a_public_url_and_parses_matches(server: PageServer, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -246,3 +253,19 @@ def test_evidence_command_prints_the_replayed_evidence() -> None:
     assert data["sample_id"] == "430" and any(e["url"] for e in data["evidence"])
     missing = runner.invoke(app, ["evidence", "--replay-mr2", str(root), "--sample-id", "nope"])
     assert missing.exit_code == 2 and "not in the MR2 trace" in missing.output
+
+
+def test_evidence_command_filters_with_the_configurations_leakage_settings(tmp_path: Path) -> None:
+    from debates.cli.main import app
+
+    root = shared_data("mr2-sample")
+    runner = CliRunner()
+    shown = runner.invoke(app, ["evidence", "--replay-mr2", str(root), "--sample-id", "430", "--json"])
+    kept = [e for e in json.loads(shown.output)["evidence"] if e["kept"] and e["domain"]]
+    assert kept, "the trace shows some page for the claim"
+    config = tmp_path / "strict.yaml"
+    config.write_text(f"name: strict\nstrategy: check\nretrieval:\n  leakage:\n    url_substrings: ['{kept[0]['domain']}']\n")
+    strict = runner.invoke(app, ["evidence", "--replay-mr2", str(root), "--sample-id", "430", "--json", "--config", str(config)])
+    assert strict.exit_code == 0, strict.output
+    dropped = {e["url"]: e for e in json.loads(strict.output)["evidence"]}[kept[0]["url"]]
+    assert not dropped["kept"], "the run's leakage settings apply, as they do when the trace is replayed in a run"

@@ -75,3 +75,19 @@ async def test_replay_reports_a_damaged_entry_as_missing(tmp_path: Path) -> None
     EvidenceStore(path).put("web", "q", "{torn")
     with pytest.raises(StoreMiss, match=entry_key("web", "q")):
         await EvidenceStore(path, "replay").fetch("web", "q", produce, list[Hit])
+
+
+async def test_an_answer_that_repeats_a_key_is_stored_masked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page summary from a model whose server echoes the key it got: the store never holds the key."""
+    monkeypatch.setenv("SUMMARY_GATEWAY_API_KEY", "gw-STORESECRET-0123456789")
+    store = EvidenceStore(tmp_path / "evidence.sqlite")
+
+    async def echoed() -> list[Hit]:
+        return [Hit(url="http://127.0.0.1/a", title="summary; echo: Authorization: Bearer gw-STORESECRET-0123456789")]
+
+    await store.fetch("summary", "q", echoed, list[Hit])
+    store.close()
+    assert b"STORESECRET" not in (tmp_path / "evidence.sqlite").read_bytes()
+    again = EvidenceStore(tmp_path / "evidence.sqlite", mode="replay")
+    (hit,) = await again.fetch("summary", "q", produce, list[Hit])
+    assert hit.title.startswith("summary; echo: Authorization: ") and hit.title.endswith("***")

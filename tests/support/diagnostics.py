@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from m3d_agents.diagnostics import AgentFactDiagnostics, NodeReport, PriorReport, SearchReport, T2AgentDiagnostics, ToolReport
+from debates.strategies.agentfact.diagnostics import AgentFactDiagnostics
+from debates.strategies.t2agent.diagnostics import NodeReport, PriorReport, SearchReport, T2AgentDiagnostics, ToolReport
 
 
 def t2agent_diagnostics(iterations: int) -> T2AgentDiagnostics:

@@ -40,7 +40,7 @@ async def main(mode: str, trace: Path) -> None:
         pids = session.parsers.worker_pids()
         if mode == "hold":
             with using(session.parsers):
-                hanging = asyncio.ensure_future(retrieval.extract.read_page("<p>never</p>", "https://hang.example/"))
+                hanging = asyncio.ensure_future(retrieval.extract.extract_page("<p>never</p>", "https://hang.example/"))
             await asyncio.sleep(1.0)
             print(json.dumps({"pids": session.parsers.worker_pids()}), flush=True)
             await hanging

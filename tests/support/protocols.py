@@ -1,29 +1,58 @@
-"""Hand-built debate state for protocol unit tests: no model, no AutoGen team, just the rules."""
+"""Hand-built debate state for protocol unit tests: no model, no AutoGen team, just the rules.
+
+The state and the seats' views know no protocol (the manager passes it in); a test's state and view
+carry theirs, so that a test reads ``state.protocol.next_speakers(state)`` and ``view.instruction()``.
+"""
 
 from __future__ import annotations
 
-from debates.chat.state import DebateState
-from debates.chat.visibility import SeatView
+from dataclasses import dataclass, field
+
 from debates.chat.config import DebateConfig
+from debates.chat.protocol import PROTOCOLS, DebateProtocol, debate_state
+from debates.chat.state import DebateState
+from debates.chat.visibility import SeatView, Seen
 from debates.config_loader import load_config
 from m3d_agents.labels import get_taxonomy
 
 
-def debate(config: str | DebateConfig, *turns: tuple[str, str], taxonomy: str = "binary", **overrides: object) -> DebateState:
+@dataclass
+class ProtocolState(DebateState):
+    """A debate's state with the protocol it runs under."""
+
+    protocol: DebateProtocol = field(default=None, repr=False)  # type: ignore[assignment]
+
+
+@dataclass
+class ProtocolView(SeatView):
+    """A seat's view with the protocol that decides what it sees and is told."""
+
+    protocol: DebateProtocol = field(default=None, repr=False)  # type: ignore[assignment]
+
+    def visible(self) -> list[Seen]:
+        return self.protocol.visible(self)
+
+    def instruction(self) -> str:
+        return self.protocol.instruction(self)
+
+
+def debate(config: str | DebateConfig, *turns: tuple[str, str], taxonomy: str = "binary", **overrides: object) -> ProtocolState:
     """A state in which each (speaker, text) was said, in this order."""
     loaded = load_config(config) if isinstance(config, str) else config
     assert isinstance(loaded, DebateConfig)
     if overrides:
         loaded = loaded.model_copy(update=overrides)
-    state = DebateState(config=loaded, taxonomy=get_taxonomy(taxonomy))
+    protocol = PROTOCOLS.get(loaded.protocol)
+    made = debate_state(protocol, loaded, get_taxonomy(taxonomy))
+    state = ProtocolState(config=made.config, taxonomy=made.taxonomy, rules=made.rules, protocol=protocol)
     for speaker, text in turns:
         state.record(speaker, text)
     return state
 
 
-def view_of(state: DebateState, seat: str) -> SeatView:
+def view_of(state: ProtocolState, seat: str) -> ProtocolView:
     """What ``seat`` was sent (everyone else's messages) plus its own, in the order they were said."""
-    view = SeatView(state.config.seat(seat), state.config, state.protocol)
+    view = ProtocolView(state.config.seat(seat), state.config, protocol=state.protocol)
     for turn in state.turns:
         if turn.speaker == seat:
             view.add_own(turn.text)
@@ -32,7 +61,7 @@ def view_of(state: DebateState, seat: str) -> SeatView:
     return view
 
 
-def seen(view: SeatView) -> list[tuple[str, int]]:
+def seen(view: ProtocolView) -> list[tuple[str, int]]:
     return [(s.speaker, s.round) for s in view.visible()]
 
 

@@ -12,7 +12,8 @@ would have got. Each kind of call gets an answer in its own format:
 - FactGuard's verifier looks closer at a clip in its first turn for half of the posts, then answers;
 - the cascade's checks, the planner, rewards and critics get the formats of
   :mod:`tests.support.selector_script`, with the check's verdict and a single pass's label picked by
-  the hash, so a table's rows differ from one another.
+  the hash, so a table's rows differ from one another; a free-text debate turn names one of the
+  labels its answer format offers.
 
 Token counts are estimated as the characters of the request's text, and of the answer, over four,
 plus 765 prompt tokens for every image attached (GPT-4o's count for a 1024-pixel image at high
@@ -80,7 +81,9 @@ def scripted_answer(body: Mapping[str, Any]) -> str:
     if finish is not None and finish.group(1) in CHECKS and digest[0] % 3 == 0:
         return answer.replace(finish.group(0), f"Finish[{CHECKS[finish.group(1)]}]")
     if "FINAL ANSWER: visual_veracity_distortion" in answer:
-        return answer.replace("visual_veracity_distortion", M3D_LABELS[digest[0] % len(M3D_LABELS)])
+        offered = re.search(r"FINAL ANSWER: <one of: ([^>]+)>", request_text(body))
+        labels = [label.strip() for label in offered.group(1).split(",")] if offered else M3D_LABELS
+        return answer.replace("visual_veracity_distortion", labels[digest[0] % len(labels)])
     return answer
 
 

@@ -6,6 +6,7 @@ otherwise a candidate or a single-pass turn), so one scripted backend can serve 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -45,7 +46,13 @@ def seat_role(messages: Sequence[LLMMessage]) -> str:
 
 @dataclass
 class SelectorScript:
-    """Answers per kind of call; ``answers[role]`` maps a candidate number (0..N-1, from the seed) to text."""
+    """Answers per kind of call; ``answers[role]`` maps a candidate number (0..N-1) to text.
+
+    A candidate's number comes from its seed: the N candidates of a best-of-N turn are seeded as the N
+    choices of one request, the turn's candidate seed plus i, and sent in order; so a seed one above a
+    seen one is the next candidate, and any other is a turn's first (a single-pass turn is candidate 0).
+    A re-ask of an unreadable candidate keeps its seed, so it keeps its number.
+    """
 
     answers: Mapping[str, Callable[[int], str]]
     reward: Callable[[str], str] = lambda candidate: "SCORE: 0.5"
@@ -53,6 +60,7 @@ class SelectorScript:
     plan: str = "[BON level-1]"
     logic: str = '{"consistent": true, "issues": [], "rationale": "The claim is internally consistent."}'
     seen: list[tuple[str, str]] = field(default_factory=list)
+    _numbers: dict[int, int] = field(default_factory=dict)
 
     def __call__(self, messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
         kind = call_kind(messages)
@@ -66,7 +74,10 @@ class SelectorScript:
         if kind == "logic":
             return self.logic
         seed = int(kwargs.get("seed", 0) or 0)
-        return self.answers[seat_role(messages)](seed % 1009)
+        if seed not in self._numbers:
+            before = self._numbers.get((seed - 1) % 2**31)
+            self._numbers[seed] = 0 if before is None else before + 1
+        return self.answers[seat_role(messages)](self._numbers[seed])
 
 
 def _json_text(message: Mapping[str, Any]) -> str:
@@ -83,7 +94,7 @@ def stub_answer(body: Mapping[str, Any]) -> str:
     last = _json_text(messages[-1]) if messages else ""
     if "strict grader" in last:
         return "SCORE: 0.7"
-    if any(f"Step {k} of 3" in last for k in (1, 2, 3)):
+    if re.search(r"Step \d+ of \d+", last):
         system += "\n" + last
     if "checking effort" in system:
         return "A specific claim about a breaking event. [BON level-1]"

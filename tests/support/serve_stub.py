@@ -1,6 +1,7 @@
 """Run the loopback OpenAI-compatible stub as a process, for tests that drive ``m3d`` in a subprocess.
 
-Every answer is a valid check answer (or, for a debate turn, a valid structured turn) whose label
+Every answer is a valid check answer (or, for a debate turn, a valid structured turn, or the text format's
+answer lines where a turn is free text) whose label
 and confidence depend only on the request text, so two runs over the same samples get the same answers whatever the order. A request for an
 AgentFact agent (its prompt has a ``Task: agentfact/...`` line) gets a valid instance of the JSON
 schema it carries, its enums (labels, evidence ids) chosen by the same digest. Posts whose
@@ -35,6 +36,8 @@ def answer(request: dict[str, Any], _n: int, delay: float) -> tuple[int, dict[st
     label = "fake" if digest[0] % 2 else "real"
     confidence = round(0.5 + digest[1] / 510, 3)
     body: dict[str, Any] = {"rationale": f"stub answer {digest[:4].hex()}", "label": label, "confidence": confidence}
+    if schema is None and "FINAL ANSWER: <one of:" in text:
+        return 200, completion_body(f"stub argument {digest[:4].hex()}\nFINAL ANSWER: {label}\nCONFIDENCE: {confidence}"), delay
     if '\\"argument\\" holds your reasoning' in text:
         body = {"argument": f"stub argument {digest[:4].hex()}", "answer": label, "confidence": confidence}
     return 200, completion_body(json.dumps(body)), delay

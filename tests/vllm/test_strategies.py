@@ -19,7 +19,7 @@ import pytest
 from debates.session import run_sample
 from m3d_agents.backends.config import BackendConfig, BackendSettings
 from m3d_agents.backends.factory import BackendPool
-from m3d_agents.diagnostics import FactGuardDiagnostics
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.sample import Sample, VideoRef
 from m3d_agents.verdict import Verdict
 from tests.support.paths import EXAMPLE_IMAGE, REPO

@@ -54,6 +54,8 @@ class RowPlan(BaseModel):
     backbone: str | None
     same_backbone: bool | None
     strategy: str | None = None
+    outline: str | None = None
+    """The configuration's form in a few words (a debate's protocol and seats in order)."""
     backend: str | None = None
     model: str | None = None
     vision: bool | None = None
@@ -111,7 +113,7 @@ def plan_table(request: PlanRequest) -> TablePlan:
         config = load_config(name)
         agents = override or config.backend or default
         runs[name] = PlannedRun(config=config, backend_name=agents, backend=settings.get(agents), mode=mode,
-                                file_tools=settings.tools, env=request.env)
+                                file_tools=settings.tools, env=request.env, lookup=settings.get, overridden=override is not None)
     by_config: dict[str, list[StatedDeparture]] = {name: planned_departures(run) for name, run in runs.items()}
     for name, departures in by_config.items():
         departures += _backbone(table.rows, name, runs[name])
@@ -124,6 +126,7 @@ def plan_table(request: PlanRequest) -> TablePlan:
             budget = run.config.call_budget()
             plan = plan.model_copy(update={
                 "same_backbone": same_model(run.backend.model_name, backbone), "strategy": run.config.strategy,
+                "outline": run.config.form(),
                 "backend": run.backend_name, "model": run.backend.model_name, "vision": run.backend.has_vision,
                 "tools": _tools(run), "budget": budget,
                 "answer_tokens": run.backend.answer_tokens(budget.answer_tokens if budget else None),
@@ -166,7 +169,7 @@ def plan_lines(plan: TablePlan) -> list[str]:
             continue
         shown.add(row.config)
         sight = "sees images" if row.vision else "text-only"
-        lines.append(f"    configuration {row.config} ({row.strategy}); agents on {row.backend} ({row.model}, {sight})")
+        lines.append(f"    configuration {row.config} ({row.outline or row.strategy}); agents on {row.backend} ({row.model}, {sight})")
         for tool in row.tools:
             whose = "its own backend" if tool.own_backend else "the agent's backend"
             where = f"on {tool.backend} ({whose})" if tool.backend else "calls no model"

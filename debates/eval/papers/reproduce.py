@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from debates.eval.run.evaluate import (CheckedRequest, EvaluateRequest, RunProgress, check_request, load_samples, run_evaluation,
                                    subset_of, worker_deaths_line)
-from debates.eval.score.departures import run_shares
+from debates.eval.score.departures import asks_for_evidence, run_shares
 from debates.eval.score.metrics import compute_metrics
 from debates.fidelity import StatedDeparture
 from debates.eval.papers.paper_tables import Missing, PaperTable, check_runnable, load_table
@@ -33,7 +33,7 @@ from debates.eval.records import EvalRow
 from debates.eval.score.report import load_run
 from debates.eval.papers.table_figures import METRICS, Figure, row_figures
 from debates.config_loader import available_configs
-from m3d_agents.safe_files import refuse_foreign_folder
+from m3d_agents.safe_files import refuse_foreign_folder, refuse_link, refuse_linked_folder
 from m3d_agents.datasets import LoadedDataset, parse_spec
 from m3d_agents.datasets.subsets import Subset
 from m3d_agents.errors import InputError
@@ -196,7 +196,7 @@ def describe_setting(table: PaperTable, kind: str, spec: str, loaded: LoadedData
                      backend: str, model: str, without_evidence: list[str] | None = None,
                      subset: Subset | None = None) -> Setting:
     """What this run is next to the paper's setting; ``without_evidence`` are configurations that ask
-    for evidence (a retrieval block) but ran with retrieval off."""
+    for evidence (a retrieval block, or a tool that searches the web) but ran with retrieval off."""
     _, path = parse_spec(spec)
     paper = table.datasets[kind]
     run_backbones = [row.backbone or table.backbone for row in table.rows if row.config is not None]
@@ -351,6 +351,12 @@ def check_reproduction(request: ReproduceRequest) -> Reproduction:
         request.evaluation.out, "out", lambda name: name in configs or name in table_files or name.startswith(tuple(f".{f}." for f in table_files)),
         f"the folder of a {table.id} reproduction",
     )
+    # The rows' run folders and the table's files are the product's own, inside the folder the user named: a link
+    # there is refused now, before hours of runs (and again by every write).
+    for config in configs:
+        refuse_linked_folder(request.evaluation.out / config)
+    for name in table_files:
+        refuse_link(request.evaluation.out / name)
     runs = {config: check_request(request.row_request(config)) for config in table.configs()}
     return Reproduction(request=request, table=table, kind=kind, runs=runs)
 
@@ -364,6 +370,8 @@ class ReproduceOutcome:
     """Samples each configuration ran this time (0 for a row already complete)."""
     worker_deaths: dict[str, str] = field(default_factory=dict)
     """Per configuration run on Ray, what workers that died cost it (none when no worker died)."""
+    left_out: list[str] = field(default_factory=list)
+    """Neighbouring run folders that could not be read and were left out of the trade-off plots, one line each."""
 
 
 async def reproduce(
@@ -379,23 +387,25 @@ async def reproduce(
     departures: dict[str, list[StatedDeparture]] = {}
     ran: dict[str, int] = {}
     deaths: dict[str, str] = {}
+    left_out: list[str] = []
     for position, (config, run) in enumerate(checked.runs.items()):
         done = await run_evaluation(run, loaded=loaded, progress=progress, note=note if position == 0 else None)
+        left_out += [line for line in done.summary.left_out if line not in left_out]
         ran[config] = done.outcome.ran
         died = worker_deaths_line(done.outcome)
         if died:
             deaths[config] = died
         if done.outcome.interrupted:
-            return ReproduceOutcome(result=None, interrupted=True, ran=ran, worker_deaths=deaths)
+            return ReproduceOutcome(result=None, interrupted=True, ran=ran, worker_deaths=deaths, left_out=left_out)
         manifest, rows = load_run(done.outcome.out_dir)
         runs[config] = (done.outcome.out_dir, [r for r in rows if r.sample_id in wanted], manifest.retrieval)
         departures[config] = manifest.departures
     settings = first.settings.get(first.backend_name)
     without_evidence = [config for config, (_, _, mode) in runs.items()
-                        if mode == "off" and checked.runs[config].strategy.retrieval is not None]
+                        if mode == "off" and asks_for_evidence(checked.runs[config].strategy)]
     setting = describe_setting(checked.table, checked.kind, request.evaluation.dataset, loaded, len(samples),
                                request.evaluation.limit, first.backend_name, settings.model_name, without_evidence,
                                subset_of(first.request))
     result = table_result(checked.table, setting, runs, resamples=request.resamples, seed=request.bootstrap_seed,
                           kind=checked.kind, departures=departures)
-    return ReproduceOutcome(result=result, interrupted=False, ran=ran, worker_deaths=deaths)
+    return ReproduceOutcome(result=result, interrupted=False, ran=ran, worker_deaths=deaths, left_out=left_out)

@@ -22,7 +22,8 @@ from pydantic import BaseModel
 
 from debates.eval.score.metrics import NO_ANSWER, binary_name, predicted
 from debates.eval.records import EvalRow
-from m3d_agents.diagnostics import Diagnostics, T2AgentDiagnostics
+from m3d_agents.diagnostics import Diagnostics
+from debates.strategies.t2agent.diagnostics import T2AgentDiagnostics
 
 View = Literal["labels", "binary", "diagnostic", "cost"]
 Average = Literal["accuracy", "macro", "weighted", "positive", "mean"]

@@ -13,7 +13,7 @@ from pathlib import Path
 from debates.eval.papers.reproduce import TABLE_JSON, TABLE_MD, TABLE_PLOT, RowResult, TableResult
 from debates.eval.papers.table_figures import METRICS
 from debates.eval.score.report import save_figure
-from m3d_agents.safe_files import replace_file
+from m3d_agents.safe_files import OwnedFolder
 
 COLUMNS = ["paper row", "paper's backbone (= ours?)", "config", "metric", "ours [95% CI]", "paper", "ours - paper",
            "calls/sample", "tokens/sample (in + out)", "$/sample", "no evidence (% samples)", "tools unavailable (% calls)"]
@@ -133,7 +133,7 @@ def markdown(result: TableResult) -> str:
     return "\n".join(out)
 
 
-def plot(result: TableResult, path: Path) -> None:
+def plot(result: TableResult, folder: OwnedFolder, name: str) -> None:
     """Ours (with the 95% interval) against the paper's figure, per row, one panel per metric."""
     import matplotlib
 
@@ -167,13 +167,13 @@ def plot(result: TableResult, path: Path) -> None:
     fig.suptitle(f"{result.paper} {result.header[0].split(':')[0].split(' ', 1)[-1]}: ours against the paper's"
                  + ("" if result.setting.papers_setting else " (not the paper's setting)"), fontsize=10)
     fig.tight_layout()
-    save_figure(fig, path, dpi=110)
+    save_figure(fig, folder, name, dpi=110)
     plt.close(fig)
 
 
 def write_table(result: TableResult, folder: Path) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    replace_file(folder / TABLE_JSON, result.model_dump_json(indent=2))
-    replace_file(folder / TABLE_MD, markdown(result))
-    plot(result, folder / TABLE_PLOT)
+    written = OwnedFolder(folder).create()
+    written.write_json(TABLE_JSON, result)
+    written.write(TABLE_MD, markdown(result))
+    plot(result, written, TABLE_PLOT)
     return [folder / TABLE_JSON, folder / TABLE_MD, folder / TABLE_PLOT]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
 
-from debates.eval.run.lock import LOCK, RunLock
+from debates.eval.lock import LOCK, RunLock
 from debates.eval.score.prices import PriceTable
 from debates.eval.records import MANIFEST, RESULTS, EvalRow, ResultsFile, RowError, RunManifest, read_manifest, read_rows, row_from_verdict
 from debates.strategy import StrategyConfig
@@ -34,7 +34,7 @@ from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.redaction import redact
-from m3d_agents.safe_files import UnsafeFile, refuse_foreign_folder, replace_file
+from m3d_agents.safe_files import OwnedFolder, UnsafeFile, refuse_foreign_folder
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Accounting
 
@@ -114,7 +114,7 @@ def prepare_run_dir(out_dir: Path, manifest: RunManifest) -> None:
         return
     refuse_foreign_folder(out_dir, "out", started_run_file, "a run folder (no run.json)")
     manifest.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    replace_file(path, manifest.model_dump_json(indent=2))
+    OwnedFolder(out_dir).write_json(MANIFEST, manifest)
 
 
 def check_run_dir(out_dir: Path, identity: dict[str, Any] | None = None) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 from debates.eval.run.batch import BatchOutcome, BatchRunner, Tally, check_run_dir
 from debates.eval.records import MANIFEST, RunManifest
-from debates.eval.score.departures import PlannedRun, combined, planned_departures, row_departures, run_shares
+from debates.eval.score.departures import PlannedRun, asks_for_evidence, combined, planned_departures, row_departures, run_shares
 from debates.fidelity import StatedDeparture
 from debates.eval.score.prices import PriceTable, load_price_table
 from debates.eval.run.ratelimit import RateLimitedPool, rate_limit_problem
@@ -32,7 +32,7 @@ from m3d_agents.datasets import LoadedDataset, load_dataset, parse_spec
 from m3d_agents.datasets.subsets import SAMPLE_CHOICES, SampleChoice, Subset
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
-from m3d_agents.safe_files import replace_file
+from m3d_agents.safe_files import OwnedFolder
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import RetrievalMode
 
@@ -150,7 +150,8 @@ def plan_of(strategy: StrategyConfig, settings: BackendSettings, override: str |
     """The run of ``strategy`` as it is known before it starts: the agents' backend (the override, else the
     configuration's own, else the default), the retrieval mode and the config file's tools."""
     agents = override or strategy.backend or resolve_backend_name(None, settings)
-    return PlannedRun(config=strategy, backend_name=agents, backend=settings.get(agents), mode=mode, file_tools=settings.tools)
+    return PlannedRun(config=strategy, backend_name=agents, backend=settings.get(agents), mode=mode, file_tools=settings.tools,
+                      lookup=settings.get, overridden=override is not None)
 
 
 def finish_departures(run_dir: Path, planned: list[StatedDeparture], strategy: StrategyConfig) -> list[StatedDeparture]:
@@ -158,9 +159,9 @@ def finish_departures(run_dir: Path, planned: list[StatedDeparture], strategy: S
     from debates.eval.score.report import load_run
 
     manifest, rows = load_run(run_dir)
-    departures = combined(planned, row_departures(run_shares(rows), strategy.retrieval is not None))
+    departures = combined(planned, row_departures(run_shares(rows), asks_for_evidence(strategy)))
     updated = manifest.model_copy(update={"departures": departures})
-    replace_file(run_dir / MANIFEST, updated.model_dump_json(indent=2))
+    OwnedFolder(run_dir).write_json(MANIFEST, updated)
     return departures
 
 
@@ -267,5 +268,7 @@ def run_costs_line(rows: list[Any]) -> str:
     cached = sum(r.cache_hits for r in rows)
     fetches = sum(((r.verdict or {}).get("evidence_report") or {}).get("network_fetches", 0) for r in rows)
     modes = sorted({str(((r.verdict or {}).get("evidence_report") or {}).get("mode", "none")) for r in rows})
+    cut = sum(r.cut_answers for r in rows)
     return (f"model calls: {calls - cached} reached a model, {cached} answered from the response cache; "
+            f"answers cut at the token cap: {cut}; "
             f"network fetches for evidence: {fetches} (retrieval {', '.join(modes) or 'none'})")

@@ -137,125 +137,159 @@ class RayBatchRunner(BatchRunner):
         return outcome
 
     async def _distribute(self, session: RaySession, todo: list[Item], available: int, outcome: RayOutcome) -> None:
-        loop = asyncio.get_running_loop()
-        count = max(1, min(available, len(todo), self.concurrency))
+        await _Distribution(self, session, todo, available, outcome).run()
+
+
+class _Distribution:
+    """One run's samples sent out to its workers: the slots, the workers starting and running, the answers
+    recorded by the driver alone, a worker that died replaced (its samples sent again), and the CPU it all cost."""
+
+    def __init__(self, runner: RayBatchRunner, session: RaySession, todo: list[Item], available: int,
+                 outcome: RayOutcome) -> None:
+        self.runner, self.session, self.outcome = runner, session, outcome
+        count = max(1, min(available, len(todo), runner.concurrency))
         outcome.workers = count
-        slots = [Slot(f"worker-{i}", self.concurrency // count + (1 if i < self.concurrency % count else 0))
-                 for i in range(count)]
-        dispatcher = Dispatcher([(index, absolute_paths(sample)) for index, sample in todo], slots, self.max_worker_deaths)
-        spec = self._spec()
-        broker = session.start_broker()
-        handles: dict[str, Any] = {}
-        failed_starts: dict[str, int] = {}
-        last_start_error = ""
-        calls: dict[asyncio.Future[Any], tuple[Slot, Any, Item]] = {}
-        starting: dict[asyncio.Future[Any], tuple[Slot, Any]] = {}
-        writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="results-writer")
-        backend_name = self.backend or self.manifest.backend
+        self.slots = [Slot(f"worker-{i}", runner.concurrency // count + (1 if i < runner.concurrency % count else 0))
+                      for i in range(count)]
+        self.dispatcher = Dispatcher([(index, absolute_paths(sample)) for index, sample in todo], self.slots,
+                                     runner.max_worker_deaths)
+        self.spec = runner._spec()
+        self.broker = session.start_broker()
+        self.handles: dict[str, Any] = {}
+        self.failed_starts: dict[str, int] = {}
+        self.last_start_error = ""
+        self.calls: dict[asyncio.Future[Any], tuple[Slot, Any, Item]] = {}
+        self.starting: dict[asyncio.Future[Any], tuple[Slot, Any]] = {}
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="results-writer")
+        self.backend_name = runner.backend or runner.manifest.backend
+        self.first_ready: float | None = None
+        self.dispatching = False
+        self.dispatch_started = self.driver_cpu = self.broker_cpu = 0.0
 
-        def start(slot: Slot) -> None:
-            handle = session.start_worker(spec, broker, slot.share)
-            handles[slot.name] = handle
-            hello = asyncio.ensure_future(asyncio.wait_for(_result(handle.hello.remote()), self.start_timeout_s))
-            starting[hello] = (slot, handle)
-
-        async def record(row: EvalRow) -> None:
-            await loop.run_in_executor(writer, self.results.append, row)
-            self.tally.add(row)
-            outcome.ran += 1
-            self._progress()
-
-        async def died(slot: Slot, handle: Any, reason: str) -> None:
-            outcome.worker_deaths += 1
-            for given_up in dispatcher.lost(slot):
-                index, sample = given_up.item
-                error = WorkerDied(f"the worker process died each of the {given_up.tries} times it ran this sample "
-                                   f"alone (last: {reason})")
-                outcome.given_up.append(sample.id)
-                await record(error_row(sample, error, index=index, seed=sample_seed(self.manifest.seed, sample.id),
-                                       latency_s=0.0, config=self.config, backend=backend_name))
-            info = self.live_workers.pop(slot.name, None)
-            if info is not None:
-                broker.retire.remote(info["holder"])
-            session.kill(handle)
-            start(slot)
-
-        self.results.open()
+    async def run(self) -> None:
+        runner = self.runner
+        runner.results.open()
         try:
-            for slot in slots:
-                start(slot)
-            first_ready: float | None = None
-            dispatching = False
-            while not dispatcher.done:
-                if not dispatching:
-                    # The first workers wait (a little) for the others, so that samples are spread in
-                    # order over all of them rather than piling onto whichever started first.
-                    up = [slot for slot in slots if slot.ready]
-                    if up and first_ready is None:
-                        first_ready = time.monotonic()
-                    initial = [slot for slot in slots if slot.ready or failed_starts.get(slot.name, 0) == 0]
-                    dispatching = bool(up) and (len(up) == len(initial) or time.monotonic() - (first_ready or 0) > START_GRACE_S)
-                    if dispatching:
-                        dispatch_started, driver_cpu = time.perf_counter(), time.process_time()
-                        broker_cpu = await _cpu_of(broker)
-                for slot in slots if dispatching else []:
-                    for index, sample in dispatcher.assign(slot):
-                        handle = handles[slot.name]
-                        calls[asyncio.ensure_future(_result(handle.run.remote(index, sample)))] = (slot, handle, (index, sample))
-                if not calls and not starting:
-                    raise BackendError(f"no Ray worker could start, so {len(dispatcher.pending)} samples did not run: "
-                                       f"{last_start_error}")
-                finished, _ = await asyncio.wait([*calls, *starting], return_when=asyncio.FIRST_COMPLETED,
-                                                 timeout=None if dispatching or first_ready is None else 1.0)
+            for slot in self.slots:
+                self.start(slot)
+            while not self.dispatcher.done:
+                if not self.dispatching:
+                    await self.begin_when_ready()
+                for slot in self.slots if self.dispatching else []:
+                    self.send(slot)
+                if not self.calls and not self.starting:
+                    raise BackendError(f"no Ray worker could start, so {len(self.dispatcher.pending)} samples did not run: "
+                                       f"{self.last_start_error}")
+                finished, _ = await asyncio.wait([*self.calls, *self.starting], return_when=asyncio.FIRST_COMPLETED,
+                                                 timeout=None if self.dispatching or self.first_ready is None else 1.0)
                 for future in finished:
-                    if future in starting:
-                        slot, handle = starting.pop(future)
-                        try:
-                            info = future.result()
-                        except Exception as exc:  # noqa: BLE001 - a worker that cannot start is retried, then left out
-                            session.kill(handle)
-                            last_start_error = _describe(exc, self.start_timeout_s)
-                            failed_starts[slot.name] = failed_starts.get(slot.name, 0) + 1
-                            if failed_starts[slot.name] < self.start_attempts:
-                                start(slot)
-                            else:
-                                handles.pop(slot.name, None)
-                            continue
-                        self.live_workers[slot.name] = info
-                        failed_starts[slot.name] = 0
-                        slot.ready = True
-                        continue
-                    slot, handle, (index, sample) = calls.pop(future)
-                    if handle is not handles.get(slot.name):
-                        continue  # a late answer from a worker already given up for dead; its sample ran again
-                    try:
-                        row = EvalRow.model_validate_json(future.result())
-                    except Exception as exc:  # noqa: BLE001 - sorted below: a dead worker, or a failure in the worker
-                        if _is_actor_death(exc):
-                            await died(slot, handle, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-                            continue
-                        row = error_row(sample, getattr(exc, "cause", None) or exc, index=index,
-                                        seed=sample_seed(self.manifest.seed, sample.id), latency_s=0.0,
-                                        config=self.config, backend=backend_name)
-                    dispatcher.finished(slot, sample.id)
-                    await record(row)
-            outcome.retried = sorted(dispatcher.retried)
-            if dispatching:
-                outcome.dispatch_wall_s = time.perf_counter() - dispatch_started
-                driver_cpu = time.process_time() - driver_cpu
-                live = [slot for slot in slots if slot.ready]
-                ends = await asyncio.gather(_cpu_of(broker), *(_cpu_of(handles[slot.name]) for slot in live))
-                outcome.cpu_s = {
-                    "driver": driver_cpu, "broker": ends[0] - broker_cpu,
-                    "workers": sum(end - self.live_workers[slot.name]["cpu_s"] for slot, end in zip(live, ends[1:])),
-                }
+                    if future in self.starting:
+                        self.started(future)
+                    else:
+                        await self.answered(future)
+            self.outcome.retried = sorted(self.dispatcher.retried)
+            if self.dispatching:
+                await self.measure()
         finally:
-            for future in [*calls, *starting]:
+            for future in [*self.calls, *self.starting]:
                 future.cancel()
-            await _stop(session, list(handles.values()), broker)
-            self.live_workers.clear()
-            writer.shutdown(wait=True)
-            self.results.close()
+            await _stop(self.session, list(self.handles.values()), self.broker)
+            runner.live_workers.clear()
+            self.writer.shutdown(wait=True)
+            runner.results.close()
+
+    def start(self, slot: Slot) -> None:
+        handle = self.session.start_worker(self.spec, self.broker, slot.share)
+        self.handles[slot.name] = handle
+        hello = asyncio.ensure_future(asyncio.wait_for(_result(handle.hello.remote()), self.runner.start_timeout_s))
+        self.starting[hello] = (slot, handle)
+
+    async def begin_when_ready(self) -> None:
+        """The first workers wait (a little) for the others, so that samples are spread in order over all of
+        them rather than piling onto whichever started first."""
+        up = [slot for slot in self.slots if slot.ready]
+        if up and self.first_ready is None:
+            self.first_ready = time.monotonic()
+        initial = [slot for slot in self.slots if slot.ready or self.failed_starts.get(slot.name, 0) == 0]
+        self.dispatching = bool(up) and (len(up) == len(initial) or time.monotonic() - (self.first_ready or 0) > START_GRACE_S)
+        if self.dispatching:
+            self.dispatch_started, self.driver_cpu = time.perf_counter(), time.process_time()
+            self.broker_cpu = await _cpu_of(self.broker)
+
+    def send(self, slot: Slot) -> None:
+        for index, sample in self.dispatcher.assign(slot):
+            handle = self.handles[slot.name]
+            self.calls[asyncio.ensure_future(_result(handle.run.remote(index, sample)))] = (slot, handle, (index, sample))
+
+    def started(self, future: asyncio.Future[Any]) -> None:
+        """A worker said hello, or failed to start: it is retried, then the run goes on without its slot."""
+        slot, handle = self.starting.pop(future)
+        try:
+            info = future.result()
+        except Exception as exc:  # noqa: BLE001 - a worker that cannot start is retried, then left out
+            self.session.kill(handle)
+            self.last_start_error = _describe(exc, self.runner.start_timeout_s)
+            self.failed_starts[slot.name] = self.failed_starts.get(slot.name, 0) + 1
+            if self.failed_starts[slot.name] < self.runner.start_attempts:
+                self.start(slot)
+            else:
+                self.handles.pop(slot.name, None)
+            return
+        self.runner.live_workers[slot.name] = info
+        self.failed_starts[slot.name] = 0
+        slot.ready = True
+
+    async def answered(self, future: asyncio.Future[Any]) -> None:
+        """A worker's row for a sample, or its failure: recorded; a dead worker is replaced instead."""
+        slot, handle, (index, sample) = self.calls.pop(future)
+        if handle is not self.handles.get(slot.name):
+            return  # a late answer from a worker already given up for dead; its sample ran again
+        try:
+            row = EvalRow.model_validate_json(future.result())
+        except Exception as exc:  # noqa: BLE001 - sorted below: a dead worker, or a failure in the worker
+            if _is_actor_death(exc):
+                await self.died(slot, handle, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+                return
+            row = self.error_row(sample, getattr(exc, "cause", None) or exc, index)
+        self.dispatcher.finished(slot, sample.id)
+        await self.record(row)
+
+    async def died(self, slot: Slot, handle: Any, reason: str) -> None:
+        self.outcome.worker_deaths += 1
+        for given_up in self.dispatcher.lost(slot):
+            index, sample = given_up.item
+            error = WorkerDied(f"the worker process died each of the {given_up.tries} times it ran this sample "
+                               f"alone (last: {reason})")
+            self.outcome.given_up.append(sample.id)
+            await self.record(self.error_row(sample, error, index))
+        info = self.runner.live_workers.pop(slot.name, None)
+        if info is not None:
+            self.broker.retire.remote(info["holder"])
+        self.session.kill(handle)
+        self.start(slot)
+
+    def error_row(self, sample: Any, error: BaseException, index: int) -> EvalRow:
+        runner = self.runner
+        return error_row(sample, error, index=index, seed=sample_seed(runner.manifest.seed, sample.id), latency_s=0.0,
+                         config=runner.config, backend=self.backend_name)
+
+    async def record(self, row: EvalRow) -> None:
+        runner = self.runner
+        await asyncio.get_running_loop().run_in_executor(self.writer, runner.results.append, row)
+        runner.tally.add(row)
+        self.outcome.ran += 1
+        runner._progress()
+
+    async def measure(self) -> None:
+        """The dispatch's wall time and the CPU the driver, the broker and the live workers spent on it."""
+        outcome, live = self.outcome, [slot for slot in self.slots if slot.ready]
+        outcome.dispatch_wall_s = time.perf_counter() - self.dispatch_started
+        driver_cpu = time.process_time() - self.driver_cpu
+        ends = await asyncio.gather(_cpu_of(self.broker), *(_cpu_of(self.handles[slot.name]) for slot in live))
+        outcome.cpu_s = {
+            "driver": driver_cpu, "broker": ends[0] - self.broker_cpu,
+            "workers": sum(end - self.runner.live_workers[slot.name]["cpu_s"] for slot, end in zip(live, ends[1:])),
+        }
 
 
 def _is_actor_death(exc: BaseException) -> bool:

@@ -9,17 +9,15 @@ after the upload it came from is gone.
 
 from __future__ import annotations
 
-import json
-import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
-from debates.eval.records import MANIFEST, RESULTS, ResultsFile, RunManifest, row_from_verdict
+from debates.eval.records import MANIFEST, RESULTS, RunManifest, row_from_verdict
 from debates.eval.score.report import write_report
 from m3d_agents.datasets.base import LoadReport
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
-from m3d_agents.safe_files import replace_file
+from m3d_agents.safe_files import OwnedFolder
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
 
@@ -39,21 +37,22 @@ def saved_run_name(config: str, sample_id: str, when: datetime | None = None) ->
     return f"{stamp}-{safe}-{sample_id[:8]}"
 
 
-def save_post_run(folder: Path, config: str, sample: Sample, verdict: Verdict, backend: str, seed: int = 0) -> Path:
-    """Write ``folder`` as the run of ``config`` over ``sample`` that gave ``verdict``; the folder must not exist yet."""
+def save_post_run(root: Path, name: str, config: str, sample: Sample, verdict: Verdict, backend: str, seed: int = 0) -> Path:
+    """Write the folder ``name`` under ``root`` (the run root or ``--save`` folder the user named) as the run of
+    ``config`` over ``sample`` that gave ``verdict``. The folder is made new, and it and every folder between
+    ``root`` and it are reached without following a link (:class:`OwnedFolder`)."""
     try:
-        folder.mkdir(parents=True, exist_ok=False)
-    except FileExistsError:
-        raise InputError("save", f"{folder} exists already; a saved debate gets a folder of its own") from None
-    except OSError as exc:
-        raise InputError("save", f"cannot create {folder}: {exc.strerror or exc}") from None
+        written = OwnedFolder(root).create().new_folder(name)
+    except InputError as exc:
+        raise InputError("save", f"{exc.field}: {exc.problem}") from None
+    folder = written.location
     images = []
     for i, image in enumerate(sample.images, start=1):
         name = f"image-{i}{Path(image).suffix.lower() or '.png'}"
-        shutil.copyfile(image, folder / name)
+        written.copy_in(Path(image), name)
         images.append(name)
     post = {"id": sample.id, "text": sample.text, "images": ";".join(images), "label": sample.gold_label or ""}
-    replace_file(folder / POST, json.dumps(post, ensure_ascii=False) + "\n")
+    written.write_json(POST, post, indent=None)
     taxonomy = get_taxonomy(sample.taxonomy)
     options = post_options(sample)
     dataset = f"jsonl:{(folder / POST).resolve()}"
@@ -63,17 +62,13 @@ def save_post_run(folder: Path, config: str, sample: Sample, verdict: Verdict, b
         load_report=LoadReport(kind="jsonl", path=str(folder / POST), options=options, loaded=1, skipped={},
                                taxonomy=sample.taxonomy, labels={sample.gold_label: 1} if sample.gold_label else {}),
     )
-    replace_file(folder / MANIFEST, manifest.model_dump_json(indent=2))
+    written.write_json(MANIFEST, manifest)
     row = row_from_verdict(
         verdict, index=0, seed=seed, gold=sample.gold_label,
         gold_mis=taxonomy.is_misinformation(sample.gold_label) if sample.gold_label else None,
         latency_s=verdict.diagnostics.wall_time_s if verdict.diagnostics else 0.0, cost_usd=None, config=config, backend=backend,
     )
-    results = ResultsFile(folder / RESULTS)
-    results.open()
-    try:
-        results.append(row)
-    finally:
-        results.close()
-    write_report(folder)
+    with written.append_log(RESULTS) as results:
+        results.append_json(row)
+    write_report(folder, folder=written)
     return folder

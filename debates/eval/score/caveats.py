@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from debates.eval.records import EvalRow, RunManifest
 
-CaveatKind = Literal["one_class", "small", "unfinished", "unequal"]
+CaveatKind = Literal["one_class", "small", "unfinished", "running", "unequal"]
 
 SMALL_N = 30
 """Below this many scored samples an interval on accuracy is wider than about ±0.18 (at accuracy 0.5)."""
@@ -44,11 +44,15 @@ def planned_samples(manifest: RunManifest) -> int | None:
     return min(loaded, limit) if limit else loaded
 
 
-def run_caveats(manifest: RunManifest, rows: Sequence[EvalRow]) -> list[Caveat]:
-    """What this run's figures cannot say."""
+def run_caveats(manifest: RunManifest, rows: Sequence[EvalRow], running: str | None = None) -> list[Caveat]:
+    """What this run's figures cannot say; ``running`` is the pid of another process writing the run now."""
     caveats = []
     planned = planned_samples(manifest)
-    if planned is not None and len(rows) < planned:
+    if planned is not None and len(rows) < planned and running is not None:
+        caveats.append(Caveat(kind="running", text=(
+            f"running: {len(rows)} of the {planned} samples asked for are done so far (m3d evaluate, pid {running}, "
+            "is still writing this run); every figure is over the finished ones only; run m3d report again once it ends")))
+    elif planned is not None and len(rows) < planned:
         caveats.append(Caveat(kind="unfinished", text=(
             f"unfinished: {len(rows)} of the {planned} samples asked for are done (an interrupted run; the same command "
             "resumes it); every figure is over the finished ones only")))

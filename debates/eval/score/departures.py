@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -46,6 +46,10 @@ class PlannedRun:
     """``--retrieval``; None: the configuration's default (record with a retrieval block, else off)."""
     file_tools: Mapping[str, ToolBinding] = field(default_factory=dict)
     """The config file's ``tools:`` block."""
+    lookup: Callable[[str], BackendConfig] | None = None
+    """The settings of a backend by name, for seats on backends of their own; None: every seat on ``backend``."""
+    overridden: bool = False
+    """``--backend`` was given: every seat runs on ``backend``, whatever the configuration names."""
     env: Mapping[str, str] | None = None
     """The environment the keys are read from; None: ``os.environ``."""
 
@@ -56,6 +60,12 @@ class PlannedRun:
     @property
     def tools(self) -> dict[str, ToolBinding]:
         return dict(merged_tools(self.config.tools, self.file_tools))
+
+    def seat_backend(self, name: str | None) -> BackendConfig:
+        """The backend a seat naming ``name`` (None: none) runs on in this run."""
+        if name is None or self.overridden or self.lookup is None:
+            return self.backend
+        return self.lookup(name)
 
     def tool_backend(self, tool: str) -> str:
         """The backend a model-backed tool's calls go to in this run."""
@@ -139,6 +149,15 @@ def _tool_departures(plan: PlannedRun) -> list[StatedDeparture]:
     return found
 
 
+def asks_for_evidence(config: StrategyConfig) -> bool:
+    """Whether the configuration's agents are meant to see evidence: it has a retrieval block, or one of its tools
+    searches the web (a ReAct Wikipedia or Google action), which answers 'unavailable' when retrieval is off."""
+    from m3d_agents.tools.catalogue import default_registry
+
+    registry = default_registry()
+    return config.retrieval is not None or any(registry.card(name).needs_network for name in config.tools_used())
+
+
 def learned_detector_named(plan: PlannedRun) -> bool:
     """Whether the run names a learned detector's weights (its ``tools:`` block, the config file's, or the
     environment), which the image critic then reads instead of the fused CPU forensics."""
@@ -148,14 +167,35 @@ def learned_detector_named(plan: PlannedRun) -> bool:
     return bool(plan.tools.get(NAME, ToolBinding()).model or env.get(MODEL_ENV, "").strip())
 
 
+def _answer_cap(plan: PlannedRun) -> list[StatedDeparture]:
+    """A cap on answers that the backend sets below what a paper configuration asks (the paper's limit, or none)."""
+    if plan.config.paper is None:
+        return []
+    budget = plan.config.call_budget()
+    asked = budget.answer_tokens if budget is not None else None
+    cap = plan.backend.answer_tokens(asked)
+    if cap is None or cap == asked:
+        return []
+    embedded = plan.backend.shaping().answer_tokens
+    source = "the embedded model's own cap, local.answer_tokens" if embedded == cap else "its max_tokens"
+    paper = "sets no limit" if asked is None else f"allows {asked}"
+    return [_detected("answer-cap", f"backend {plan.backend_name} cuts every answer at {cap} tokens ({source}), where "
+                      f"{plan.config.paper}'s setting {paper}; each answer cut short is counted in the run's summary "
+                      "(answers cut at the token cap)")]
+
+
 def planned_departures(plan: PlannedRun) -> list[StatedDeparture]:
     """Every departure a run of ``plan`` will have that is known before it starts, the configuration's own first."""
     config = plan.config
     conditions = {"always"}
     detected = _evidence_departures(plan, conditions)
     detected += _tool_departures(plan)
-    if not plan.backend.has_vision:
+    detected += _answer_cap(plan)
+    seeing = [plan.seat_backend(name).has_vision for name in config.image_seats()]
+    if not all(seeing):
         conditions.add("text_only")
+    if any(seeing):
+        conditions.add("vision")
     if config.paper is not None and not plan.backend.has_vision:
         detected.append(_detected(
             "text-only-backend", f"backend {plan.backend_name} ({plan.backend.model_name}) is text-only, so no agent sees "

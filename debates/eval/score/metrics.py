@@ -38,7 +38,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from debates.eval.records import Escalation, EvalRow
-from m3d_agents.diagnostics import AgentFactDiagnostics, DebateDiagnostics, FactGuardDiagnostics
+from debates.strategies.agentfact.diagnostics import AgentFactDiagnostics
+from debates.chat.diagnostics import DebateDiagnostics
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.labels import get_taxonomy
 from retrieval.leakage import RULES
 
@@ -127,6 +129,8 @@ class RunMetrics(BaseModel):
     latency_p50_s: float | None
     latency_p95_s: float | None
     calls_per_sample: float
+    cut_answers: int = Field(0, description="answers cut at their token cap (finish_reason length), over every sample")
+    model_calls: int = Field(0, description="model calls over every sample, the cut answers' denominator")
     prompt_tokens_per_sample: float
     completion_tokens_per_sample: float
     cost_usd: float | None
@@ -378,6 +382,8 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         latency_p50_s=percentile([r.latency_s for r in finished], 50),
         latency_p95_s=percentile([r.latency_s for r in finished], 95),
         calls_per_sample=float(np.mean([r.model_calls for r in finished])) if n else 0.0,
+        cut_answers=sum(r.cut_answers for r in finished),
+        model_calls=sum(r.model_calls for r in finished),
         prompt_tokens_per_sample=float(np.mean([r.prompt_tokens for r in finished])) if n else 0.0,
         completion_tokens_per_sample=float(np.mean([r.completion_tokens for r in finished])) if n else 0.0,
         cost_usd=known_cost,

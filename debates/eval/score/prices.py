@@ -45,7 +45,7 @@ class PriceTable(BaseModel):
         name = config.model_name
         if name in self.models:
             return self.models[name]
-        if config.kind in ("local", "vllm"):
+        if config.spec.self_hosted:
             return FREE
         for known in sorted(self.models, key=len, reverse=True):
             if name.startswith(known + "-"):

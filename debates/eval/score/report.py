@@ -12,15 +12,16 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from debates.eval.score.caveats import Caveat, run_caveats
 from debates.eval.score.annotations import ANNOTATIONS, Annotation, GoldSource, read_annotations, with_annotated_gold
 from debates.eval.records import MANIFEST, RESULTS, RunManifest, read_manifest
+from debates.eval.lock import running_elsewhere
 from debates.eval.score.metrics import RunMetrics, compute_metrics
 from debates.eval.records import EvalRow, read_rows
-from m3d_agents.safe_files import refuse_linked_folder, replace_file
-from m3d_agents.errors import InputError
+from m3d_agents.safe_files import OwnedFolder
+from m3d_agents.errors import InputError, one_line
 from m3d_agents.verdict import Verdict
 
 METRICS = "metrics.json"
@@ -40,6 +41,9 @@ class RunSummary(BaseModel):
     """With ``gold="annotations"``: how many samples were scored against a reviewer's label."""
     caveats: list[Caveat] = []
     """What the figures cannot say (one class, few samples, an unfinished run): :mod:`debates.eval.score.caveats`."""
+    left_out: list[str] = Field(default_factory=list, exclude=True)
+    """Sibling run folders that could not be read and were left out of the trade-off plots, one line each
+    (printed as warnings, never written: a damaged neighbour is not this run's business)."""
 
 
 def load_run(
@@ -71,7 +75,7 @@ def _load(
 def summarise(run_dir: Path, gold: GoldSource = "dataset", annotations: Sequence[Annotation] | None = None) -> RunSummary:
     manifest, rows, annotated = _load(run_dir, gold, annotations)
     return RunSummary(path=str(run_dir), manifest=manifest, metrics=compute_metrics(rows, manifest.taxonomy),
-                      gold=gold, annotated=annotated, caveats=run_caveats(manifest, rows))
+                      gold=gold, annotated=annotated, caveats=run_caveats(manifest, rows, running=running_elsewhere(run_dir)))
 
 
 def run_label(summary: RunSummary) -> str:
@@ -124,6 +128,7 @@ def markdown(summary: RunSummary) -> str:
         f"| ECE (10 bins) | {_fmt(m.ece)} |",
         f"| latency p50 / p95 (s) | {_fmt(m.latency_p50_s, 2)} / {_fmt(m.latency_p95_s, 2)} |",
         f"| model calls per sample | {_fmt(m.calls_per_sample, 2)} |",
+        f"| answers cut at the token cap (finish_reason length) | {m.cut_answers} of {m.model_calls} model calls |",
         f"| tokens per sample (prompt + completion) | {m.prompt_tokens_per_sample:.0f} + {m.completion_tokens_per_sample:.0f} |",
         f"| cost (USD) total / per sample | {_fmt(m.cost_usd, 4)} / {_fmt(m.cost_per_sample_usd, 6)} |",
         *([f"| escalated to best-of-N by the planner (AgentM3D reports 69.1% on MMFakeBench, 77.2% on Combined) | "
@@ -185,7 +190,7 @@ def _pyplot():
     return plt
 
 
-def plot_confusion(summary: RunSummary, path: Path) -> None:
+def plot_confusion(summary: RunSummary, folder: OwnedFolder, name: str) -> None:
     plt = _pyplot()
     scores = summary.metrics.classification
     fig, ax = plt.subplots(figsize=(6, 5))
@@ -204,7 +209,7 @@ def plot_confusion(summary: RunSummary, path: Path) -> None:
         ax.set_ylabel("gold")
     ax.set_title(run_label(summary))
     fig.tight_layout()
-    save_figure(fig, path, dpi=120)
+    save_figure(fig, folder, name, dpi=120)
     plt.close(fig)
 
 
@@ -216,14 +221,14 @@ def tick_label(label: str) -> str:
 MARKERS = "osD^vP*X<>"
 
 
-def save_figure(fig: Any, path: Path, dpi: int) -> None:
-    """A figure as a PNG file, written as every run-folder file is (never through a link)."""
+def save_figure(fig: Any, folder: OwnedFolder, name: str, dpi: int) -> None:
+    """A figure as the PNG file ``name`` of ``folder``, written as every run-folder file is (never through a link)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
-    replace_file(path, buffer.getvalue())
+    folder.write(name, buffer.getvalue())
 
 
-def plot_tradeoffs(summaries: Sequence[RunSummary], folder: Path) -> list[Path]:
+def plot_tradeoffs(summaries: Sequence[RunSummary], folder: OwnedFolder) -> list[Path]:
     """Accuracy against p50 latency and against cost per sample, one point per run.
 
     Runs are told apart by colour and marker in a legend below the axes: labels written beside the
@@ -251,30 +256,49 @@ def plot_tradeoffs(summaries: Sequence[RunSummary], folder: Path) -> list[Path]:
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=7, frameon=False,
                       ncol=1 if shown < 4 else 2)
         fig.tight_layout()
-        save_figure(fig, folder / name, dpi=120)
+        save_figure(fig, folder, name, dpi=120)
         plt.close(fig)
-        written.append(folder / name)
+        written.append(folder.path(name))
     return written
 
 
 def sibling_runs(run_dir: Path) -> list[Path]:
-    parent = run_dir.resolve().parent
-    return sorted(p for p in parent.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
+    """The other run folders beside ``run_dir`` (folders holding a ``run.json``)."""
+    here = run_dir.resolve()
+    try:
+        return sorted(p for p in here.parent.iterdir()
+                      if p.resolve() != here and p.is_dir() and os.path.lexists(p / MANIFEST))
+    except OSError:
+        return []
 
 
-def write_reviews(run_dir: Path) -> int:
+def sibling_summaries(run_dir: Path) -> tuple[list[RunSummary], list[str]]:
+    """Every readable sibling run's summary, and one line for each sibling that could not be read.
+
+    A neighbour is only there for the trade-off plots: one whose ``run.json`` is garbage or whose
+    ``results.jsonl`` was edited by hand is named and left out, never a reason for this run's report
+    (or a finished evaluation) to fail."""
+    summaries, left_out = [], []
+    for sibling in sibling_runs(run_dir):
+        try:
+            summaries.append(summarise(sibling))
+        except Exception as exc:  # noqa: BLE001 - whatever is wrong with a neighbour costs that neighbour alone
+            why = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+            left_out.append(f"left the neighbouring run {sibling} out of the trade-off plots: {one_line(why)}")
+    return summaries, left_out
+
+
+def write_reviews(run_dir: Path, folder: OwnedFolder | None = None) -> int:
     """One review record per explained verdict, ``reviews/<sample id>.json``, in the fields of AgentFact's
     human review (label, reasons, key points with evidence ids, evidence list, image findings, confidence)."""
     _, rows = load_run(run_dir)
+    folder = folder if folder is not None else OwnedFolder(run_dir)
     written = 0
     for row in rows:
         if not row.verdict or not row.verdict.get("explanation"):
             continue
-        folder = run_dir / REVIEWS
-        refuse_linked_folder(folder)
-        folder.mkdir(exist_ok=True)
         record = Verdict.model_validate(row.verdict).review_record()
-        replace_file(folder / f"{safe_name(row.sample_id)}.json", record.model_dump_json(indent=2))
+        folder.write_json(f"{REVIEWS}/{safe_name(row.sample_id)}.json", record)
         written += 1
     return written
 
@@ -283,33 +307,33 @@ def safe_name(sample_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in sample_id) or "sample"
 
 
-def record_outcome(run_dir: Path, summary: RunSummary) -> None:
+def record_outcome(folder: OwnedFolder, summary: RunSummary) -> None:
     """Write what the run found about itself that ``run.json`` carries (the planner's escalation),
     replacing the manifest atomically; the run's identity is left as it was."""
     if summary.manifest.escalation == summary.metrics.escalation:
         return
     manifest = summary.manifest.model_copy(update={"escalation": summary.metrics.escalation})
-    temporary = run_dir / f"{MANIFEST}.tmp"
-    temporary.write_text(manifest.model_dump_json(indent=2))
-    temporary.replace(run_dir / MANIFEST)
+    folder.write_json(MANIFEST, manifest)
     summary.manifest = manifest
 
 
-def write_report(run_dir: Path, gold: GoldSource = "dataset") -> RunSummary:
+def write_report(run_dir: Path, gold: GoldSource = "dataset", folder: OwnedFolder | None = None) -> RunSummary:
     """Metrics, report and plots of a run. Scored against the annotations, they go to files of their
-    own (``report.annotations.md`` ...), so the report on the data set's labels is never replaced."""
+    own (``report.annotations.md`` ...), so the report on the data set's labels is never replaced.
+    ``folder`` is how the run folder is written (the run folder itself unless a caller made it inside another)."""
+    folder = folder if folder is not None else OwnedFolder(run_dir)
     if gold == "annotations":
         summary = summarise(run_dir, gold)
-        replace_file(run_dir / ANNOTATED_METRICS, summary.model_dump_json(indent=2))
-        replace_file(run_dir / ANNOTATED_REPORT, markdown(summary))
-        plot_confusion(summary, run_dir / ANNOTATED_CONFUSION)
+        folder.write_json(ANNOTATED_METRICS, summary)
+        folder.write(ANNOTATED_REPORT, markdown(summary))
+        plot_confusion(summary, folder, ANNOTATED_CONFUSION)
         return summary
     summary = summarise(run_dir)
-    record_outcome(run_dir, summary)
-    write_reviews(run_dir)
-    replace_file(run_dir / METRICS, summary.model_dump_json(indent=2))
-    replace_file(run_dir / REPORT, markdown(summary))
-    plot_confusion(summary, run_dir / "confusion.png")
-    others = [summarise(p) for p in sibling_runs(run_dir) if p.resolve() != run_dir.resolve()]
-    plot_tradeoffs([summary, *others], run_dir)
+    record_outcome(folder, summary)
+    write_reviews(run_dir, folder)
+    folder.write_json(METRICS, summary)
+    folder.write(REPORT, markdown(summary))
+    plot_confusion(summary, folder, "confusion.png")
+    others, summary.left_out = sibling_summaries(run_dir)
+    plot_tradeoffs([summary, *others], folder)
     return summary

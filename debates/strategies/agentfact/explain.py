@@ -16,7 +16,7 @@ check each citation without the evidence store.
 from __future__ import annotations
 
 from debates.strategies.agentfact.board import Board
-from m3d_agents.diagnostics import AgentFactDiagnostics, PoolItem
+from debates.strategies.agentfact.diagnostics import AgentFactDiagnostics, PoolItem
 from m3d_agents.evidence import Evidence
 from m3d_agents.verdict import Explanation, Finding, KeyPoint
 

@@ -155,6 +155,11 @@ class AgentFactConfig(StrategyConfig):
             used += ["forensic_fusion"] if self.forensics else []
         return list(dict.fromkeys(used))
 
+    def image_seats(self) -> list[str | None]:
+        """Agent-IR's seat: image matching, tampering and the miscaption judge look at images there, whatever the others'
+        backends are."""
+        return [self.seat("visual_analyst").backend] if self.has("visual_analyst") else []
+
     def seat(self, role: Role) -> AgentFactSeat:
         for seat in self.seats:
             if seat.role == role:

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from debates.chat.team import PolicyGroupChat
 from debates.strategies.agentfact.board import Board
+from debates.strategies.agentfact.diagnostics import AgentFactDiagnostics
 from debates.strategies.agentfact.explain import diagnostics_of, evidence_of, explanation_of, findings_of
 from debates.strategies.agentfact.participants import Workflow, build_participants
 from debates.strategies.agentfact.settings import AgentFactConfig, Role
@@ -28,7 +29,7 @@ from m3d_agents.verdict import Verdict
 ANSWER_TAXONOMY = "factcheck3"
 
 
-@strategy("agentfact")
+@strategy("agentfact", diagnostics=AgentFactDiagnostics)
 class AgentFact(ConfiguredStrategy[AgentFactConfig]):
     """Plan, retrieve, screen, reason, explain: the five AgentFact agents under their controller."""
 
@@ -36,8 +37,6 @@ class AgentFact(ConfiguredStrategy[AgentFactConfig]):
 
     async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
         config = self.config
-        if ctx.human_seats:
-            raise InputError("human-seat", f"the {config.name} workflow has no seat a person can take")
         answer_taxonomy(config, ANSWER_TAXONOMY, sample)
         gold = list(ctx.gold_evidence) if config.setting == "evidence_bounded" else []
         if config.setting == "evidence_bounded" and not gold:

@@ -18,7 +18,8 @@ from debates.chat.seats import ModelSeat
 from debates.chat.state import DebateState
 from debates.chat.team import PolicyGroupChat
 from debates.chat.config import DebateConfig, SeatConfig
-from debates.chat.protocol import PROTOCOLS, DebateProtocol
+from debates.chat.diagnostics import DebateDiagnostics
+from debates.chat.protocol import PROTOCOLS, DebateProtocol, debate_state
 from debates.strategy import ConfiguredStrategy, RunContext, StrategyConfig, answer_taxonomy, strategy
 from debates.turns import build_turn_policy
 from debates.chat.run import run_team
@@ -35,6 +36,7 @@ def seat_backend_name(seat: SeatConfig, config: DebateConfig, ctx: RunContext) -
 
 def build_seats(
     config: DebateConfig,
+    protocol: DebateProtocol,
     state: DebateState,
     preparation: SamplePreparation,
     evidence: list[Evidence],
@@ -47,20 +49,18 @@ def build_seats(
     enable_image_describers()
     prepared = preparation.prepared
     humans = dict(ctx.human_seats)
-    for name in humans:
-        config.seat(name)
     seats: list[ChatAgent | Team] = []
     setup = ctx.tool_setup(config)
     for seat in config.seats:
         if seat.name in humans:
-            seats.append(HumanSeat(seat, config, state.protocol, state.taxonomy, preparation, evidence, humans[seat.name]))
+            seats.append(HumanSeat(seat, config, protocol, state.taxonomy, preparation, evidence, humans[seat.name]))
             continue
         chosen = ctx.pool.get(seat_backend_name(seat, config, ctx), model=seat.model)
         create: dict[str, object] = {
             "temperature": seat.temperature if seat.temperature is not None else config.temperature,
             "seed": ctx.seed_for("seat", seat.name),
         }
-        grammar = state.protocol.turn_grammar(seat, config, state.taxonomy) if chosen.takes_grammar else None
+        grammar = protocol.turn_grammar(seat, config, state.taxonomy) if chosen.takes_grammar else None
         # JSON turns as configured, except on a model whose prose the backend bounds (the embedded one): a JSON
         # string has no bound that llama.cpp's grammar can hold, so there the paper's text format is decoded instead.
         json_turns = config.structured_turns and not (grammar is not None and chosen.bounds_prose)
@@ -68,7 +68,7 @@ def build_seats(
             ModelSeat(
                 seat,
                 config,
-                state.protocol,
+                protocol,
                 state.taxonomy,
                 chosen.view(ctx.ledger, agent=seat.name, role=seat.role),
                 preparation,
@@ -86,7 +86,7 @@ def build_seats(
     return seats
 
 
-@strategy("debate")
+@strategy("debate", diagnostics=DebateDiagnostics)
 class DebateStrategy(ConfiguredStrategy[DebateConfig]):
     """A group-chat debate under one of the registered protocols."""
 
@@ -106,8 +106,8 @@ class DebateStrategy(ConfiguredStrategy[DebateConfig]):
         )
         gathered = await ctx.gather_evidence(sample, dropped=True) if config.use_evidence else []
         kept = [e for e in gathered if e.kept]
-        state = DebateState(config=config, taxonomy=answering)
-        participants = build_seats(config, state, preparation, kept, ctx)
+        state = debate_state(protocol, config, answering)
+        participants = build_seats(config, protocol, state, preparation, kept, ctx)
         extra = protocol.extra_participants(state, sample, ctx.ledger, ctx.query_answerer)
         team = PolicyGroupChat([*participants, *extra], state, protocol.next_speakers)
         await run_team(team, state, f"Debate on post {sample.id} begins.", ctx, f"the {config.name} debate on sample {sample.id}")

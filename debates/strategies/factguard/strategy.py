@@ -29,7 +29,7 @@ from debates.strategies.factguard.seats import DESK, VERIFIER, FactGuardState, T
 from debates.strategy import ConfiguredStrategy, RunContext, StrategyConfig, strategy
 from m3d_agents.backends.config import default_cache_root
 from m3d_agents.backends.factory import Backend
-from m3d_agents.diagnostics import AgentTurnRecord, FactGuardDiagnostics, RecordedToolCall
+from debates.strategies.factguard.diagnostics import AgentTurnRecord, FactGuardDiagnostics, RecordedToolCall
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.evidence import Evidence, evidence_block
@@ -65,7 +65,7 @@ class Setup:
     hint: str
 
 
-@strategy("factguard")
+@strategy("factguard", diagnostics=FactGuardDiagnostics)
 class FactGuard(ConfiguredStrategy[FactGuardConfig]):
     """The two-turn video agent: verifier and tool desk."""
 

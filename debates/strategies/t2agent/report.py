@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from debates.strategies.t2agent.tree import Node
-from m3d_agents.diagnostics import NodeReport
+from debates.strategies.t2agent.diagnostics import NodeReport
 
 
 def node_report(node: Node) -> NodeReport:

@@ -37,7 +37,7 @@ from debates.strategies.t2agent.prompting import (
 )
 from m3d_agents.tools.react import ActionSpec, Step, action_specs, parse_step
 from debates.strategies.t2agent.report import node_report
-from m3d_agents.diagnostics import PriorReport, SearchReport, SubtaskReport, T2AgentDiagnostics, ToolReport
+from debates.strategies.t2agent.diagnostics import PriorReport, SearchReport, SubtaskReport, T2AgentDiagnostics, ToolReport
 from debates.strategies.t2agent.scoring import read_score
 from debates.strategies.t2agent.search import Iteration, Memory, SearchOutcome, run_search
 from debates.strategies.t2agent.tree import Node, SearchTree
@@ -336,7 +336,7 @@ def _rationale(decision: FusionDecision, chosen: dict[str, Node], config: T2Agen
     return "\n\n".join(parts)
 
 
-@strategy("t2agent")
+@strategy("t2agent", diagnostics=T2AgentDiagnostics)
 class T2Agent(ConfiguredStrategy[T2AgentConfig]):
     """Tree search over forgery-source subtasks with tool actions, a dual reward, pruning, early stop and fusion."""
 

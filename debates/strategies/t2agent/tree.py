@@ -99,10 +99,17 @@ def uct(child: Node, parent_visits: int, c: float, form: UctForm = "eq3") -> flo
 def select_child(parent: Node, c: float, form: UctForm = "eq3") -> Node | None:
     """The child of highest UCT; None when no child may be selected.
 
-    Subtask children that are pruned or decided are never selected. Ties go to the higher prior
-    (subtask level), then to the earlier child (config order for subtasks, creation order below).
+    Subtask children that are pruned or decided are never selected. A dead child (a step whose
+    answer could not be read) is selected only when every child is dead: it holds nothing to
+    explore and is worth 0, yet as an unvisited node it would outscore a visited sibling under
+    eq. 3 (0 + 1.665 against r/2 + 1.177 on a subtask's second visit), so the one revisit a small
+    K allows would be spent on it. The paper has no unreadable steps; this is our rule. Ties go to
+    the higher prior (subtask level), then to the earlier child (config order for subtasks,
+    creation order below).
     """
     candidates = [child for child in parent.children if child.kind != "subtask" or child.status == "open"]
+    live = [child for child in candidates if child.kind != "dead"]
+    candidates = live or candidates
     best: Node | None = None
     best_score = -math.inf
     for child in candidates:

@@ -43,7 +43,7 @@ def create_app(settings: WebSettings) -> FastAPI:
     signer = CsrfSigner()
     pages = Pages(signer, secrets=(settings.token,) if settings.token else ())
     live_debates = live.LiveRegistry()
-    study_sessions = study.StudyRegistry()
+    study_sessions = study.StudyRegistry(settings.max_study_sessions, settings.study_idle_s)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -24,9 +24,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.responses import HTMLResponse
 
 from debates.chat.human_input import QueueInput
-from debates.chat.config import DebateConfig
-from debates.chat.protocol import PROTOCOLS
-from debates.strategy import StrategyConfig
+from debates.strategy import StrategyConfig, check_person_seats
 from debates.config_loader import available_configs, load_config
 from debates.eval.run.saved_post import save_post_run, saved_run_name
 from debates.ui.web.app_state import AppState, app_state
@@ -39,6 +37,7 @@ from debates.ui.web.security import CSRF_COOKIE, same_origin
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import PreparedSample, prepare_sample
+from m3d_agents.redaction import redact_data
 from m3d_agents.verdict import TranscriptTurn, Verdict
 
 log = logging.getLogger("m3d.web")
@@ -67,10 +66,8 @@ class SeatOffer:
 
 
 def seats_of(config: StrategyConfig) -> list[SeatOffer]:
-    """The seats a person may take: every seat of a group-chat debate; other strategies have none."""
-    if not isinstance(config, DebateConfig):
-        return []
-    return [SeatOffer(s.name, s.role, s.stance) for s in config.seats]
+    """The seats a person may take (every seat of a group-chat debate; other strategies have none)."""
+    return [SeatOffer(s.name, s.role, s.stance) for s in config.person_seats()]
 
 
 def configurations() -> dict[str, StrategyConfig]:
@@ -198,23 +195,20 @@ async def _new_debate(state: AppState, form: Any) -> LiveDebate:
         raise PageError(400, f"backend: {backend!r} is not one of {', '.join(settings.backends)}")
     seat = text_field(form, "seat", max_chars=100) or None
     config = load_config(name)
-    seat_config = None
+    taken = None
     if seat is not None:
-        if not isinstance(config, DebateConfig):
-            raise PageError(400, f"seat: the {name} configuration ({config.strategy}) has no seats to take")
         try:
-            seat_config = config.seat(seat)
+            check_person_seats(config, [seat], field="seat")
         except InputError as exc:
             raise PageError(400, str(exc)) from None
+        taken = next(s for s in config.person_seats() if s.name == seat)
     post = await post_from_form(settings, form)
     try:
         prepared = await asyncio.to_thread(prepare_sample, post.sample, settings.limits)
         labels, required, sees_images = get_taxonomy(post.sample.taxonomy).labels, False, True
-        if isinstance(config, DebateConfig) and seat_config is not None:
-            protocol = PROTOCOLS.get(config.protocol)
-            labels = get_taxonomy(protocol.answer_taxonomy(config, post.sample.taxonomy)).labels
-            required = protocol.answers_required(seat_config, config)
-            sees_images = protocol.sees_images(seat_config)
+        if taken is not None:
+            labels = get_taxonomy(config.seat_taxonomy(post.sample.taxonomy)).labels
+            required, sees_images = taken.answers, taken.sees_images
     except (InputError, ValueError) as exc:
         post.discard()
         raise PageError(400, str(exc)) from None
@@ -310,7 +304,7 @@ class LiveSession:
     async def _send_all(self) -> None:
         while True:
             message = await self.outbox.get()
-            await self.ws.send_json(message)
+            await self.ws.send_json(redact_data(message, extra=self.state.pages.secrets))
 
     async def _receive_all(self) -> None:
         while True:
@@ -406,7 +400,7 @@ class LiveSession:
         debate = self.debate
         name = saved_run_name(debate.config.name, verdict.sample_id)
         try:
-            await asyncio.to_thread(save_post_run, roots[0] / LIVE_RUNS / name, debate.config.name, debate.post.sample,
+            await asyncio.to_thread(save_post_run, roots[0], f"{LIVE_RUNS}/{name}", debate.config.name, debate.post.sample,
                                     verdict, debate.backend)
         except (InputError, OSError) as exc:
             log.warning("debate %s could not be saved for review: %s", debate.id, self.state.pages.redact(exc))

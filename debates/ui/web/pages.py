@@ -93,10 +93,13 @@ class Pages:
         return self.signer.token_for(connection.scope.get("state", {}).get("csrf_cookie", ""))
 
     def fragment(self, name: str, **context: Any) -> str:
-        return self.env.get_template(name).render(**context)
+        """A piece of a page (a turn, a verdict) for the live page's socket, redacted whole like every page."""
+        return self.redact(self.env.get_template(name).render(**context))
 
     def render(self, request: HTTPConnection, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        html = self.env.get_template(name).render(request=request, csrf=self.csrf(request), **context)
+        # Every page is redacted whole on its way out: a model's words on a review page, a study's reveal or a live
+        # verdict may repeat a key its server echoed, and no template has to remember to filter each field.
+        html = self.redact(self.env.get_template(name).render(request=request, csrf=self.csrf(request), **context))
         return HTMLResponse(html, status_code=status, headers={"cache-control": "no-store"})
 
     def error(self, request: HTTPConnection, status: int, message: str) -> HTMLResponse:

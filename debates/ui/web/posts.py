@@ -9,6 +9,7 @@ the file as the person called it, never the server's path.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from debates.ui.web.settings import WebSettings
 from m3d_agents.errors import InputError
 from m3d_agents.labels import TAXONOMIES
 from m3d_agents.media.images import load_image, prepare_sample
+from m3d_agents.safe_files import OwnedFolder
 from m3d_agents.sample import Sample
 
 _SUFFIX = re.compile(r"^\.[a-z0-9]{1,5}$")
@@ -63,7 +65,8 @@ async def save_upload(settings: WebSettings, upload: UploadFile) -> tuple[Path, 
     target = settings.upload_dir / f"{secrets.token_hex(12)}{suffix if _SUFFIX.match(suffix) else '.img'}"
     size = 0
     try:
-        with target.open("wb") as out:
+        fd = OwnedFolder(settings.upload_dir).open(target.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
             while chunk := await upload.read(CHUNK):
                 size += len(chunk)
                 if size > settings.max_upload_bytes:

@@ -47,6 +47,12 @@ class WebSettings:
     sources_for: SourcesFor | None = None
     unopened_debate_s: float = 600.0
     """A debate whose page never connects is dropped after this long, with its upload."""
+    max_study_sessions: int = 100
+    """Study sessions held at once (each keeps its posts and the system's verdicts in memory); a new one past this is
+    refused, saying so, until one expires. ``m3d serve --max-studies``."""
+    study_idle_s: float = 7200.0
+    """A study session with no request for this long is dropped with what it holds in memory; the answers given are
+    already in its file. ``m3d serve --study-idle-minutes``."""
     upload_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="m3d-serve-uploads-")))
     parsers: ParserPool = field(default_factory=current_pool)
     """Where every debate's pages, images and videos, and every upload, are parsed: the server process's one
@@ -59,6 +65,10 @@ class WebSettings:
             raise InputError("host", f"{self.host} is not a loopback address: set a token (M3D_SERVE_TOKEN) to serve there")
         if self.token is not None and len(self.token) < 16:
             raise InputError("token", "a server token needs at least 16 characters")
+        if self.max_study_sessions < 1:
+            raise InputError("max-studies", "must be at least 1")
+        if not self.study_idle_s > 0:
+            raise InputError("study-idle-minutes", "must be more than 0")
         if self.default_backend not in self.backends:
             raise InputError("backend", f"{self.default_backend!r} is not one of the backends {', '.join(self.backends)}")
         for root in self.run_roots:

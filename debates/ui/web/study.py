@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import secrets
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,7 +37,7 @@ from debates.ui.web.running import run_post
 from m3d_agents.errors import BackendError, InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.media.images import load_image
-from m3d_agents.safe_files import read_text_nofollow
+from m3d_agents.safe_files import OwnedFolder, read_text_nofollow
 from m3d_agents.safe_json import loads_bounded
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
@@ -140,6 +141,9 @@ class StudySession:
     path: Path
     answers: dict[tuple[int, Phase], StudyAnswer] = field(default_factory=dict)
     verdicts: dict[int, asyncio.Task[Verdict]] = field(default_factory=dict)
+    """The system's verdict per post, from when the post is shown until its second answer is saved."""
+    touched: float = field(default_factory=time.monotonic)
+    """When a request last used this session: one left idle past ``study_idle_s`` is dropped."""
 
     def post(self, index: int) -> Sample:
         if not 0 <= index < len(self.posts):
@@ -156,14 +160,49 @@ class StudySession:
         return f"/study/{self.id}/done"
 
 
+    def drop(self) -> None:
+        """Let go of what the session holds in memory (its verdicts, running or not); its answers are in its file."""
+        for task in self.verdicts.values():
+            task.cancel()
+        self.verdicts.clear()
+
+
+def minutes(seconds: float) -> str:
+    return f"{seconds / 60:g} minutes"
+
+
 class StudyRegistry:
-    def __init__(self) -> None:
+    """Study sessions by id, bounded in number and dropped when idle, so a server that runs for weeks holds only the
+    studies in progress (1,000 abandoned sessions once held 535 MB)."""
+
+    def __init__(self, limit: int = 100, idle_s: float = 7200.0) -> None:
         self.sessions: dict[str, StudySession] = {}
+        self.limit = limit
+        self.idle_s = idle_s
+
+    def sweep(self) -> None:
+        now = time.monotonic()
+        for key, session in list(self.sessions.items()):
+            if now - session.touched > self.idle_s:
+                log.info("study %s dropped after %s without a request; its answers are in %s", key, minutes(self.idle_s),
+                         session.path.name)
+                session.drop()
+                del self.sessions[key]
+
+    def add(self, session: StudySession) -> None:
+        self.sweep()
+        if len(self.sessions) >= self.limit:
+            raise PageError(429, f"{self.limit} study sessions are open on this server already, the most it keeps; one is "
+                                 f"dropped after {minutes(self.idle_s)} without activity. Try again later.")
+        self.sessions[session.id] = session
 
     def get(self, study_id: str) -> StudySession:
+        self.sweep()
         session = self.sessions.get(study_id)
         if session is None:
-            raise PageError(404, "There is no such study session on this server; start a new one.")
+            raise PageError(404, f"There is no such study session on this server (a session is dropped after "
+                                 f"{minutes(self.idle_s)} without activity; the answers given were saved). Start a new one.")
+        session.touched = time.monotonic()
         return session
 
     async def close(self) -> None:
@@ -195,7 +234,8 @@ async def study_form(request: Request) -> HTMLResponse:
     state = app_state(request)
     return state.pages.render(request, "study_start.html", datasets={k: len(v) for k, v in state.settings.datasets.items()},
                               configs=available_configs(), backends=state.settings.backends,
-                              default_backend=state.settings.default_backend, max_posts=MAX_POSTS)
+                              default_backend=state.settings.default_backend, max_posts=MAX_POSTS,
+                              idle=minutes(state.settings.study_idle_s), max_sessions=state.settings.max_study_sessions)
 
 
 @router.post("/study")
@@ -220,10 +260,10 @@ async def start_study(request: Request) -> Response:
     posts = samples[first - 1 : first - 1 + count]
     study_id = secrets.token_urlsafe(9)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    state.settings.study_dir.mkdir(parents=True, exist_ok=True)
+    OwnedFolder(state.settings.study_dir).create()
     session = StudySession(study_id, participant, dataset, posts, config, backend,
                            state.settings.study_dir / f"study-{stamp}-{study_id}.jsonl")
-    studies(request).sessions[study_id] = session
+    studies(request).add(session)
     log.info("study %s started: %d posts, answers in %s", study_id, len(posts), session.path.name)
     return RedirectResponse(session.next_step(), status_code=303)
 
@@ -322,6 +362,7 @@ async def answer_after(request: Request, study_id: str, index: int) -> Response:
     label, confidence = await _answer_fields(request, session.post(index))
     verdict, error = await _verdict_or_error(state, session, index)
     _record(session, index, "after", label, confidence, verdict, error)
+    session.verdicts.pop(index, None)  # answered twice: the verdict is in the file, no page shows it again
     return RedirectResponse(session.next_step(), status_code=303)
 
 

@@ -31,7 +31,7 @@ async def test_a_debater_gets_post_images_and_answer_format_before_the_debate_so
     def structured(_messages: object, _kwargs: object) -> str:
         return json.dumps({"argument": "It looks staged.", "answer": next(labels), "confidence": 0.6})
 
-    debate = load_config("async")
+    debate = load_config("async").model_copy(update={"structured_turns": True})  # JSON turns, as our variants ask
     names = [seat.name for seat in debate.seats]
     config, pool, clients = seat_pool(debate, {n: structured for n in names}, vision=True, structured_output=True)
     await run_sample(config, SAMPLE, pool)

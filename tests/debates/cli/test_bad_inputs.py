@@ -69,7 +69,7 @@ CASES = [
     Case("cfgfile-malformed", ["check", "--text", "x", "--config-file", "be_malformed.yaml"], "be_malformed.yaml", "not valid YAML"),
     Case("cfgfile-unknown-key", ["check", "--text", "x", "--config-file", "be_unknown.yaml"], "backends.gpu.colour", "Extra inputs"),
     Case("cfgfile-wrong-type", ["check", "--text", "x", "--config-file", "be_types.yaml"], "backends.gpu.temperature", "valid number"),
-    Case("cfgfile-bad-kind", ["check", "--text", "x", "--config-file", "be_kind.yaml"], "backends.gpu.kind", "Input should be"),
+    Case("cfgfile-bad-kind", ["check", "--text", "x", "--config-file", "be_kind.yaml"], "backends.gpu.kind", "unknown backend kind 'ollama'"),
     Case("cfgfile-bad-url", ["check", "--text", "x", "--config-file", "be_bad_url.yaml"], "backends.gpu.base_url", "http:// or https://"),
     Case("cfgfile-file-url", ["check", "--text", "x", "--config-file", "be_file_url.yaml"], "backends.gpu.base_url", "http:// or https://"),
     Case("cfgfile-cache-file", ["check", "--text", "x", "--config-file", "be_cache_file.yaml"], "backends.gpu.cache_dir", "a file, not a folder"),
@@ -253,6 +253,29 @@ CASES = [
          "impossible number of tokens", env={"FLOOD_MODE": "usage"}),
     Case("ep-not-text", ["check", "--text", "x", "--backend", "flood", "--config-file", "flood.yaml"], "model endpoint",
          "not text", env={"FLOOD_MODE": "content"}),
+    # configuration files holding binary or control characters, and configurations that ask for too much
+    Case("cfg-nul", ["debate", "--text", "x", "--config", "nul.yaml"], "nul.yaml", "U+0000"),
+    Case("cfg-escape", ["debate", "--text", "x", "--config", "escape.yaml"], "escape.yaml", "U+001B on line 2"),
+    Case("cfg-binary", ["debate", "--text", "x", "--config", "binary.yaml"], "binary.yaml", "which YAML does not allow"),
+    Case("cfgfile-control", ["check", "--text", "x", "--config-file", "be_control.yaml"], "be_control.yaml", "U+0007"),
+    Case("prices-control", ["evaluate", *EVALUATE, "--prices", "prices_control.yaml"], "prices", "U+0001"),
+    Case("cfg-seats-10k", ["debate", "--text", "x", "--config", "seats_10k.yaml"], "seats_10k.yaml",
+         "more than 10000 values, keys and lists"),
+    Case("cfg-seats-1500", ["debate", "--text", "x", "--config", "seats_1500.yaml"], "seats: 1500 items",
+         "over the limit of 1000 for one list"),
+    Case("cfg-seats-40", ["debate", "--text", "x", "--config", "seats_40.yaml"], "seats", "at most 32 items"),
+    Case("cfg-calls", ["debate", "--text", "x", "--config", "calls.yaml"], "calls.yaml",
+         "up to 7680 model calls per sample"),
+    Case("cfg-agentfact-steps", ["check", "--text", "x", "--config", "steps.yaml"], "steps.yaml",
+         "over the limit of 5000"),
+    Case("cfgfile-backends-1500", ["check", "--text", "x", "--config-file", "be_1500.yaml"], "backends: 1500 items",
+         "over the limit of 1000"),
+    # replayed traces: outside their folder, nested too deep, items that are not objects
+    Case("trace-image-outside", ["check", "--replay-mr2", "trace_out", "--sample-id", "a"], "item 'a'",
+         "lies outside the trace folder"),
+    Case("trace-deep", ["check", "--replay-mr2", "trace_deep", "--sample-id", "a"], "dataset_items_test.json", "nested"),
+    Case("trace-not-objects", ["check", "--replay-mr2", "trace_list", "--sample-id", "a"], "item 'a'",
+         "is a list, not an object"),
     # process-level: the real exit path and stderr of a real process
     Case("proc-img-headeronly", ["check", "--text", "x", "--image", "headeronly.jpg"], "images[0]", "corrupt or truncated", process=True),
     Case("proc-env-config-missing", ["check", "--text", "x"], "M3D_CONFIG", "does not exist", env={"M3D_CONFIG": "missing.yaml"},
@@ -398,6 +421,36 @@ def write_more_inputs(folder: Path, flood: str, heavy: Path | None) -> None:
     if heavy is not None:
         for name in ("bomb.png", "huge.png"):
             (folder / name).symlink_to(heavy / name)
+    write_config_bombs(folder)
+
+
+def write_config_bombs(folder: Path) -> None:
+    """The inputs of the configuration and trace cases of the third audit."""
+    texts = {
+        "nul.yaml": DEBATE.replace("name: d", "name: d\x00"),
+        "escape.yaml": "name: d\nprotocol: \x1b[31masync\nseats: [{name: a}, {name: b}]\n",
+        "be_control.yaml": "backends:\n  gpu: {kind: vllm, model: \"bell\x07\"}\n",
+        "prices_control.yaml": "gpt-4o: {input: 1.0, output: \x01}\n",
+        "seats_10k.yaml": "name: d\nprotocol: async\nseats:\n" + "".join(f"  - {{name: s{i}, role: debater}}\n" for i in range(10_000)),
+        "seats_1500.yaml": "name: d\nprotocol: async\nseats:\n" + "".join(f"  - {{name: s{i}}}\n" for i in range(1500)),
+        "seats_40.yaml": "name: d\nprotocol: async\nseats:\n" + "".join(f"  - {{name: s{i}}}\n" for i in range(40)),
+        "calls.yaml": "name: d\nprotocol: async\nmax_rounds: 20\nseats:\n"
+                      + "".join(f"  - {{name: s{i}, turn_policy: {{kind: best_of_n, n: 64}}}}\n" for i in range(3)),
+        "steps.yaml": (REPO / "debates" / "configs" / "agentfact.yaml").read_text().replace("max_steps: 12", "max_steps: 100000"),
+        "be_1500.yaml": "backends:\n" + "".join(f"  b{i}: {{kind: vllm}}\n" for i in range(1500)),
+    }
+    for name, text in texts.items():
+        (folder / name).write_text(text)
+    (folder / "binary.yaml").write_bytes(b"name: d\n" + bytes(range(1, 32)) + b"\n")
+    jpeg = EXAMPLE_IMAGE.read_bytes()
+    claim = {"caption": "a storm", "label": 1, "image_path": "img/a.jpg", "direct_path": "d/a", "inv_path": "i/a"}
+    for name, items in (("trace_out", {"a": {**claim, "image_path": "../../../outside.jpg"}}),
+                        ("trace_list", {"a": [claim]})):
+        (folder / name / "queries_dataset" / "merge" / "img").mkdir(parents=True)
+        (folder / name / "queries_dataset" / "merge" / "img" / "a.jpg").write_bytes(jpeg)
+        (folder / name / "dataset_items_test.json").write_text(json.dumps(items))
+    (folder / "trace_deep").mkdir()
+    (folder / "trace_deep" / "dataset_items_test.json").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
 
 
 def single_error_line(output: str) -> str:
@@ -432,3 +485,13 @@ def test_bad_input_gives_one_line_naming_the_field(case: Case, tmp_path: Path, m
 def test_the_table_is_large_enough() -> None:
     assert len(CASES) >= 120
     assert len({c.id for c in CASES}) == len(CASES)
+
+
+def test_an_error_that_quotes_a_large_configuration_is_cut_to_a_readable_line(tmp_path: Path) -> None:
+    """An unknown backend among 900 lists the known names: the line keeps its start and says how much was cut."""
+    (tmp_path / "many.yaml").write_text("backends:\n" + "".join(f"  backend_number_{i}: {{kind: vllm}}\n" for i in range(900)))
+    result = CliRunner().invoke(app, ["check", "--text", "x", "--config-file", str(tmp_path / "many.yaml"), "--backend", "nosuch"],
+                                env={"COLUMNS": "80"})
+    line = single_error_line(result.stderr)
+    assert result.exit_code == 2 and line.startswith("error: backend: unknown backend 'nosuch'; known: backend_number_0")
+    assert len(line) <= 620 and line.endswith("more characters)"), line

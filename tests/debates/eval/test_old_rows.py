@@ -7,7 +7,7 @@ from pathlib import Path
 
 from debates.eval.records import RESULTS, read_rows
 from debates.eval.score.metrics import compute_metrics
-from m3d_agents.diagnostics import FactGuardDiagnostics
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.verdict import Verdict
 from tests.support.old_diagnostics import OLD_FACTGUARD
 

@@ -275,7 +275,8 @@ async def test_schema_capable_backends_get_json_turns_rendered_as_prose() -> Non
         assert schema["properties"]["answer"]["enum"] == ["real", "fake"]
         return json.dumps({"argument": "The clouds are pasted in.", "answer": "fake", "confidence": 0.8})
 
-    config, pool, clients = seat_pool(load_config("async-three"), {n: respond for n in ("agent_a", "agent_b", "agent_c")},
+    three = load_config("async-three").model_copy(update={"structured_turns": True})
+    config, pool, clients = seat_pool(three, {n: respond for n in ("agent_a", "agent_b", "agent_c")},
                                       json_output=True)
     verdict = await run_sample(config, SAMPLE, pool)
     assert verdict.label == "fake" and verdict.accounting.model_calls == 3
@@ -291,7 +292,7 @@ async def test_json_turns_carry_disambiguation_queries() -> None:
         return json.dumps({"argument": "Unsure.", "queries": ["statue of liberty storm photo origin"],
                            "answer": "fake", "confidence": 0.5})
 
-    config = load_config("disambiguation-three").model_copy(update={"max_rounds": 1})
+    config = load_config("disambiguation-three").model_copy(update={"max_rounds": 1, "structured_turns": True})
     config, pool, _ = seat_pool(config, {n: respond for n in ("agent_a", "agent_b", "agent_c")}, json_output=True)
     verdict = await run_sample(config, SAMPLE, pool, query_answerer=DictAnswerer())
     assert "QUERY: statue of liberty storm photo origin" in verdict.transcript[0].text

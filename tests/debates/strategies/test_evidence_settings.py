@@ -21,7 +21,7 @@ from autogen_core.models import LLMMessage
 from debates.config_loader import load_config, with_overrides
 from debates.session import RunSession
 from m3d_agents.backends.factory import BackendPool
-from m3d_agents.diagnostics import AgentFactDiagnostics
+from debates.strategies.agentfact.diagnostics import AgentFactDiagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample, VideoRef
 from m3d_agents.verdict import Verdict

@@ -180,7 +180,7 @@ def test_in_a_real_kernel_the_debate_waits_for_the_click_between_cells() -> None
 
 def test_a_configuration_says_how_long_its_debate_runs_in_words() -> None:
     from debates.config_loader import load_config
-    from debates.ui.notebook import rounds_phrase
+    from debates.strategy import rounds_phrase
 
     assert rounds_phrase(load_config("async")) == "at most 3 rounds"  # type: ignore[arg-type]
     assert rounds_phrase(load_config("standard")) == "one turn per seat"  # type: ignore[arg-type]

@@ -10,8 +10,10 @@ import re
 from typing import TYPE_CHECKING, ClassVar
 
 import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.protocol import protocol
 from debates.chat.protocol import DebateOutcome
+from debates.chat.stopping import MaxRounds, StopRule
 from debates.strategies.debate.protocols.base import DebaterProtocol, single_answer, stated_or_one
 from m3d_agents.grammars import Grammar, prose_or
 from m3d_agents.parsing import strip_reasoning
@@ -37,11 +39,22 @@ def has_no_objections(text: str) -> bool:
     return _ONLY_NO_OBJECTIONS.fullmatch(strip_reasoning(text).strip()) is not None
 
 
+class NoObjections(StopRule):
+    """The skeptic's latest message is the stop phrase alone."""
+
+    def reason(self, state: DebateState) -> str | None:
+        last = state.turns[-1] if state.turns else None
+        if last is not None and last.role == SKEPTIC and has_no_objections(last.text):
+            return f"the skeptic had no objections after round {state.rounds_of(state.seats_with_role(ACTOR)[0])}"
+        return None
+
+
 @protocol("actor_skeptic")
 class ActorSkeptic(DebaterProtocol):
     """One actor decides; a skeptic probes its reasoning."""
 
     roles: ClassVar[frozenset[str]] = frozenset({ACTOR, SKEPTIC})
+    stops: ClassVar[StopRule] = NoObjections() | MaxRounds(after=ACTOR)
 
     def validate(self, config: DebateConfig) -> None:
         super().validate(config)
@@ -53,18 +66,12 @@ class ActorSkeptic(DebaterProtocol):
         return [s.name for s in config.seats if s.role == ACTOR]
 
     def next_speakers(self, state: DebateState) -> list[str] | None:
-        actor = state.seats_with_role(ACTOR)[0]
-        skeptic = state.seats_with_role(SKEPTIC)[0]
+        reason = self.stops.reason(state)
+        if reason is not None:
+            state.stop_reason = reason
+            return None
         last = state.turns[-1] if state.turns else None
-        if last is not None and last.speaker == skeptic and has_no_objections(last.text):
-            state.stop_reason = f"the skeptic had no objections after round {state.rounds_of(actor)}"
-            return None
-        if last is None or last.speaker == skeptic:
-            return [actor]
-        if state.rounds_of(actor) >= state.config.max_rounds:
-            state.stop_reason = f"maximum of {state.config.max_rounds} rounds reached"
-            return None
-        return [skeptic]
+        return state.seats_with_role(ACTOR if last is None or last.role == SKEPTIC else SKEPTIC)
 
     def visible(self, view: SeatView) -> list[Seen]:
         other_role = SKEPTIC if view.seat.role == ACTOR else ACTOR
@@ -73,15 +80,15 @@ class ActorSkeptic(DebaterProtocol):
 
     def instruction(self, view: SeatView) -> str:
         if view.seat.role == SKEPTIC:
-            return prompts.render("debate/skeptic_turn", history=view.history())
+            return prompts.render("debate/skeptic_turn", history=view.history(self.visible(view)))
         if view.own_round == 1:
             return prompts.load("debate/turn_first")
-        return prompts.render("debate/actor_later", round=view.own_round, history=view.history())
+        return prompts.render("debate/actor_later", round=view.own_round, history=view.history(self.visible(view)))
 
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
         if seat.role == SKEPTIC:
             return prompts.render("debate/skeptic_system", framing=self.framing(config))
-        return prompts.render("debate/actor_system", framing=self.framing(config), answer_format=self.answer_format(taxonomy))
+        return render_prompt("debate/actor_system", framing=self.framing(config), answer_format=self.answer_format(taxonomy))
 
     def answers_required(self, seat: SeatConfig, config: DebateConfig) -> bool:
         return seat.role == ACTOR

@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, ClassVar
 
 import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.reading import StanceReading, read_message
 from debates.chat.protocol import PROTOCOLS
 from debates.chat.protocol import DebateOutcome
+from debates.chat.stopping import Consensus, FinalAnswer, MaxRounds, StopRule
 from m3d_agents.evidence import evidence_block
 from m3d_agents.grammars import Grammar, answer_lines, prose_only
 from m3d_agents.media.post_content import image_context
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 
 JUDGE = "judge"
 DEBATER = "debater"
+JUDGE_DECIDED = FinalAnswer(JUDGE, "the judge decided")
 
 
 def owner_of(role: str) -> str | None:
@@ -55,6 +58,8 @@ class DebaterProtocol:
     """Whether rounds are concurrent: a debater sees the others' answers of the previous round only,
     and agreement counts only where a round is complete (see :meth:`DebateState.consensus_turn`)."""
     asks_queries: ClassVar[bool] = False
+    stops: ClassVar[StopRule] = Consensus() | MaxRounds()
+    """When the debaters are done (:mod:`debates.chat.stopping`): consensus, else the last round."""
 
     # --- seats ---------------------------------------------------------------------------------
 
@@ -94,18 +99,13 @@ class DebaterProtocol:
     # --- turn order ----------------------------------------------------------------------------
 
     def next_speakers(self, state: DebateState) -> list[str] | None:
-        """One debater at a time, in seat order, once per round (the ``async`` schedule)."""
+        """One debater at a time, in seat order, once per round (the ``async`` schedule), until :attr:`stops`."""
+        reason = self.stops.reason(state)
+        if reason is not None:
+            return self.close(state, reason)
         debaters = state.seats_with_role(DEBATER)
-        if self.consensus_reached(state):
-            return self.close(state, consensus_reason(state))
-        behind = [name for name in debaters if state.rounds_of(name) < state.config.max_rounds]
-        if not behind:
-            return self.close(state, f"maximum of {state.config.max_rounds} rounds reached")
-        fewest = min(state.rounds_of(name) for name in behind)
-        return [next(name for name in behind if state.rounds_of(name) == fewest)]
-
-    def consensus_reached(self, state: DebateState) -> bool:
-        return state.completed_rounds() >= 1 and state.consensus() is not None
+        fewest = min(state.rounds_of(name) for name in debaters)
+        return [next(name for name in debaters if state.rounds_of(name) == fewest)]
 
     def needs_judge(self, state: DebateState) -> bool:
         return state.config.on_no_consensus == "judge" and state.consensus() is None
@@ -113,13 +113,10 @@ class DebaterProtocol:
     def close(self, state: DebateState, reason: str) -> list[str] | None:
         """After the debaters are done: hand over to the judge if the rule says so, else stop."""
         judges = state.seats_with_role(JUDGE)
-        judge = judges[0] if judges else None
-        if judge is not None and self.needs_judge(state) and state.rounds_of(judge) == 0:
-            return [judge]
-        if judge is not None and state.rounds_of(judge) > 0:
-            state.stop_reason = f"{reason}; the judge decided"
-        else:
-            state.stop_reason = reason
+        if judges and self.needs_judge(state) and state.rounds_of(judges[0]) == 0:
+            return [judges[0]]
+        decided = JUDGE_DECIDED.reason(state)
+        state.stop_reason = f"{reason}; {decided}" if decided is not None else reason
         return None
 
     # --- what a seat sees and is told ------------------------------------------------------------
@@ -145,11 +142,11 @@ class DebaterProtocol:
         """Round 1 is independent; round 2, where the discussion starts, has its own prompt; later
         rounds share one. The other side is presented as the framing says (see :func:`other_side`)."""
         if view.seat.role == JUDGE:
-            return prompts.render("debate/judge_turn", history=view.history())
+            return prompts.render("debate/judge_turn", history=view.history(self.visible(view)))
         if view.own_round == 1:
             return prompts.load("debate/turn_first")
         template = "debate/turn_first_debate" if view.own_round == 2 else "debate/turn_later"
-        return prompts.render(template, round=view.own_round, history=view.history(), **other_side(view))
+        return prompts.render(template, round=view.own_round, history=view.history(self.visible(view)), **other_side(view))
 
     def framing(self, config: DebateConfig) -> str:
         return prompts.load(f"debate/framing_{config.framing}")
@@ -160,7 +157,7 @@ class DebaterProtocol:
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
         if seat.role == JUDGE:
             return prompts.render("debate/judge_system", answer_format=self.answer_format(taxonomy))
-        return prompts.render("debate/debater_system", framing=self.framing(config), answer_format=self.answer_format(taxonomy))
+        return render_prompt("debate/debater_system", framing=self.framing(config), answer_format=self.answer_format(taxonomy))
 
     def post_block(self, seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
         """The post, then (never for the judge, which must decide from the debate alone) the evidence."""
@@ -184,7 +181,7 @@ class DebaterProtocol:
     def structured_turn(self, seat: SeatConfig, config: DebateConfig) -> bool | None:
         return self.asks_queries if self.answers_required(seat, config) else None
 
-    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int) -> StanceReading:
+    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int | None) -> StanceReading:
         return read_message(text, taxonomy, max_queries)
 
     def turn_grammar(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> Grammar | None:
@@ -279,15 +276,6 @@ def answers_in_words(labels: dict[str, str | None]) -> str:
     said = [f"{seat} answered {label}" if label is not None else f"{seat} gave no readable answer"
             for seat, label in labels.items()]
     return ", ".join(said[:-1]) + f" and {said[-1]}" if len(said) > 1 else (said[0] if said else "nobody answered")
-
-
-def consensus_reason(state: DebateState) -> str:
-    """The stop reason of a consensus, naming the round it was reached in, complete or not."""
-    turn = state.consensus_turn()
-    reached = turn.round if turn is not None else state.current_round()
-    if state.completed_rounds() >= reached:
-        return f"consensus after round {reached}"
-    return f"consensus in round {reached}, before every debater had spoken in it"
 
 
 def rationale_for(state: DebateState, label: str) -> str:

@@ -3,7 +3,8 @@ first distortion ends the chat, and its modality names the M3D label (eq. 9).
 
 The seats speak in the order the configuration lists them, text → image → cross-modal by default;
 the T2Agent paper's Table 6 runs MMD-Agent in other orders (``mmd-agent-match-text-image``,
-``mmd-agent-image-match-text``).
+``mmd-agent-image-match-text``, chained). The chained form also takes AMG's five forgery types as its
+checks (``AMG_CHECKS``), and then answers in the amg taxonomy.
 
 Each modality agent answers with one ``Finish[...]`` action. Only the two actions of its own
 modality count: a text agent that answers ``Finish[MATCH]`` has not done its job, so that answer is
@@ -19,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, ClassVar
 
 import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.reading import StanceReading, stated_confidence
 from debates.chat.protocol import protocol
 from debates.chat.protocol import DebateOutcome
@@ -48,6 +50,14 @@ class ModalityCheck:
     clear: str
     distorted: str
     distortion_label: str
+    taxonomy: str = "m3d"
+    """The label set the check's distortion label belongs to: a cascade answers in its checks' taxonomy."""
+    modality: str = ""
+    """The modality a finding of this check is filed under (the role itself for the M3D checks)."""
+
+    @property
+    def finding_modality(self) -> str:
+        return self.modality or self.role
 
 
 CHECKS: dict[str, ModalityCheck] = {
@@ -57,13 +67,39 @@ CHECKS: dict[str, ModalityCheck] = {
         "cross_modal", "cross-modal consistency", "MATCH", "MISMATCH", "cross_modal_consistency_distortion"
     ),
 }
-NO_DISTORTION_LABEL = "original"
+"""MMFakeBench's three checks, in MMD-Agent's default order; the roles of the cascade's seats."""
+
+AMG_CHECKS: dict[str, ModalityCheck] = {
+    check.role: check for check in (
+        ModalityCheck("image_fabrication", "image fabrication", "IMAGE AUTHENTIC", "IMAGE FABRICATED", "image_fabrication",
+                      "amg", "image"),
+        ModalityCheck("non_evidential_image", "non-evidential image", "EVIDENCE", "NO EVIDENCE", "non_evidential_image",
+                      "amg", "cross_modal"),
+        ModalityCheck("entity_inconsistency", "entity consistency", "ENTITY MATCH", "ENTITY MISMATCH",
+                      "entity_inconsistency", "amg", "cross_modal"),
+        ModalityCheck("event_inconsistency", "event consistency", "EVENT MATCH", "EVENT MISMATCH", "event_inconsistency",
+                      "amg", "cross_modal"),
+        ModalityCheck("time_inconsistency", "time consistency", "TIME MATCH", "TIME MISMATCH", "time_inconsistency",
+                      "amg", "cross_modal"),
+    )
+}
+"""AMG's five forgery types as checks of a chain (``mmd-agent-amg``), with the answers of ``t2agent-amg``'s subtasks:
+only the chained cascade takes them, since only it has their prompts (prompts/cascade/chain_*_step.md)."""
+
+ALL_CHECKS: dict[str, ModalityCheck] = {**CHECKS, **AMG_CHECKS}
+
+ALL_ACTIONS: tuple[str, ...] = tuple(dict.fromkeys(a for c in ALL_CHECKS.values() for a in (c.distorted, c.clear)))
+"""Every check's two actions: an answer naming another check's action is read, then refused as not its own."""
+
+NO_DISTORTION: dict[str, str] = {"m3d": "original", "amg": "real"}
+"""What a cascade answers when no check found a distortion, per taxonomy."""
+NO_DISTORTION_LABEL = NO_DISTORTION["m3d"]
 
 
 def parse_modality_action(text: str, role: str) -> str:
     """The Finish action of a modality agent, which must be one of its own two actions."""
-    check = CHECKS[role]
-    action = parse_finish(text)
+    check = ALL_CHECKS[role]
+    action = parse_finish(text, ALL_ACTIONS)
     if action not in (check.clear, check.distorted):
         raise ParseError(
             f"Finish[{check.distorted}|{check.clear}]",
@@ -74,28 +110,32 @@ def parse_modality_action(text: str, role: str) -> str:
 
 
 def distortion_label(role: str, action: str) -> str | None:
-    """The M3D label an action establishes, or None when this modality found no distortion."""
-    check = CHECKS[role]
+    """The label an action establishes, or None when this check found no distortion."""
+    check = ALL_CHECKS[role]
     return check.distortion_label if action == check.distorted else None
 
 
 def cascade_label(actions: dict[str, str | None]) -> str | None:
-    """AgentM3D eq. 9 over the actions given so far (role -> action, None when unreadable or absent).
+    """AgentM3D eq. 9 over the actions given so far (role -> action in the order the checks ran, None when
+    unreadable or absent).
 
-    The first modality, in cascade order, whose action reports a distortion decides the label; a
-    modality with an unreadable answer makes the outcome unknown (None), because a distortion it
-    would have found cannot be ruled out. All modalities clear: ``original``.
+    The first check whose action reports a distortion decides the label; a check with an unreadable
+    answer makes the outcome unknown (None), because a distortion it would have found cannot be
+    ruled out. Every check clear: the taxonomy's undistorted label (``original``, ``real``).
     """
-    for role in CHECKS:
-        if role not in actions:
-            continue
-        action = actions[role]
+    for role, action in actions.items():
         if action is None:
             return None
         label = distortion_label(role, action)
         if label is not None:
             return label
-    return NO_DISTORTION_LABEL
+    taxonomy = next((ALL_CHECKS[role].taxonomy for role in actions), "m3d")
+    return NO_DISTORTION[taxonomy]
+
+
+def checks_taxonomy(config: DebateConfig) -> str:
+    """The taxonomy of a cascade's checks (every seat's role comes from one set)."""
+    return next((ALL_CHECKS[s.role].taxonomy for s in config.seats if s.role in ALL_CHECKS), "m3d")
 
 
 MODALITY_ROLES: tuple[str, ...] = tuple(CHECKS)
@@ -107,17 +147,22 @@ class Cascade(SoloProtocol):
     """Text, then image, then cross-modal agents; the first distortion ends the chat."""
 
     roles: ClassVar[frozenset[str]] = frozenset(MODALITY_ROLES)
+    """The decoupled cascade has prompts for MMFakeBench's three checks only."""
 
     def validate(self, config: DebateConfig) -> None:
         super().validate(config)
         roles = [s.role for s in config.seats]
         if len(set(roles)) != len(roles):
             raise ValueError(f"each cascade role ({', '.join(MODALITY_ROLES)}) may have one seat at most; got {roles}")
-        if config.taxonomy not in (None, "m3d"):
-            raise ValueError("a cascade answers in the m3d taxonomy")
+        answering = checks_taxonomy(config)
+        mixed = sorted({r for r in roles if ALL_CHECKS[r].taxonomy != answering})
+        if mixed:
+            raise ValueError(f"a cascade's checks come from one label set; {mixed} are not {answering} checks")
+        if config.taxonomy not in (None, answering):
+            raise ValueError(f"a cascade of these checks answers in the {answering} taxonomy")
 
     def answer_taxonomy(self, config: DebateConfig, sample_taxonomy: str) -> str:
-        return "m3d"
+        return checks_taxonomy(config)
 
     def next_speakers(self, state: DebateState) -> list[str] | None:
         """A modality agent speaks only when every agent before it found no distortion.
@@ -129,7 +174,7 @@ class Cascade(SoloProtocol):
             turn = state.latest(seat.name)
             if turn is None:
                 return [seat.name]
-            title = CHECKS[seat.role].title
+            title = ALL_CHECKS[seat.role].title
             if turn.reading.action is None:
                 state.stop_reason = f"the {title} answer could not be read"
                 return None
@@ -140,7 +185,7 @@ class Cascade(SoloProtocol):
         return None
 
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
-        return prompts.load(f"cascade/{seat.role}_system")
+        return render_prompt(f"cascade/{seat.role}_system")
 
     async def prepare(
         self, config: DebateConfig, seat: SeatConfig, prepared: PreparedSample,
@@ -181,10 +226,10 @@ class Cascade(SoloProtocol):
 
     def turn_grammar(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> Grammar | None:
         """Prose, then the agent's own two ``Finish[...]`` actions and its confidence (prompts/cascade/*_system.md)."""
-        check = CHECKS[seat.role]
+        check = ALL_CHECKS[seat.role]
         return action_lines([check.distorted, check.clear])
 
-    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int) -> StanceReading:
+    def read_turn(self, text: str, role: str, taxonomy: Taxonomy, max_queries: int | None) -> StanceReading:
         visible = strip_reasoning(text)
         try:
             action: str | None = parse_modality_action(visible, role)
@@ -202,31 +247,33 @@ class Cascade(SoloProtocol):
                 continue
             actions[seat.role] = turn.reading.action
             if turn.reading.action is None:
-                return DebateOutcome(None, f"the {CHECKS[seat.role].title} answer could not be read: {turn.reading.error}", turn.text)
+                return DebateOutcome(None, f"the {ALL_CHECKS[seat.role].title} answer could not be read: {turn.reading.error}", turn.text)
             if distortion_label(seat.role, turn.reading.action) is not None:
                 break
         if not actions:
             return DebateOutcome(None, "no modality agent answered", "")
         label = cascade_label(actions)
-        spoken = [t for t in state.turns if t.role in CHECKS]
-        rationale = spoken[-1].text if label != NO_DISTORTION_LABEL else "\n\n".join(t.text for t in spoken)
+        spoken = [t for t in state.turns if t.role in ALL_CHECKS]
+        clear = NO_DISTORTION[checks_taxonomy(state.config)]
+        rationale = spoken[-1].text if label != clear else "\n\n".join(t.text for t in spoken)
         return DebateOutcome(label, "cascade", rationale)
 
     def confidence(self, state: DebateState, decision: DebateOutcome) -> float:
         """The lowest stated confidence among the answers that decided the label."""
-        spoken = [t for t in state.turns if t.role in CHECKS]
-        deciding = spoken if decision.label == NO_DISTORTION_LABEL else spoken[-1:]
+        spoken = [t for t in state.turns if t.role in ALL_CHECKS]
+        deciding = spoken if decision.label == NO_DISTORTION[checks_taxonomy(state.config)] else spoken[-1:]
         stated = [t.reading.confidence for t in deciding if t.reading.confidence is not None]
         return min(stated) if stated else 1.0
 
     def findings(self, state: DebateState) -> list[Finding]:
         return [
             Finding(
-                modality=t.role,
+                modality=ALL_CHECKS[t.role].finding_modality,
+                subtask=None if t.role in CHECKS else t.role,
                 label=t.reading.action,
                 distortion=None if t.reading.action is None else distortion_label(t.role, t.reading.action) is not None,
                 summary=t.text[:400],
             )
             for t in state.turns
-            if t.role in CHECKS
+            if t.role in ALL_CHECKS
         ]

@@ -11,16 +11,23 @@ the chained side of that comparison, so the paper's MMD-Agent rows (``mmd-agent`
 - each stage's prompt carries the earlier stages' answers, reasoning included;
 - the gating and the label are the cascade's (eq. 9): the first distortion found ends the chain.
 
+The stages run in the order the configuration lists its seats: text, image, cross-modal by default,
+and the T2Agent paper's Table 6 reorders them (paper line 274: the rows differ in order only). A
+seat's turn may be a ReAct trajectory (``turn_policy: {kind: react}``), as MMD-Agent's text stage
+looks claims up on Wikipedia before it answers. The checks may also be AMG's five forgery types
+(``mmd-agent-amg``), for the T2Agent paper's Table 2.
+
 The decoupled cascade without a planner (AgentM3D's agents, single passes) is ``mmd-agent-decoupled``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, ClassVar
 
 import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.protocol import protocol
-from debates.strategies.debate.protocols.cascade import CHECKS, MODALITY_ROLES, Cascade
+from debates.strategies.debate.protocols.cascade import ALL_CHECKS, Cascade
 from m3d_agents.evidence import evidence_block
 from m3d_agents.media.post_content import described_images
 
@@ -34,16 +41,24 @@ if TYPE_CHECKING:
     from m3d_agents.media.images import PreparedSample
 
 
+STEP_QUESTIONS: dict[str, str] = {
+    "text": "the caption: are its factual claims true?",
+    "image": "the picture: is it genuine, neither edited nor generated?",
+    "cross_modal": "the pair: do the picture and the caption show the same event, place, time and people?",
+    "image_fabrication": "the picture: is it an authentic photograph, neither edited nor generated?",
+    "non_evidential_image": "the pair: is the picture evidence for what the caption reports, not merely on its topic?",
+    "entity_inconsistency": "the people and things: are those the caption names the ones the picture shows?",
+    "event_inconsistency": "the event: does the picture show the event the caption describes?",
+    "time_inconsistency": "the time: could the picture have been taken when the caption says?",
+}
+"""What each step asks, as the system prompt lists the chain (in the configuration's order)."""
+
+
 @protocol("chained_cascade")
 class ChainedCascade(Cascade):
-    """MMD-Agent's prompt chain: text, image, then cross-modal check, each prompt carrying the earlier answers."""
+    """MMD-Agent's prompt chain: its checks in the configured order, each prompt carrying the earlier answers."""
 
-    def validate(self, config: DebateConfig) -> None:
-        super().validate(config)
-        order = [MODALITY_ROLES.index(s.role) for s in config.seats]
-        if order != sorted(order):
-            raise ValueError(f"a chained cascade runs its steps in the order {', '.join(MODALITY_ROLES)}; "
-                             f"got {[s.role for s in config.seats]}")
+    roles: ClassVar[frozenset[str]] = frozenset(ALL_CHECKS)
 
     async def prepare(
         self, config: DebateConfig, seat: SeatConfig, prepared: PreparedSample,
@@ -52,8 +67,13 @@ class ChainedCascade(Cascade):
         """Nothing: the chain's model looks at the image itself (AgentM3D's T_image is its own addition)."""
         return prepared
 
+    def calls_before_turns(self, config: DebateConfig) -> int:
+        return 0
+
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
-        return prompts.load("cascade/chain_system")
+        """One system prompt for every step: the chain as the configuration orders it."""
+        steps = "\n".join(f"{n}. {STEP_QUESTIONS[s.role]}" for n, s in enumerate(config.seats, start=1))
+        return render_prompt("cascade/chain_system", count=len(config.seats), steps=steps)
 
     def post_block(self, seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
         """The same post for every step: one model reads one post, so the steps share this prefix."""
@@ -65,9 +85,11 @@ class ChainedCascade(Cascade):
 
     def visible(self, view: SeatView) -> list[Seen]:
         """The earlier steps' answers, in the order they were given."""
-        return [s for s in view.seen if s.speaker != view.seat.name and view.role_of(s.speaker) in CHECKS]
+        return [s for s in view.seen if s.speaker != view.seat.name and view.role_of(s.speaker) in ALL_CHECKS]
 
     def instruction(self, view: SeatView) -> str:
-        earlier = [f"Step {position} ({CHECKS[view.role_of(seen.speaker)].title}):\n{seen.text.strip()}"
+        earlier = [f"Step {position} ({ALL_CHECKS[view.role_of(seen.speaker)].title}):\n{seen.text.strip()}"
                    for position, seen in enumerate(self.visible(view), start=1)]
-        return prompts.render(f"cascade/chain_{view.seat.role}_step", earlier="\n\n".join(earlier) or "(none)")
+        position = [s.name for s in view.config.seats].index(view.seat.name) + 1
+        return prompts.render(f"cascade/chain_{view.seat.role}_step", position=position, count=len(view.config.seats),
+                              earlier="\n\n".join(earlier) or "(none)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.desk import RetrievalDesk
 from debates.chat.state import DESK_NAME
 from debates.chat.protocol import protocol
@@ -43,14 +44,10 @@ class AsksQueries(DebaterProtocol):
 
     def next_speakers(self, state: DebateState) -> list[str] | None:
         last = state.turns[-1].speaker if state.turns else None
-        if last is not None and last != DESK_NAME and state.pending_queries():
-            if not self.consensus_reached(state) and self.answers_can_be_read(state):
-                return [DESK_NAME]
+        # The desk answers only while the debate goes on: after the last round nobody would read its answers.
+        if last is not None and last != DESK_NAME and state.pending_queries() and self.stops.reason(state) is None:
+            return [DESK_NAME]
         return super().next_speakers(state)
-
-    def answers_can_be_read(self, state: DebateState) -> bool:
-        """Whether some debater still has a turn in which it would see the desk's answers."""
-        return state.completed_rounds() < state.config.max_rounds
 
     def visible(self, view: SeatView) -> list[Seen]:
         shown = super().visible(view)
@@ -61,9 +58,10 @@ class AsksQueries(DebaterProtocol):
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
         if seat.role == JUDGE:
             return super().system_prompt(seat, config, taxonomy)
-        return prompts.render(
+        return render_prompt(
             "debate/disambiguation_system", framing=self.framing(config), answer_format=self.answer_format(taxonomy),
-            max_queries=config.max_queries_per_turn,
+            query_limit=" " + prompts.render("debate/query_limit", max_queries=config.max_queries_per_turn)
+            if config.max_queries_per_turn is not None else "",
         )
 
 

@@ -7,10 +7,12 @@ end the debate. The judge sees the post and the debaters' messages, never the re
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.protocol import protocol
+from debates.chat.stopping import MaxRounds, StopRule
 from debates.strategies.debate.protocols.base import DEBATER, JUDGE, DebaterProtocol, other_side
 
 if TYPE_CHECKING:
@@ -29,15 +31,15 @@ STANCE_TEXT = {
 class JudgedDebate(DebaterProtocol):
     """Two sides defend assigned stances; a judge who never sees the evidence decides."""
 
+    stops: ClassVar[StopRule] = MaxRounds()
+    """Agreement does not end a judged debate: the sides argue every round, then the judge decides."""
+
     def validate(self, config: DebateConfig) -> None:
         super().validate(config)
         if [s.role for s in config.seats].count(JUDGE) != 1:
             raise ValueError("a judged debate needs exactly one judge seat")
         if any(s.role == DEBATER and not s.stance for s in config.seats):
             raise ValueError("every debater of a judged debate needs an assigned stance")
-
-    def consensus_reached(self, state: DebateState) -> bool:
-        return False
 
     def needs_judge(self, state: DebateState) -> bool:
         return True
@@ -52,13 +54,13 @@ class JudgedDebate(DebaterProtocol):
             return super().instruction(view)
         if view.own_round == 1:
             return prompts.load("debate/judged_turn_first")
-        return prompts.render("debate/judged_turn_later", round=view.own_round, history=view.history(), **other_side(view))
+        return prompts.render("debate/judged_turn_later", round=view.own_round, history=view.history(self.visible(view)), **other_side(view))
 
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
         if seat.role == JUDGE:
             return super().system_prompt(seat, config, taxonomy)
         stance = seat.stance or ""
-        return prompts.render(
+        return render_prompt(
             "debate/judged_debater_system", framing=self.framing(config),
             stance_text=STANCE_TEXT.get(stance, f"the correct label is '{stance}'"),
         )

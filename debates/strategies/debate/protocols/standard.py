@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-import prompts
+from m3d_agents.fence import render_prompt
 from debates.chat.protocol import protocol
 from debates.chat.protocol import DebateOutcome
+from debates.chat.stopping import FinalAnswer, StopRule
 from debates.strategies.debate.protocols.base import SoloProtocol, single_answer, stated_or_one
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ class Standard(SoloProtocol):
     """One seat answers once."""
 
     roles: ClassVar[frozenset[str]] = frozenset({SINGLE})
+    stops: ClassVar[StopRule] = FinalAnswer(SINGLE, "single answer given")
 
     def validate(self, config: DebateConfig) -> None:
         roles = [s.role for s in config.seats]
@@ -29,14 +31,14 @@ class Standard(SoloProtocol):
             raise ValueError(f"the standard protocol has exactly one seat of role single, got {roles}")
 
     def next_speakers(self, state: DebateState) -> list[str] | None:
-        seat = state.config.seats[0].name
-        if state.rounds_of(seat) == 0:
-            return [seat]
-        state.stop_reason = "single answer given"
-        return None
+        reason = self.stops.reason(state)
+        if reason is not None:
+            state.stop_reason = reason
+            return None
+        return [state.config.seats[0].name]
 
     def system_prompt(self, seat: SeatConfig, config: DebateConfig, taxonomy: Taxonomy) -> str:
-        return prompts.render("debate/standard_system", answer_format=self.answer_format(taxonomy))
+        return render_prompt("debate/standard_system", answer_format=self.answer_format(taxonomy))
 
     def decide(self, state: DebateState) -> DebateOutcome:
         return single_answer(state, state.config.seats[0].name, SINGLE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from debates.chat.protocol import protocol
-from debates.strategies.debate.protocols.base import DEBATER, DebaterProtocol, consensus_reason
+from debates.strategies.debate.protocols.base import DEBATER, DebaterProtocol
 
 if TYPE_CHECKING:
     from debates.chat.state import DebateState
@@ -18,8 +18,7 @@ class SyncDebate(DebaterProtocol):
     previous_round_only: ClassVar[bool] = True
 
     def next_speakers(self, state: DebateState) -> list[str] | None:
-        if self.consensus_reached(state):
-            return self.close(state, consensus_reason(state))
-        if state.completed_rounds() >= state.config.max_rounds:
-            return self.close(state, f"maximum of {state.config.max_rounds} rounds reached")
+        reason = self.stops.reason(state)
+        if reason is not None:
+            return self.close(state, reason)
         return state.seats_with_role(DEBATER)

@@ -19,7 +19,6 @@ A teacher run's gold hint is removed from every message; the student-facing prom
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any, Literal
@@ -27,8 +26,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from debates.strategies.factguard.training.trajectories import TrajectoryRow, read_trajectories
-from m3d_agents.diagnostics import FactGuardDiagnostics
-from m3d_agents.safe_files import replace_file
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
+from m3d_agents.safe_files import OwnedFolder
 
 Format = Literal["hf", "llamafactory"]
 
@@ -135,12 +134,12 @@ def export_sft(run_dir: Path, out: Path, fmt: Format = "hf", review: int = 20, s
                 "messages": messages, "images": images, "sample_id": row.sample_id, "gold": row.gold_binary,
                 "reward": row.reward.model_dump() if row.reward else None,
             })
-    out.parent.mkdir(parents=True, exist_ok=True)
-    replace_file(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in written))
+    folder = OwnedFolder(out.parent).create()
+    folder.write_jsonl(out.name, written)
     review_path = None
     if review and written:
         review_path = out.with_name(out.stem + ".review.jsonl")
         chosen = random.Random(seed).sample(written, min(review, len(written)))
-        replace_file(review_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen))
+        folder.write_jsonl(review_path.name, chosen)
     return ExportReport(trajectories=len(trajectories), kept=kept, rows=len(written), dropped=dropped, out=str(out),
                         review=str(review_path) if review_path else None)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from m3d_agents.backends.config import default_cache_root
 from m3d_agents.backends.local_server import packaged_model_path
+from m3d_agents.safe_files import OwnedFolder
 
 END_OF_TURN = "<end_of_turn>"
 
@@ -45,7 +46,8 @@ def prepare_local_model(target: Path | None = None, force: bool = False) -> Path
     if isinstance(end, int) and end != tokenizer.unk_token_id:
         model.generation_config.eos_token_id = [end, tokenizer.eos_token_id]
     tokenizer.chat_template = CHAT_TEMPLATE
-    target.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(target, safe_serialization=True)
-    tokenizer.save_pretrained(target)
+    # Written in a fresh private folder and moved in, never through a link planted in ``target``.
+    with OwnedFolder(target).staging() as staged:
+        model.save_pretrained(staged, safe_serialization=True)
+        tokenizer.save_pretrained(staged)
     return target

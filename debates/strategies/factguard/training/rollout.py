@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 from debates.config_loader import with_overrides
-from debates.session import RunSession, run_strategy
+from debates.session import RunSession, derive_seed, run_strategy
 from debates.strategies.factguard.config import FactGuardConfig
 from debates.strategies.factguard.training.chat_template import TrainingTemplate
 from debates.strategies.factguard.training.policy_clients import HFPolicyClient, PolicyClient, VLLMPolicyClient
@@ -33,7 +33,7 @@ from debates.strategies.factguard.training.trajectories import binary
 from m3d_agents.backends.config import BackendConfig
 from m3d_agents.backends.factory import Backend, BackendPool
 from m3d_agents.backends.metering import UsageLedger
-from m3d_agents.diagnostics import FactGuardDiagnostics
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.sample import Sample
 
 POLICY = "policy"
@@ -79,7 +79,7 @@ class FactGuardRollout:
             self.loop.run_until_complete(session.open())
         self.session = session
         self.images = images if images is not None else RolloutImages()
-        self.seeds = itertools.count(seed * 100_000)
+        self.seeds = (derive_seed(seed, "rollout", i) for i in itertools.count())
         self.stats = RolloutStats()
         self._vllm: Any = None
 

@@ -17,10 +17,11 @@ from pydantic import BaseModel, Field
 
 from debates.strategies.factguard.training.rewards import Outcome, RewardBreakdown, RewardConfig, trajectory_reward
 from m3d_agents.backends.metering import UsageLedger
-from m3d_agents.diagnostics import Diagnostics, FactGuardDiagnostics
+from m3d_agents.diagnostics import Diagnostics
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
-from m3d_agents.safe_files import AppendOnlyFile, read_text_nofollow, refuse_linked_folder, replace_file
+from m3d_agents.safe_files import AppendOnlyFile, OwnedFolder, read_text_nofollow
 from m3d_agents.safe_json import loads_bounded
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
@@ -82,13 +83,11 @@ class TrajectoryRecorder:
         return UsageLedger(record_messages=True)
 
     def write(self, sample: Sample, verdict: Verdict, ledger: UsageLedger) -> None:
-        images = self.run_dir / "images"
+        folder = OwnedFolder(self.run_dir)
         for sha, data in ledger.images.items():
-            target = images / f"{sha}.png"
-            if not os.path.lexists(target):
-                refuse_linked_folder(images)
-                images.mkdir(parents=True, exist_ok=True)
-                replace_file(target, data)
+            name = f"images/{sha}.png"
+            if not folder.lexists(name):
+                folder.write(name, data)
         row = TrajectoryRow(
             sample_id=sample.id, config=verdict.config, taxonomy=sample.taxonomy, gold=sample.gold_label,
             gold_binary=binary(sample.gold_label, sample.taxonomy), label=verdict.label,
@@ -100,13 +99,14 @@ class TrajectoryRecorder:
         )
         outcome = outcome_of(row)
         row.reward = trajectory_reward(outcome, self.reward) if outcome is not None else None
-        append_line(self.path, row.model_dump_json())
+        append_row(self.path, row)
 
 
-def append_line(path: Path, line: str) -> None:
-    """One write and one fsync per row, as the results file does, so a crash leaves whole rows."""
+def append_row(path: Path, row: BaseModel) -> None:
+    """One write and one fsync per row, as the results file does, so a crash leaves whole rows; every
+    string redacted (a server that echoes the key in its answers puts it in the recorded completions)."""
     with AppendOnlyFile(path) as log:
-        log.append((line + "\n").encode())
+        log.append_json(row)
 
 
 def read_trajectories(run_dir: Path) -> list[TrajectoryRow]:

@@ -102,7 +102,8 @@ def test_the_transcribed_rows_hold_the_papers_numbers() -> None:
 def test_the_t2agent_tables_hold_tables_2_4_and_5_apart_and_cite_the_papers_text() -> None:
     amg = load_table("t2agent-table2")
     assert [r.label for r in amg.rows] == ["MMD-Agent"] * 3 + ["T2Agent"] * 3, "the trained detectors are Table 5's"
-    assert any("no configuration" in note and "does not say how it was run on AMG" in note for note in amg.notes)
+    assert [r.config for r in amg.rows] == ["mmd-agent-amg"] * 3 + ["t2agent-amg"] * 3
+    assert any("mmd-agent-amg, our reading" in note and "amg-chain-ours" in note for note in amg.notes)
     table5 = load_table("t2agent-table5")
     assert table5.citation.table == "Table 5"
     assert [(r.id, table5.figures(r, "amg")["macro_f1"], table5.figures(r, "amg")["accuracy"]) for r in table5.rows] == [
@@ -277,3 +278,18 @@ def test_agentfacts_table_three_gives_the_papers_sample_counts_and_its_other_fac
                                                       "weighted_precision": 74.6}
     assert table.figures(row, "mocheg") == {"weighted_f1": 51.9, "accuracy": 48.2, "weighted_recall": 48.2,
                                             "weighted_precision": 49.6}
+
+
+def test_the_evaluations_not_built_say_so_in_their_tables_and_pages() -> None:
+    """AgentFact's human study and Table IV; FactGuard's GPT-4o reasoning audit and its twelve other baselines."""
+    agentfact = [n for n in load_table("agentfact-table3").notes if n.startswith("Not built:")]
+    assert len(agentfact) == 1 and "human evaluation" in agentfact[0] and "Table IV" in agentfact[0]
+    factguard = [n for n in load_table("factguard-table1").notes if n.startswith("Not built:")]
+    assert len(factguard) == 1 and "twelve other baselines" in factguard[0] and "GPT-4o audit" in factguard[0]
+    baselines = factguard[0].split("(")[1].split(";")[0].split(", ")
+    assert len(baselines) == 12
+    from tests.support.paths import REPO
+
+    for page, words in (("agentfact.md", "Table IV"), ("factguard.md", "GPT-4o audit")):
+        text = (REPO / "docs" / "systems" / page).read_text(encoding="utf-8")
+        assert "Not built:" in text and words in text.split("Not built:")[1].split("\n\n")[0]

@@ -36,8 +36,10 @@ def test_without_search_keys_the_llm_consensus_plan_says_the_rows_gather_no_evid
     assert line.startswith("  async-ai, async, actor-skeptic, judged, disambiguation: [no-evidence] the rows will gather no "
                            "evidence"), "every row but async-closed, which asks for none"
     assert "google_vision: no GOOGLE_VISION_API_KEY" in line and "serpapi_lens: no SERPAPI_API_KEY and no public_image_url" in line
-    ablation = departure_line(output, "without-external-information", "async-ai, async:")
+    ablation = departure_line(output, "without-external-information", "async:")
     assert "the paper's own ablation without external information" in ablation and "paper line 66-67, 71" in ablation
+    ai = departure_line(output, "without-external-information", "async-ai:")
+    assert "AI-framed row (75.2 accuracy)" in ai and "paper line 65-66, 71" in ai
     others = departure_line(output, "without-external-information", "actor-skeptic, judged, disambiguation:")
     assert "from their own knowledge only" in others
     assert "serper is listed but cannot run (no SERPER_API_KEY); web search falls back to duckduckgo" in output
@@ -89,3 +91,18 @@ def test_the_plan_reads_configurations_only(tmp_path: Path) -> None:
     assert {"provider-serper", "asr-opt-in", "clip-scout-needs-video", "text-only-backend"} <= ids
     off = plan_table(PlanRequest(table="factguard-table1", retrieval="off", env={}))
     assert "no-searcher-fact-probe" in {group.departure.id for group in off.departures}
+
+
+def test_t2agents_mmd_agent_rows_are_filled_with_the_chain_in_each_order(tmp_path: Path) -> None:
+    """#49: Table 6's orders run the chained MMD-Agent, and Table 2's MMD-Agent rows run it over AMG's forgery types."""
+    order = plan_output(tmp_path, "t2agent-table6")
+    for config, roles in (("mmd-agent-match-text-image", "cross_modal -> text -> image"),
+                          ("mmd-agent-image-match-text", "image -> cross_modal -> text"),
+                          ("mmd-agent-wikipedia", "text -> image -> cross_modal")):
+        assert f"configuration {config} (debate, chained_cascade: {roles})" in order
+    assert "[no-searcher-" not in order and "[decoupled-cascade]" not in order
+    amg = plan_output(tmp_path, "t2agent-table2")
+    assert "not run (no configuration)" not in amg
+    assert ("configuration mmd-agent-amg (debate, chained_cascade: image_fabrication -> non_evidential_image -> "
+            "entity_inconsistency -> event_inconsistency -> time_inconsistency)") in amg
+    assert "mmd-agent-amg: [amg-chain-ours]" in amg

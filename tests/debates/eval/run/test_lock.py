@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from debates.eval.run.lock import RunLock
+from debates.eval.lock import RunLock
 from m3d_agents.errors import InputError
 from tests.support.paths import REPO
 
@@ -27,7 +27,7 @@ def test_a_second_holder_is_refused_with_the_folder_and_pid(tmp_path: Path) -> N
 
 def test_a_process_killed_while_holding_the_lock_leaves_it_free(tmp_path: Path) -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from debates.eval.run.lock import RunLock; "
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from debates.eval.lock import RunLock; "
          "RunLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)", str(tmp_path / "run")],
         cwd=REPO, stdout=subprocess.PIPE, text=True,
     )

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from debates.cli.main import app
 from debates.eval.records import EvalRow
 from debates.eval.score.annotations import append_annotation, read_annotations
-from debates.strategies.factguard.training.trajectories import append_line
+from debates.strategies.factguard.training.trajectories import append_row
 from m3d_agents.errors import InputError
 from m3d_agents.safe_files import AppendOnlyFile
 from tests.support.stub_workspace import stub_workspace
@@ -100,12 +101,16 @@ def test_a_file_that_is_not_regular_is_refused(tmp_path: Path, kind: str) -> Non
         AppendOnlyFile(path).open()
 
 
+class Whole(BaseModel):
+    whole: int
+
+
 def test_trajectory_appends_repair_a_torn_tail_and_refuse_links(tmp_path: Path) -> None:
     path = tmp_path / "trajectories.jsonl"
     path.write_bytes(b'{"whole": 1}\n{"torn')
-    append_line(path, '{"whole": 2}')
+    append_row(path, Whole(whole=2))
     assert path.read_bytes() == b'{"whole": 1}\n{"whole": 2}\n'
     link = tmp_path / "link.jsonl"
     link.symlink_to(path)
     with pytest.raises(InputError, match="symbolic link"):
-        append_line(link, '{"whole": 3}')
+        append_row(link, Whole(whole=3))

@@ -59,9 +59,25 @@ def test_every_cited_line_is_a_line_of_the_paper(name: str) -> None:
 
 
 def test_our_own_settings_name_no_paper() -> None:
-    for name in ("check", "standard", "bon", "self-consistency"):
+    for name in ("check", "standard", "self-consistency"):
         config = load_config(name)
         assert config.paper is None and not config.departures
+
+
+def test_agentm3ds_bon_rows_declare_their_reward() -> None:
+    """AgentM3D Table 1's BoN rows run ``bon``: its reward is an LLM judge where the paper's is GRM-Gemma2-2B (line 213)."""
+    config = load_config("bon")
+    assert config.paper == "AgentM3D"
+    reward = {d.id: d for d in config.departures}["reward-llm-judge"]
+    assert "GRM-Gemma2-2B" in reward.text and "213" in reward.paper_line
+    assert "[reward-llm-judge]" in {d.line()[:18] for d in planned_departures(PlannedRun(config, "local", LOCAL, env={}))}
+
+
+def test_the_ai_framed_rows_do_not_call_themselves_the_human_framed_ablation() -> None:
+    """LLM-Consensus Table 1: 77.1 is the human-framed row without external information; async-ai is the 75.2 row."""
+    for name in ("async-ai", "async-ai-three"):
+        text = {d.id: d.text for d in load_config(name).departures}["without-external-information"]
+        assert "75.2" in text and "human-framed" in text and "is the paper's own ablation" not in text
 
 
 def test_departures_name_their_paper_and_ids_do_not_repeat() -> None:

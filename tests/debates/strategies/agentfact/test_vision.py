@@ -149,3 +149,32 @@ def test_a_text_only_backend_lists_agent_irs_missing_steps_as_departures_and_a_v
         assert gone not in blind, f"{gone} is fixed in agentfact"
     code = {d.id for d in load_config("agentfact-code").departures}
     assert {"stops-at-four", "screener-can-end", "reasoner-skips-first-growth", "retrieval-counts-as-steps"} <= code
+    assert "dire-slot-empty" in blind and "dire-weights-unchecked" not in blind, "the empty DIRE slot is the YAML's own"
+    assert {"dire-weights-unchecked"} <= {d.id for d in planned_departures(weighted)} and "uncompared-pages-kept" in sighted
+    assert "uncompared-pages-kept" not in blind
+
+
+def test_agent_irs_departures_follow_the_visual_analysts_own_backend() -> None:
+    """The text-only departures describe Agent-IR's seat: a vision seat on a text-only run has none of them, a text-only
+    seat on a vision run has them all; ``--backend`` puts every seat on its backend."""
+    from debates.config_loader import parse_config
+    from debates.eval.score.departures import PlannedRun, planned_departures
+
+    base = BackendConfig(kind="vllm", base_url="http://127.0.0.1:9/v1", model="m")
+    backends = {"blind": base.with_overrides(vision=False), "seeing": base.with_overrides(vision=True)}
+    env = {"SERPER_API_KEY": "k", "GOOGLE_VISION_API_KEY": "k"}
+    agent_ir = {"no-image-matching", "no-tamper-score", "miscaption-without-image"}
+
+    def planned(analyst: str, agents: str, overridden: bool = False) -> set[str]:
+        data = load_config("agentfact").model_dump(exclude_none=True)
+        data["seats"] = [{**seat, "backend": analyst} if seat["role"] == "visual_analyst" else seat for seat in data["seats"]]
+        run = PlannedRun(config=parse_config(data, "agentfact.yaml"), backend_name=agents, backend=backends[agents], env=env,
+                         lookup=backends.__getitem__, overridden=overridden)
+        return {d.id for d in planned_departures(run)}
+
+    sighted_analyst = planned("seeing", "blind")
+    assert not sighted_analyst & agent_ir and "uncompared-pages-kept" in sighted_analyst
+    assert "text-only-backend" in sighted_analyst, "the other agents still read no image"
+    blind_analyst = planned("blind", "seeing")
+    assert agent_ir <= blind_analyst and "uncompared-pages-kept" not in blind_analyst
+    assert not planned("blind", "seeing", overridden=True) & agent_ir, "--backend seeing puts the analyst there too"

@@ -17,7 +17,8 @@ from debates.session import run_sample
 from debates.strategies.t2agent.config import T2AgentConfig
 from debates.config_loader import load_config
 from m3d_agents.backends.factory import BackendPool
-from m3d_agents.diagnostics import DebateDiagnostics, T2AgentDiagnostics
+from debates.chat.diagnostics import DebateDiagnostics
+from debates.strategies.t2agent.diagnostics import T2AgentDiagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Verdict
@@ -118,14 +119,15 @@ class Pages:
 
 
 def cascade_script(text_answers: list[str]) -> Any:
-    """Seats told apart by their system prompts; the text seat's react steps come from ``text_answers`` in order."""
+    """Steps told apart by the step their request names (the chain's steps share one system prompt); the text
+    step's react steps come from ``text_answers`` in order."""
     remaining = list(text_answers)
 
     def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
-        system = text_of(messages[:1])
-        if "its TEXT is true" in system:
+        step = text_of(messages[1:])
+        if "its TEXT is true" in step:
             return remaining.pop(0)
-        if "its IMAGE is genuine" in system:
+        if "its IMAGE is genuine" in step:
             return "Looks genuine.\nFinish[IMAGE SUPPORT]\nCONFIDENCE: 0.8"
         return "They fit.\nFinish[MATCH]\nCONFIDENCE: 0.7"
 
@@ -156,7 +158,7 @@ async def test_mmd_agents_text_seat_searches_wikipedia_in_a_react_turn() -> None
     assert verdict.label == "original" and [t.speaker for t in verdict.transcript] == ["text_agent", "image_agent", "cross_modal_agent"]
     text_turn = verdict.transcript[0]
     assert "Observation 1: Wikipedia results for 'Alphaville'" in text_turn.text and text_turn.stance == "TEXT SUPPORT"
-    second_step = [c.prompt for c in client.calls if "its TEXT is true" in text_of(c.messages[:1])][1]
+    second_step = [c.prompt for c in client.calls if "its TEXT is true" in text_of(c.messages[1:])][1]
     assert "Your steps so far:" in second_step and "Alphaville has a new bridge." in second_step
 
 
@@ -165,7 +167,7 @@ async def test_a_react_seat_answering_another_checks_finish_is_asked_again() -> 
         "Thought 1: They match.\nAction 1: Finish[MATCH]",
         "Thought 1: The text holds.\nAction 1: Finish[TEXT SUPPORT]",
     ])
-    asked = [c for c in client.calls if "its TEXT is true" in text_of(c.messages[:1])]
+    asked = [c for c in client.calls if "its TEXT is true" in text_of(c.messages[1:])]
     assert len(asked) == 2 and "Finish[MATCH]" in text_of(asked[1].messages)
     assert verdict.transcript[0].stance == "TEXT SUPPORT"
 
@@ -208,3 +210,29 @@ def test_m3d_debate_streams_every_expansion_of_the_search(tmp_path: Path) -> Non
         assert sum(f"{subtask} · answer · " in t and answer in t for t in titles) == 2, "both children of the expansion"
         assert any(f"{subtask} · iteration · " in t for t in titles)
     assert "original" in result.output
+
+
+def test_the_mmd_agent_baselines_differ_from_the_default_order_in_order_or_tools_only() -> None:
+    """Paper line 274: Table 6's rows differ in their order only; Table 3's TOOLs adds the selected tools. Every
+    baseline runs with the retrieval its searches need, so no Wikipedia or Google action answers 'unavailable'."""
+    from debates.eval.score.departures import PlannedRun, asks_for_evidence, planned_departures
+    from m3d_agents.backends.config import BackendConfig
+
+    default = load_config("mmd-agent-wikipedia")
+    assert isinstance(default, DebateConfig) and default.retrieval is not None
+    for name in BASELINES:
+        config = load_config(name)
+        assert isinstance(config, DebateConfig) and config.protocol == "chained_cascade" and config.retrieval is not None
+        assert asks_for_evidence(config)
+        planned = {d.id for d in planned_departures(PlannedRun(config, "local", BackendConfig(kind="local"), env={}))}
+        assert not any(i.startswith("no-searcher-") for i in planned), (name, planned)
+        assert "decoupled-cascade" not in planned and "chain-as-requests" in planned
+        if name in ("mmd-agent-match-text-image", "mmd-agent-image-match-text"):
+            assert config.retrieval == default.retrieval
+            assert sorted(config.seats, key=lambda s: s.role) == sorted(default.seats, key=lambda s: s.role)
+            assert config.departures == default.departures
+    tools = load_config("mmd-agent-tools")
+    assert tools.retrieval is not None and tools.retrieval.web_search == ["serper", "duckduckgo"], "Google needs a searcher"
+    without_block = load_config("mmd-agent-wikipedia").model_dump(exclude={"retrieval"})
+    assert asks_for_evidence(DebateConfig.model_validate(without_block)), "a Wikipedia action asks for evidence, block or not"
+    assert not asks_for_evidence(load_config("standard"))

@@ -135,7 +135,10 @@ async def test_t2agent_stays_the_papers_search_and_the_lean_configuration_depart
     assert leaned == paper.search.model_dump(exclude={"children", "trajectory_scores", "iterations"})
     same = {"name", "description", *CUTS, "search", "subtasks", "departures"}
     assert lean.model_dump(exclude=same) == paper.model_dump(exclude=same)
-    assert lean.retrieval.model_dump(exclude={"leakage"}) == paper.retrieval.model_dump(exclude={"leakage"})
+    assert (paper.retrieval.rate_sources, lean.retrieval.rate_sources) == (False, True), "lean rates sources, declared"
+    assert "reliability-ratings" in {d.id for d in lean.departures}
+    assert lean.retrieval.model_dump(exclude={"leakage", "rate_sources"}) == paper.retrieval.model_dump(
+        exclude={"leakage", "rate_sources"})
 
 
 async def test_ranked_only_leaves_a_lone_step_unscored_and_still_scores_every_answer() -> None:

@@ -77,11 +77,21 @@ class Pages:
         return []
 
 
-async def run(tmp_path: Path, tools: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Any]:
+class Snippets:
+    """A Wikipedia searcher answering one snippet from a domain no list rates."""
+
+    async def answer(self, query: str, sample: Sample, ledger: Any = None) -> list[Any]:
+        from m3d_agents.evidence import Evidence
+
+        return [Evidence(kind="wikipedia", url="https://obscure-wiki.example/Alphaville", domain="obscure-wiki.example",
+                         text="SNIPPET Alphaville opened a bridge in May.")]
+
+
+async def run(tmp_path: Path, tools: bool, pages: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Any]:
     with StubOpenAIServer(agent) as first, StubOpenAIServer(tool_model) as second:
         pool = BackendPool(load_backend_settings(settings(tmp_path, first.base_url, second.base_url, tools)))
         try:
-            verdict = await run_sample("t2agent", POST, pool, searchers={"wikipedia": Pages()})
+            verdict = await run_sample("t2agent", POST, pool, searchers={"wikipedia": pages or Pages()})
         finally:
             await pool.close()
         return list(first.requests), list(second.requests), verdict
@@ -128,3 +138,12 @@ async def test_without_their_own_backend_the_tools_run_on_the_agents_model_and_t
     assert {"own-model-physics-check", "own-model-image-entities"} <= ids(plain)
     assert not {"own-model-physics-check", "own-model-image-entities"} & ids(given)
     assert "revisit-after-sweep" in ids(plain) and "leakage-filter" not in ids(plain), "the paper filters nothing"
+
+
+async def test_the_papers_search_results_reach_the_agent_as_snippets_without_a_reliability_rating(tmp_path: Path) -> None:
+    """Paper line 307: Google and Wikipedia return the snippet; t2agent rates no source, so no judgement call is made."""
+    agent_requests, _, verdict = await run(tmp_path, tools=True, pages=Snippets())
+    later = [texts(b) for b in agent_requests if "SNIPPET Alphaville" in texts(b)]
+    assert later, "the observation reached the next step and the scores"
+    assert not any("reliability:" in t for t in later)
+    assert "reliability" not in verdict.accounting.by_role

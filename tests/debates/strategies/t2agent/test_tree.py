@@ -61,6 +61,19 @@ def test_inside_a_subtask_the_fresh_sibling_wins_on_the_second_visit() -> None:
     assert select_child(text, 2.0, "eq3") is c2
 
 
+def test_a_revisit_goes_to_the_visited_answer_not_to_an_unreadable_sibling() -> None:
+    """An unvisited dead step would outscore the visited answer under eq. 3 (1.665 against r/2 + 1.177) and earn 0."""
+    tree = tree_with_priors()
+    text = tree.subtask("text")
+    answer = tree.add(text, "answer", trajectory_score=0.7, value=0.7, answer="real")
+    dead = tree.add(text, "dead", value=0.0, error="unreadable")
+    backpropagate([tree.root, text, answer], 0.5)
+    assert uct(dead, text.visits, 2.0, "eq3") > uct(answer, text.visits, 2.0, "eq3"), "the trap the rule avoids"
+    assert select_child(text, 2.0, "eq3") is answer and select_child(text, 2.0, "alg1") is answer
+    answer.kind = "dead"
+    assert select_child(text, 2.0, "eq3") is dead, "with every child dead, a dead one is still chosen (worth 0)"
+
+
 def test_pruned_and_decided_subtasks_are_never_selected() -> None:
     tree = tree_with_priors()
     tree.subtask("text").status = "pruned"

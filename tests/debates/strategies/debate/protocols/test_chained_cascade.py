@@ -13,7 +13,7 @@ from debates.chat.config import DebateConfig
 from debates.config_loader import load_config
 from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
-from m3d_agents.diagnostics import DebateDiagnostics
+from debates.chat.diagnostics import DebateDiagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
 from tests.support.paths import EXAMPLE_IMAGE
@@ -112,8 +112,113 @@ async def test_the_decoupled_cascade_keeps_the_stages_apart() -> None:
     assert "TEXT-REASONING" not in image.prompt and CAPTION not in image.prompt
 
 
-def test_a_chain_out_of_order_is_refused() -> None:
+class WikiSearcher:
+    """A Wikipedia searcher on loopback terms: it records the queries and answers one article."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    async def answer(self, query: str, sample: Sample, ledger: Any = None) -> list[Evidence]:
+        self.queries.append(query)
+        return [Evidence(kind="wikipedia", url="https://en.wikipedia.org/wiki/Sandy", text=f"WIKI-LOOKUP {query}")]
+
+
+ORDERED = {"whether its TEXT is true": ("TEXT-REASONING", "TEXT SUPPORT"),
+           "whether its IMAGE is genuine": ("IMAGE-REASONING", "IMAGE SUPPORT"),
+           "belong together": ("CROSS-REASONING", "MATCH")}
+
+
+async def test_the_chain_runs_in_the_configured_order_with_its_wikipedia_step_last() -> None:
+    """T2Agent's Table 6 (paper line 274): the same chain in another order, the text step still looking claims up."""
+    def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+        last = text_of(messages[-1:])
+        for marker, (reasoning, action) in ORDERED.items():
+            if marker in last:
+                if "Work on this in steps" in last and "WIKI-LOOKUP" not in last:
+                    return "Thought 1: I should look the storm up.\nAction 1: Wikipedia[Hurricane Sandy]"
+                return f"{reasoning} done.\nFinish[{action}]\nCONFIDENCE: 0.8"
+        raise AssertionError(last[:200])
+
+    client = ScriptedClient(respond, vision=True)
+    config, pool = one_model("mmd-agent-image-match-text", client)
+    assert config.protocol == "chained_cascade" and config.retrieval is not None
+    wiki = WikiSearcher()
+    verdict = await run_sample(config, SAMPLE, pool, backend="vlm", searchers={"wikipedia": wiki})
+    assert verdict.label == "original"
+    firsts = [text_of(c.messages[-1:]) for c in client.calls]
+    assert "Step 1 of 3: whether its IMAGE is genuine" in firsts[0]
+    assert "Step 2 of 3: whether the image and its text belong together" in firsts[1]
+    assert all("Step 3 of 3: whether its TEXT is true" in f for f in firsts[2:]) and len(firsts) == 4
+    system = text_of(client.calls[0].messages[:1])
+    assert system.index("1. the picture") < system.index("2. the pair") < system.index("3. the caption"), system
+    assert wiki.queries == ["Hurricane Sandy"]
+    last = client.calls[-1].prompt
+    assert "IMAGE-REASONING" in last and "CROSS-REASONING" in last and "WIKI-LOOKUP Hurricane Sandy" in last
+    assert all(has_image(c) for c in client.calls), "every step of the one model sees the image"
+
+
+async def test_the_order_decides_which_distortion_ends_the_chain() -> None:
+    """A post distorted in both the match and the text: the order's first check names it."""
+    def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+        last = text_of(messages[-1:])
+        if "whether its TEXT is true" in last:
+            return "Thought 1: the claim is false.\nAction 1: Finish[TEXT REFUTE]" if "Work on this" in last else \
+                "False.\nFinish[TEXT REFUTE]\nCONFIDENCE: 0.9"
+        if "belong together" in last:
+            return "They differ.\nFinish[MISMATCH]\nCONFIDENCE: 0.9"
+        return "Genuine.\nFinish[IMAGE SUPPORT]\nCONFIDENCE: 0.9"
+
+    labels = {}
+    for name in ("mmd-agent-wikipedia", "mmd-agent-match-text-image"):
+        config, pool = one_model(name, ScriptedClient(respond, vision=True))
+        labels[name] = (await run_sample(config, SAMPLE, pool, backend="vlm", searchers={"wikipedia": WikiSearcher()})).label
+    assert labels == {"mmd-agent-wikipedia": "textual_veracity_distortion",
+                      "mmd-agent-match-text-image": "cross_modal_consistency_distortion"}
+
+
+AMG_SAMPLE = Sample(text="Crowds greet the president in Paris on Bastille Day 2023", images=[EXAMPLE_IMAGE], taxonomy="amg")
+AMG_STEPS = {"authentic photograph": "IMAGE AUTHENTIC", "evidence for what the text reports": "EVIDENCE",
+             "people, places and organisations": "ENTITY MATCH", "the event the text describes": "EVENT MATCH",
+             "from the time the text says": "TIME MATCH"}
+
+
+def amg_script(flagged: Mapping[str, str]) -> Any:
+    def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
+        last = text_of(messages[-1:])
+        for marker, clear in AMG_STEPS.items():
+            if marker in last:
+                if "Work on this in steps" in last and "WIKI-LOOKUP" not in last:
+                    return "Thought 1: who is that?\nAction 1: Wikipedia[President of France]"
+                return f"Reasoned.\nFinish[{flagged.get(marker, clear)}]\nCONFIDENCE: 0.7"
+        raise AssertionError(last[:200])
+
+    return respond
+
+
+async def test_mmd_agent_on_amg_chains_the_five_forgery_types_and_answers_in_amg() -> None:
+    """T2Agent's Table 2: MMD-Agent on AMG, one step per forgery type; a post that passes them all is real."""
+    client = ScriptedClient(amg_script({}), vision=True)
+    config, pool = one_model("mmd-agent-amg", client)
+    wiki = WikiSearcher()
+    verdict = await run_sample(config, AMG_SAMPLE, pool, backend="vlm", searchers={"wikipedia": wiki})
+    assert verdict.label == "real" and verdict.is_misinformation is False
+    assert wiki.queries == ["President of France"], "the entity step looks the name up"
+    assert [f.subtask for f in verdict.findings] == [s.role for s in config.seats]
+    client = ScriptedClient(amg_script({"the event the text describes": "EVENT MISMATCH"}), vision=True)
+    config, pool = one_model("mmd-agent-amg", client)
+    verdict = await run_sample(config, AMG_SAMPLE, pool, backend="vlm", searchers={"wikipedia": WikiSearcher()})
+    assert verdict.label == "event_inconsistency" and verdict.is_misinformation
+    assert not any("from the time the text says" in text_of(c.messages[-1:]) for c in client.calls), "the chain ended"
+
+
+def test_a_chain_takes_its_checks_from_one_label_set_and_the_decoupled_cascade_only_mmfakebenchs() -> None:
     data = load_config("mmd-agent").model_dump()
     data["seats"] = list(reversed(data["seats"]))
-    with pytest.raises(ValueError, match="runs its steps in the order text, image, cross_modal"):
+    assert [s.role for s in DebateConfig.model_validate(data).seats] == ["cross_modal", "image", "text"]
+    data["seats"][0] = {"name": "time_agent", "role": "time_inconsistency"}
+    with pytest.raises(ValueError, match="come from one label set"):
         DebateConfig.model_validate(data)
+    amg = load_config("mmd-agent-amg").model_dump()
+    amg["protocol"] = "cascade"
+    with pytest.raises(ValueError, match="belong to the chained_cascade protocol"):
+        DebateConfig.model_validate(amg)

@@ -29,3 +29,30 @@ def test_the_protocol_brings_a_retrieval_desk_and_asks_for_queries_in_json_turns
     extra = state.protocol.extra_participants(state, Sample(text="a claim"), UsageLedger(), None)
     assert [type(a) for a in extra] == [RetrievalDesk]
     assert state.protocol.structured_turn(state.config.seats[0], state.config) is True
+
+
+def test_the_papers_disambiguation_takes_every_query_in_free_text_and_our_variant_caps_them_in_json() -> None:
+    """LLM-Consensus lines 192, 199, 205: free text ending in a definite answer, questions without a number."""
+    from debates.config_loader import available_configs, load_config
+    from debates.chat.config import DebateConfig
+    from m3d_agents.labels import get_taxonomy
+
+    three = "QUERY: where?\nQUERY: when?\nQUERY: who?\n" + says("fake")
+    paper = debate("disambiguation", ("agent_a", three))
+    assert [q for _, q in paper.pending_queries()] == ["where?", "when?", "who?"]
+    system = paper.protocol.system_prompt(paper.config.seats[0], paper.config, get_taxonomy("ooc"))
+    assert "QUERY:" in system and "at most" not in system
+    assert not paper.config.structured_turns
+    ours = debate("disambiguation-json", ("agent_a", three))
+    assert [q for _, q in ours.pending_queries()] == ["where?", "when?"]
+    assert ours.config.structured_turns and "Ask at most 2 queries per turn." in ours.protocol.system_prompt(
+        ours.config.seats[0], ours.config, get_taxonomy("ooc"))
+    consensus = [load_config(n) for n in available_configs() if load_config(n).paper == "LLM-Consensus"]
+    assert len(consensus) >= 12
+    for config in consensus:
+        assert isinstance(config, DebateConfig)
+        ids = {d.id for d in config.departures}
+        if config.name == "disambiguation-json":
+            assert config.structured_turns and {"json-turns", "query-cap"} <= ids
+        else:
+            assert not config.structured_turns and "answer-lines" in ids, config.name

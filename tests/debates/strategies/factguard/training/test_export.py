@@ -21,7 +21,9 @@ from debates.strategies.factguard.training.trajectories import (
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.backends.recording import chat_messages, llm_messages
 from m3d_agents.backends.transports.lean_http import openai_messages
-from m3d_agents.diagnostics import CheckDiagnostics, FactGuardDiagnostics
+from debates.strategies.check import CheckDiagnostics
+from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
+from m3d_agents.errors import InputError
 from m3d_agents.sample import Sample, VideoRef
 from tests.support.old_diagnostics import OLD_FACTGUARD
 from tests.support.sft_rerender import rerender
@@ -101,6 +103,16 @@ async def test_the_export_keeps_right_trajectories_and_counts_the_rest(tmp_path:
     assert all(r.reward is not None and set(r.reward) == {"accuracy", "format", "risk", "tool", "total"} for r in rows)
     assert [r.reward["total"] for r in with_tools if r.reward] == pytest.approx([2.2, 2.2])
     assert report.review is not None and Path(report.review).is_file()
+
+
+@pytest.mark.parametrize("planted", ["sft.jsonl", "sft.review.jsonl"])
+async def test_the_export_never_writes_through_a_planted_link(tmp_path: Path, planted: str) -> None:
+    run_dir, _ = await record(tmp_path)
+    (tmp_path / "precious.txt").write_text("the user's own file\n")
+    (tmp_path / planted).symlink_to(tmp_path / "precious.txt")
+    with pytest.raises(InputError, match=f"{planted}: is a symbolic link"):
+        export_sft(run_dir, tmp_path / "sft.jsonl", review=2)
+    assert (tmp_path / "precious.txt").read_text() == "the user's own file\n" and (tmp_path / planted).is_symlink()
 
 
 async def test_exported_messages_re_render_to_the_prompts_sent_byte_for_byte(tmp_path: Path) -> None:

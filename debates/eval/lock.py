@@ -5,6 +5,10 @@ samples and write each row twice. The lock is an ``flock`` on ``<run>/.lock``: t
 when the holding process ends, however it ends (even by SIGKILL), so a stale lock file never
 blocks a resume. The file records the holder's pid for the error message only. It is opened
 without following links: a ``.lock`` planted as a link would otherwise truncate its target.
+
+The same lock tells a reader (``m3d report``) whether a run is still being written: a run with
+fewer rows than it asked for is *running* while another process holds the lock, and *interrupted*
+only once nobody does.
 """
 
 from __future__ import annotations
@@ -18,6 +22,33 @@ from m3d_agents.errors import InputError
 from m3d_agents.safe_files import open_nofollow, write_failed
 
 LOCK = ".lock"
+
+_held: set[str] = set()
+"""The run folders this process holds (their real paths): a report this process writes on its own
+running run (``m3d evaluate``'s closing report) is not about another process's run."""
+
+
+def running_elsewhere(run_dir: Path) -> str | None:
+    """The pid another process wrote into the lock of ``run_dir`` while it holds the lock now, or None.
+
+    Only looks: the lock file is never created, and a shared lock is held for an instant only."""
+    if os.path.realpath(run_dir) in _held:
+        return None
+    try:
+        fd = open_nofollow(run_dir / LOCK, os.O_RDONLY)
+    except (OSError, InputError):
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
+        except OSError:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
 
 
 class RunLock:
@@ -46,9 +77,11 @@ class RunLock:
             os.close(fd)
             raise write_failed(self.path, exc) from None
         self._fd = fd
+        _held.add(os.path.realpath(self.path.parent))
 
     def release(self) -> None:
         if self._fd is not None:
+            _held.discard(os.path.realpath(self.path.parent))
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
