@@ -189,8 +189,8 @@ def test_a_saved_page_is_cut_at_the_fetch_limit_before_it_is_read(tmp_path: Path
 
 
 async def test_a_50_mb_page_in_a_trace_costs_its_parser_the_cut_only(tmp_path: Path, parsers: ParserPool) -> None:
-    huge = write_huge_page(tmp_path / "huge.html", megabytes=50)
-    make_trace(tmp_path / "trace", {"https://big.example/page": huge})
+    make_trace(tmp_path / "trace", {"https://big.example/page": b""})
+    write_huge_page(tmp_path / "trace" / "queries_dataset" / "merge" / "inv" / "1" / "page0.html", megabytes=50)
     config = RetrievalConfig(max_pages=8, fetch={"max_bytes": 300_000}, summary={"enabled": False})
     pipeline = mr2_replay_pipeline(tmp_path / "trace", config=config)
     with using(parsers):

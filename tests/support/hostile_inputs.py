@@ -55,8 +55,8 @@ def write_huge_page(path: Path, megabytes: int = 50) -> Path:
 
 
 def make_trace(root: Path, pages: dict[str, bytes | str], caption: str = "The harbour town voted on its flood defences") -> str:
-    """An MR2-style trace of one claim whose reverse image search found ``pages`` (address -> saved HTML);
-    returns the claim's id."""
+    """An MR2-style trace of one claim whose reverse image search found ``pages`` (address -> saved HTML,
+    saved as ``queries_dataset/merge/inv/1/page<N>.html`` in order); returns the claim's id."""
     merge = root / "queries_dataset" / "merge"
     (merge / "img").mkdir(parents=True)
     (merge / "inv" / "1").mkdir(parents=True)
@@ -66,11 +66,7 @@ def make_trace(root: Path, pages: dict[str, bytes | str], caption: str = "The ha
     entries = []
     for number, (url, html) in enumerate(pages.items()):
         name = f"page{number}.html"
-        target = merge / "inv" / "1" / name
-        if isinstance(html, Path):
-            target.symlink_to(html)
-        else:
-            target.write_bytes(html.encode() if isinstance(html, str) else html)
+        (merge / "inv" / "1" / name).write_bytes(html.encode() if isinstance(html, str) else html)
         entries.append({"page_link": url, "title": f"page {number}", "html_path": f"crawl/{name}"})
     (merge / "inv" / "1" / "inverse_annotation.json").write_text(json.dumps({"all_fully_matched_captions": entries}))
     (merge / "direct" / "1" / "direct_annotation.json").write_text(json.dumps({}))
