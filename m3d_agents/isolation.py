@@ -219,15 +219,17 @@ def _execute(function: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, 
 
 
 class _WorkerPopen(popen_forkserver.Popen):
-    """The fork server's launch (as in Python 3.11 to 3.13), without the parent's main module:
-    multiprocessing would run the script that started the parent (``m3d``, a benchmark) again in
-    every worker, importing the whole command line for nothing. Workers need only the functions
-    they are sent, which they import."""
+    """The fork server's launch (as in Python 3.11 to 3.13), without the parent's main module and
+    working folder: multiprocessing would run the script that started the parent (``m3d``, a
+    benchmark) again in every worker, importing the whole command line for nothing, and move into
+    the parent's folder of the moment. Workers need only the functions they are sent, which they
+    import, and absolute paths."""
 
     def _launch(self, process_obj: Any) -> None:
         prep_data = spawn.get_preparation_data(process_obj._name)
         prep_data.pop("init_main_from_name", None)
         prep_data.pop("init_main_from_path", None)
+        prep_data.pop("dir", None)  # items name absolute paths; a caller's folder removed meanwhile must not stop a worker
         buf = io.BytesIO()
         mp_context.set_spawning_popen(self)
         try:
