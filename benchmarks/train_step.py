@@ -10,10 +10,11 @@ process and the wall time of the step.
 Part 2 is a dry run: Qwen2.5-VL-7B's configuration (the public config.json's sizes, written here)
 built on the meta device, so its parameters are counted without allocating them, and the memory
 per GPU of the paper's GRPO estimated under two setups: bf16 weights with a LoRA adapter on one
-GPU, and bf16 full training under DeepSpeed ZeRO-3 on 8 GPUs (the paper's). The estimate counts
-weights, gradients, AdamW states, the frozen reference and activations with gradient checkpointing
-for one sequence of the paper's maximum prompt plus a two-turn completion; it is arithmetic, not a
-measurement, and the assumptions are printed with it.
+GPU, and bf16 full training under DeepSpeed ZeRO-3 on 8 GPUs (the paper's). The estimate is the
+formula ``m3d train`` checks before it loads a model
+(:mod:`debates.strategies.factguard.training.memory`), at one sequence of the paper's maximum
+prompt plus a two-turn completion; it is arithmetic, not a measurement (``benchmarks/gpu_check.py``
+measures it), and the assumptions are printed with it.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/train_step.py [--generations 2] [--tokens 32]
 """
@@ -29,6 +30,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -78,56 +80,47 @@ def tiny_step(generations: int, tokens: int) -> None:
     print(f"peak RSS: {peak:.2f} GiB; wall time: {wall:.1f} s")
 
 
-def qwen7b_on_meta() -> tuple[int, int, int]:
-    """Parameters of Qwen2.5-VL-7B (all, the vision tower's) and of a LoRA r=64 adapter on all linear layers, on the meta device."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+def qwen7b_config() -> Any:
+    from transformers import Qwen2_5_VLConfig
 
-    config = Qwen2_5_VLConfig(text_config=QWEN25_VL_7B_TEXT, vision_config=QWEN25_VL_7B_VISION, tie_word_embeddings=False)
-    with torch.device("meta"):
-        model = Qwen2_5_VLForConditionalGeneration(config)
-    total = sum(p.numel() for p in model.parameters())
-    vision = sum(p.numel() for p in model.model.visual.parameters())
-    adapted = get_peft_model(model, LoraConfig(r=64, lora_alpha=128, target_modules="all-linear", task_type="CAUSAL_LM"))
-    lora = sum(p.numel() for p in adapted.parameters() if p.requires_grad)
-    return total, vision, lora
+    return Qwen2_5_VLConfig(text_config=QWEN25_VL_7B_TEXT, vision_config=QWEN25_VL_7B_VISION, tie_word_embeddings=False)
 
 
-def activations(sequence: int, completion: int) -> float:
-    """Bytes of activations for one sequence with gradient checkpointing: each layer's bf16 input kept, one layer
-    recomputed at a time (about 16 hidden-sized and 3 MLP-sized bf16 tensors, FlashAttention's memory linear), and the
-    fp32 log-softmax of the completion's logits (TRL keeps only those)."""
-    text = QWEN25_VL_7B_TEXT
-    hidden, mlp, layers, vocab = (int(text[k]) for k in ("hidden_size", "intermediate_size", "num_hidden_layers", "vocab_size"))  # type: ignore[call-overload]
-    kept = sequence * hidden * 2 * layers
-    one_layer = sequence * (16 * hidden + 3 * mlp) * 2
-    logits = completion * vocab * 4 * 2
-    return float(kept + one_layer + logits)
+FRAME_TOKENS = 26 * 46
+"""A 1280x720 frame under Qwen2.5-VL's image processor: resized to 728x1288, 28-pixel tiles."""
+GRID_TOKENS = 21 * 37
+"""A 1024x576 ClipScout grid likewise (588x1036)."""
+
+
+def paper_workload(generation_rows: int) -> Any:
+    """The paper's longest GRPO sequence: the 16,384-token prompt cap (eight 1280x720 overview frames in it), two
+    768-token turns, and a tool result holding a ClipScout grid and 512 tokens of text."""
+    from debates.strategies.factguard.training.memory import Workload
+
+    completion = 2 * 768 + GRID_TOKENS + 512
+    return Workload(sequence=16384 + completion, logits=completion, image_tokens=8 * FRAME_TOKENS + GRID_TOKENS,
+                    generation_rows=generation_rows, generation_prompt=16384 + 768 + GRID_TOKENS + 512)
 
 
 def estimates() -> None:
-    total, vision, lora = qwen7b_on_meta()
-    completion = 2 * 768 + 512
-    sequence = 16384 + completion
-    acts = activations(sequence, completion)
-    print(f"Qwen2.5-VL-7B dry run on the meta device: {total / 1e9:.2f} B parameters ({vision / 1e9:.2f} B in the vision tower); "
-          f"LoRA r=64 on all linear layers: {lora / 1e6:.0f} M trainable")
-    print(f"assumed: one sequence of {sequence} tokens (the 16,384-token prompt cap, two 768-token turns and a tool result), "
-          f"batch 1 per GPU, gradient checkpointing, AdamW; activations {acts / GIB:.1f} GiB")
-    weights = 2 * total
-    adapter = 16 * lora  # fp32 weights, gradients and two AdamW moments
-    single = weights + adapter + acts
-    print(f"estimated memory per GPU, bf16+LoRA (1 GPU): {single / GIB:.1f} GiB (bf16 weights {weights / GIB:.1f}, adapter with "
-          f"gradients and AdamW {adapter / GIB:.1f}, activations {acts / GIB:.1f}; the reference is the base with the adapter off)")
-    gpus = 8
-    states = (2 + 2 + 4 + 8) * total / gpus  # bf16 weights and gradients, fp32 master weights and AdamW moments, sharded
-    reference = 2 * total / gpus
-    training = states + reference + acts
-    generation = states + reference + weights  # ZeRO-3 gathers the whole bf16 policy for HF generate (no activations then)
-    print(f"estimated memory per GPU, bf16+ZeRO-3 on 8 GPUs: {max(training, generation) / GIB:.1f} GiB at peak (sharded states "
-          f"{states / GIB:.1f}, reference {reference / GIB:.1f}, activations {acts / GIB:.1f} while training; the gathered policy "
-          f"{weights / GIB:.1f} while generating with HF generate, none with a vLLM server)")
+    from debates.strategies.factguard.training.memory import Layout, estimate, model_sizes
+    from debates.strategies.factguard.training.scale import LoraSettings, ScaleSettings
+
+    config = qwen7b_config()
+    sizes = model_sizes(config, LoraSettings(r=64))
+    lora = ScaleSettings(dtype="bf16", lora=LoraSettings(r=64))
+    full = ScaleSettings(dtype="bf16")
+    one = paper_workload(generation_rows=8)
+    print(f"Qwen2.5-VL-7B dry run on the meta device: {sizes.parameters / 1e9:.2f} B parameters "
+          f"({sizes.vision_parameters / 1e9:.2f} B in the vision tower); LoRA r=64 on all linear layers: "
+          f"{sizes.lora_parameters / 1e6:.0f} M trainable")
+    print(f"assumed: one sequence of {one.sequence} tokens ({one.image_tokens} of them images: eight 1280x720 frames and a "
+          "ClipScout grid), batch 1 per GPU, gradient checkpointing, AdamW, G = 8; the formula m3d train checks "
+          "(debates/strategies/factguard/training/memory.py)")
+    single = estimate(sizes, lora, one, Layout(), reference=True)
+    print(f"estimated memory per GPU, bf16+LoRA, 1 GPU, the 8 rollouts of a group generated together: {single.describe()}")
+    sharded = estimate(sizes, full, paper_workload(generation_rows=1), Layout(processes=8, stage=3), reference=True)
+    print(f"estimated memory per GPU, bf16+ZeRO-3 on 8 GPUs, HF generate on the gathered policy: {sharded.describe()}")
 
 
 def main() -> None:

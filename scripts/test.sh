@@ -18,4 +18,8 @@ if [ "$tier" = fast ]; then
 else
     .venv/bin/python -m pytest -q -n 2 --dist loadgroup --durations=25 "$@"
     NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -q -d .cache/site
+    # The framework's CPU per model call, in a short CPU section of the throughput benchmark (well under a
+    # minute): printed, never judged, so that a change that adds CPU to every call shows in the log.
+    .venv/bin/python benchmarks/throughput.py --only cpu --one-process --samples 64 --concurrency 32 --repeat 2 \
+        | grep -E "^framework (CPU per model call|/ bare client CPU per call):"
 fi

@@ -31,6 +31,7 @@ from m3d_agents.errors import ParseError
 from m3d_agents.evidence import Evidence
 from m3d_agents.grammars import Grammar
 from m3d_agents.labels import Taxonomy
+from m3d_agents.media.message_images import message_image
 from m3d_agents.media.post_content import AgentImage
 from m3d_agents.tools.cards import ToolContext
 
@@ -65,7 +66,7 @@ class ModelSeat(BaseChatAgent):
         self._system = protocol.system_prompt(seat, config, taxonomy)
         self._prefix: str | None = None
         sees_images = vision and protocol.sees_images(seat)
-        self._images = [AgentImage.from_pil(i.image) for i in preparation.prepared.images] if sees_images else []
+        self._images = [message_image(i.image) for i in preparation.prepared.images] if sees_images else []
         self._turn = turn_policy
         self._create_kwargs = dict(create_kwargs)
         self._schema: type[BaseModel] | None = None

@@ -95,6 +95,11 @@ class DebateManager(BaseGroupChatManager):
             return True
         return False
 
+    async def _log_speaker_selection(self, speaker_names: List[str]) -> None:
+        """AutoGen builds the selection event before it asks whether team events are emitted; ask first."""
+        if self._emit_team_events:
+            await super()._log_speaker_selection(speaker_names)
+
     async def select_speaker(self, thread: Sequence[BaseAgentEvent | BaseChatMessage]) -> List[str] | str:
         planned = self._planned if self._planned is not None else self._policy(self._state)
         self._planned = None
@@ -130,10 +135,12 @@ class PolicyGroupChat(BaseGroupChat, Generic[S]):
             group_chat_manager_class=DebateManager,
             termination_condition=termination_condition,
             max_turns=max_turns,
-            runtime=runtime,
+            runtime=runtime if runtime is not None else team_runtime(),
         )
         if runtime is None:
-            self._runtime = team_runtime()
+            # A runtime of the team's own, which it starts and stops with every run, as AutoGen's default one
+            # (passed in, rather than replacing the default after the fact, so that no default is built and dropped).
+            self._embedded_runtime = True
 
     def _create_group_chat_manager_factory(
         self,

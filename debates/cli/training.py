@@ -89,6 +89,40 @@ def given(**values: Any) -> dict[str, Any]:
     return {name.replace("__", "."): value for name, value in values.items() if value is not None}
 
 
+def _departures(departures: list[Any]) -> None:
+    """Print where the run departs from the paper, before its first step."""
+    if not departures:
+        console.print("departures from the paper: none in these settings", highlight=False)
+        return
+    console.print(f"departures from the paper ({len(departures)}; saved with the trained weights in departures.json):",
+                  highlight=False)
+    for departure in departures:
+        console.print(f"  {departure.line()}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _save_departures(out: Any, departures: list[Any]) -> None:
+    """The departures beside the trained weights (``out``, the run's owned folder), so the model carries them."""
+    out.write_json("departures.json", [d.model_dump() for d in departures])
+
+
+def _check_memory(model_dir: Path, scale: Any, workload: Any, *, reference: bool, generations: Optional[int], force: bool) -> None:
+    """Estimate the peak per GPU from the model's configuration and compare it with the free memory, before loading."""
+    from transformers import AutoConfig
+
+    from debates.strategies.factguard.training.memory import check_memory
+
+    try:
+        config = AutoConfig.from_pretrained(str(model_dir))
+    except (OSError, ValueError) as exc:
+        fail(f"--model: {model_dir} has no readable config.json ({' '.join(str(exc).split())[:200]})")
+    check = check_memory(config, scale, workload, reference=reference, generations=generations)
+    console.print(check.report(), markup=False, highlight=False, soft_wrap=True)
+    if not check.fits:
+        if not force:
+            fail(check.refusal())
+        console.print("memory: --force given, starting anyway", highlight=False)
+
+
 def _scale(dtype: Optional[str], checkpointing: Optional[bool], attn: Optional[str], lora: Optional[bool], lora_r: Optional[int],
            lora_alpha: Optional[int]) -> dict[str, Any]:
     values = given(scale__dtype=dtype, scale__gradient_checkpointing=checkpointing, scale__attn_implementation=attn)
@@ -103,6 +137,7 @@ def _scale(dtype: Optional[str], checkpointing: Optional[bool], attn: Optional[s
 DTYPE_HELP = "auto (bf16 on a GPU that has it, the paper's; fp32 on CPU), bf16, fp16 or fp32."
 ATTN_HELP = "Attention kernel: flash_attention_2 (the paper's FlashAttention; needs flash-attn), sdpa or eager."
 LORA_HELP = "Train a LoRA adapter (peft) instead of all weights: fits a 7B model on one GPU (ours; the paper trains all)."
+FORCE_HELP = "Start even when the estimated peak GPU memory is over the free memory of the GPU (checked before the model loads)."
 TEMPLATE_HELP = "A Jinja chat template with {% generation %} marks, for a model whose own has none and that TRL does not know."
 
 
@@ -144,11 +179,12 @@ def sft_command(
     lora_r: Optional[int] = typer.Option(None, "--lora-r", min=1, help="LoRA rank; default: the configuration's."),
     lora_alpha: Optional[int] = typer.Option(None, "--lora-alpha", min=1, help="LoRA alpha; default: the configuration's."),
     chat_template: Optional[Path] = typer.Option(None, "--chat-template", help=TEMPLATE_HELP),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """Supervised fine-tuning on exported trajectories (the model's own tokens only; images through the processor)."""
     _train_ready()
     from debates.strategies.factguard.training.local_model import prepare_local_model
-    from debates.strategies.factguard.training.sft import SFTSettings, train_sft
+    from debates.strategies.factguard.training.sft import SFTSettings, plan_sft, train_sft
     from m3d_agents.errors import InputError
     from m3d_agents.safe_files import OwnedFolder
 
@@ -156,10 +192,17 @@ def sft_command(
         **given(max_steps=max_steps, learning_rate=learning_rate, gradient_accumulation_steps=accumulation),
         **_scale(dtype, checkpointing, attn, lora, lora_r, lora_alpha),
     })
+    scale = settings.scale
+    console.print(f"SFT: lr={settings.learning_rate}, accumulation {settings.gradient_accumulation_steps}, "
+                  f"{'LoRA r=' + str(scale.lora.r) if scale.lora else 'all weights'}, {scale.resolved_dtype()}", highlight=False)
     try:
+        plan = plan_sft(model or prepare_local_model(), data, settings, chat_template=chat_template)
+        _departures(plan.departures)
+        _check_memory(plan.model_dir, scale, plan.workload, reference=False, generations=None, force=force)
         with OwnedFolder(out).staging() as staged:
-            trainer = train_sft(model or prepare_local_model(), data, staged, settings, chat_template=chat_template)
+            trainer = train_sft(plan.model_dir, data, staged, settings, plan=plan)
             trainer.save_model(str(staged))
+        _save_departures(OwnedFolder(out), plan.departures)
     except InputError as exc:
         fail(str(exc))
     console.print(f"{out}: {trainer.state.global_step} steps")
@@ -193,16 +236,23 @@ def grpo_command(
     lora_r: Optional[int] = typer.Option(None, "--lora-r", min=1, help="LoRA rank; default: the configuration's."),
     lora_alpha: Optional[int] = typer.Option(None, "--lora-alpha", min=1, help="LoRA alpha; default: the configuration's."),
     vllm_server: Optional[str] = typer.Option(None, "--vllm-server", help="URL of a `trl vllm-serve` server for rollouts; default: HF generate."),
+    rollout_batch_size: Optional[int] = typer.Option(
+        None, "--rollout-batch-size", min=1, help="HF generate: the most rollout turns generated in one batched call "
+        "(default 8; 1: one rollout at a time; the tokens are the same, a larger batch holds more memory)."),
+    tool_use: Optional[str] = typer.Option(
+        None, "--tool-use", help="Which tool calls R_tool counts: called (every call made, the paper's) or answered "
+        "(only calls that ran and answered; ours)."),
     chat_template: Optional[Path] = typer.Option(None, "--chat-template", help=TEMPLATE_HELP),
     retrieval: Optional[str] = retrieval_option(),
     evidence_store: Optional[Path] = evidence_store_option(),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """GRPO with the FactGuard rewards, the project's loop generating the rollouts (FactProbe searching through --retrieval)."""
     _train_ready()
     from debates.config_loader import load_config
     from debates.session import RunSession
     from debates.strategies.factguard import FactGuardConfig
-    from debates.strategies.factguard.training.grpo import GRPOSettings, train_grpo
+    from debates.strategies.factguard.training.grpo import GRPOSettings, plan_grpo, train_grpo
     from debates.strategies.factguard.training.local_model import prepare_local_model
     from m3d_agents.backends.factory import BackendPool
     from m3d_agents.datasets import load_dataset, parse_option_pairs
@@ -213,8 +263,9 @@ def grpo_command(
     settings = _settings(GRPOSettings, settings_file, {
         **given(max_steps=max_steps, num_generations=num_generations, beta=beta, learning_rate=learning_rate,
                 reward__alpha=alpha, reward__gamma=gamma, reward__lam=lam, reward__r_tool_pos=r_tool_pos,
-                reward__r_tool_neg=r_tool_neg, reward__format_gate=format_gate, max_completion_length=max_completion_length,
-                max_prompt_length=max_prompt_length, vllm_server=vllm_server),
+                reward__r_tool_neg=r_tool_neg, reward__format_gate=format_gate, reward__tool_use=tool_use,
+                max_completion_length=max_completion_length, max_prompt_length=max_prompt_length, vllm_server=vllm_server,
+                rollout_batch_size=rollout_batch_size),
         **_scale(dtype, checkpointing, attn, lora, lora_r, lora_alpha),
     })
     try:
@@ -222,27 +273,39 @@ def grpo_command(
         chosen = load_config(config)
         if not isinstance(chosen, FactGuardConfig):
             raise InputError("config", f"GRPO trains the factguard strategy, not {chosen.strategy}")
+    except InputError as exc:
+        fail(str(exc))
+    samples = loaded.samples[:limit] if limit else loaded.samples
+    r, scale = settings.reward, settings.scale
+    rollouts = f"vLLM server {settings.vllm_server}" if settings.vllm_server else f"HF generate, batches of {settings.rollout_batch_size}"
+    console.print(f"GRPO: G={settings.num_generations}, beta={settings.beta}, lr={settings.learning_rate}, alpha={r.alpha}, "
+                  f"gamma={r.gamma}, lambda={r.lam}, r+={r.r_tool_pos}, r-={r.r_tool_neg} (tool calls counted: {r.tool_use}), "
+                  f"format gate {'on' if r.format_gate else 'off'}; {'LoRA r=' + str(scale.lora.r) if scale.lora else 'all weights'}, "
+                  f"{scale.resolved_dtype()}; rollouts on {rollouts}", highlight=False, soft_wrap=True)
+    try:
+        plan = plan_grpo(model or prepare_local_model(), samples, chosen, settings, chat_template=chat_template)
+    except InputError as exc:
+        fail(str(exc))
+    console.print(f"prompt cap: {len(plan.fit.kept)} of {len(samples)} samples fit in {settings.max_prompt_length:,} tokens "
+                  f"(longest first prompt kept: {plan.fit.longest} tokens)", highlight=False)
+    _departures(plan.departures)
+    _check_memory(plan.model_dir, scale, plan.workload, reference=settings.beta > 0, generations=settings.num_generations, force=force)
+    try:
         # The rollouts run in this session; its pool takes the policy as the ``policy`` backend at every step.
         session = RunSession(chosen, BackendPool(), backend="policy", retrieval=parse_mode(retrieval), evidence_store=evidence_store)
         run_cli(session.open())
     except InputError as exc:
         fail(str(exc))
     sources = session.sources
-    samples = loaded.samples[:limit] if limit else loaded.samples
     log = sources.log
     not_run = "; ".join(f"{name} not run ({why})" for name, why in (log.not_run if log else {}).items())
     console.print(f"FactProbe: retrieval {sources.mode}{' (' + log.note + ')' if log and log.note else ''}"
                   f"{'; ' + not_run if not_run else ''}")
-    r = settings.reward
-    console.print(f"GRPO: G={settings.num_generations}, beta={settings.beta}, lr={settings.learning_rate}, alpha={r.alpha}, "
-                  f"gamma={r.gamma}, lambda={r.lam}, r+={r.r_tool_pos}, r-={r.r_tool_neg}, format gate {'on' if r.format_gate else 'off'}")
     try:
         with OwnedFolder(out).staging() as staged:
-            run = train_grpo(model or prepare_local_model(), samples, chosen, staged, settings, session=session,
-                             chat_template=chat_template)
+            run = train_grpo(plan.model_dir, samples, chosen, staged, settings, session=session, plan=plan)
             run.trainer.save_model(str(staged))
+        _save_departures(OwnedFolder(out), plan.departures)
     except InputError as exc:
         fail(str(exc))
-    for sample_id, tokens in run.fit.too_long.items():
-        console.print(f"left out {sample_id}: first prompt of {tokens} tokens, over {settings.max_prompt_length}")
     console.print(f"{out}: {run.trainer.state.global_step} steps ({run.template.source})")

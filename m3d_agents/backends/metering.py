@@ -114,16 +114,9 @@ class UsageLedger:
         return sum(1 for r in self.records if (role is None or r.role == role) and (agent is None or r.agent == agent))
 
     def accounting(self) -> Accounting:
-        by_role: dict[str, RoleUsage] = {}
-        by_agent: dict[str, RoleUsage] = {}
-        by_backend: dict[str, RoleUsage] = {}
-        for r in self.records:
-            for key, table in ((r.role, by_role), (r.agent, by_agent), (r.backend, by_backend)):
-                usage = table.setdefault(key, RoleUsage())
-                usage.calls += 1
-                usage.prompt_tokens += r.prompt_tokens
-                usage.completion_tokens += r.completion_tokens
-                usage.cut_answers += r.cut
+        by_role = _usage_by(self.records, lambda r: r.role)
+        by_agent = _usage_by(self.records, lambda r: r.agent)
+        by_backend = _usage_by(self.records, lambda r: r.backend)
         return Accounting(
             model_calls=len(self.records),
             prompt_tokens=sum(r.prompt_tokens for r in self.records),
@@ -137,6 +130,20 @@ class UsageLedger:
             by_backend={name: usage for name, usage in by_backend.items() if name},
             tools={name: usage.model_copy() for name, usage in self.tools.items()},
         )
+
+
+def _usage_by(records: list[CallRecord], key: Callable[[CallRecord], str]) -> dict[str, RoleUsage]:
+    """Calls, tokens and cut answers per ``key`` of the records, in the order each key first occurs (summed as
+    numbers, then made models once: a model per record, updated field by field, cost more than the run's own accounting)."""
+    totals: dict[str, list[int]] = {}
+    for record in records:
+        total = totals.setdefault(key(record), [0, 0, 0, 0])
+        total[0] += 1
+        total[1] += record.prompt_tokens
+        total[2] += record.completion_tokens
+        total[3] += record.cut
+    return {name: RoleUsage(calls=calls, prompt_tokens=prompt, completion_tokens=completion, cut_answers=cut)
+            for name, (calls, prompt, completion, cut) in totals.items()}
 
 
 class MeteredClient(ChatCompletionClient):

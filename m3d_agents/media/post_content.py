@@ -14,6 +14,7 @@ from autogen_core import Image as AgentImage
 import prompts
 
 from m3d_agents.media.images import PreparedImage, PreparedSample
+from m3d_agents.media.message_images import message_image
 
 ImageDescriber = Callable[[PreparedImage], str]
 
@@ -71,7 +72,7 @@ def user_content(text: str, prepared: PreparedSample, vision: bool, then: str = 
     everything up to ``then``. Without images it is the plain text ``text + then``."""
     if not vision or not prepared.images:
         return text + then
-    return [text, *(AgentImage.from_pil(image.image) for image in prepared.images), *([then] if then else [])]
+    return [text, *(message_image(image.image) for image in prepared.images), *([then] if then else [])]
 
 
 def described_images(prepared: PreparedSample, vision: bool, *, descriptions: bool = True) -> str:

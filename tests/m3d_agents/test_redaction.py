@@ -5,9 +5,13 @@ from __future__ import annotations
 import logging
 import sys
 
-import pytest
+import re
 
-from m3d_agents.redaction import RedactingFormatter, redact, redact_data, register_secret_env
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from m3d_agents.redaction import _FOLD, _SHAPES, MASK, RedactingFormatter, folded, redact, redact_data, register_secret_env
 
 
 @pytest.mark.parametrize(
@@ -58,3 +62,37 @@ def test_log_records_are_redacted_and_one_line_without_debug(monkeypatch: pytest
     full = RedactingFormatter("%(message)s").format(record)
     assert short == "failed with ***"
     assert "Traceback" in full and "LOGSECRET" not in full
+
+
+def test_the_fold_knows_every_character_a_case_insensitive_pattern_takes_for_an_ascii_letter() -> None:
+    letter = re.compile("[a-z]", re.IGNORECASE)
+    taken = {c for c in range(128, 0x110000) if letter.fullmatch(chr(c))}
+    assert taken == set(_FOLD), "the clues of a shape could miss text that the shape matches"
+    lowered = {c for c in range(128, 0x110000) if c not in _FOLD and re.search("[a-z]", chr(c).lower())}
+    assert not lowered, "lower-casing would make an ASCII letter that no pattern reads"
+
+
+def every_shape(text: str) -> str:
+    """Redaction by shape as it was before the clues: every pattern over every text."""
+    for pattern, replacement, _ in _SHAPES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+PIECES = ["Bearer", "bEaReR", "BEARER", "\u0130", "\u0131", "\u017f", "\u212a", "authorization", "AUTHORİZATİON",
+          "Proxy-Authorization", "x-api-key", "X-Goog-Api-Key", "api_key", "apı-key", "APIKEY", "x-auth-token", "Cookie",
+          "cooKie", "token", "paſſword", "sig", "=", ":", ": ", "\"", "'", "?", "&", ";", "://", "https", "@", "user",
+          "sk-", "AIza", "aiza", "***", " ", "\n", "abcdefghijklmnop", "0123456789", "-", "_", ".", "/", "é", "ß", "Straße"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=14))
+def test_a_text_without_a_shapes_clue_is_redacted_as_if_searched(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert redact(text, secrets=[]) == every_shape(text)
+
+
+def test_clues_are_looked_for_as_the_patterns_read_case() -> None:
+    assert folded("AUTHORİZATİON: Bearer X") == "authorization: bearer x"
+    assert redact("AUTHORİZATİON: abcdefgh", secrets=[]) == f"AUTHORİZATİON: {MASK}"
+    assert redact("\u212aey sk-abcdefghijklmnop", secrets=[]) == f"\u212aey {MASK}"

@@ -47,6 +47,8 @@ Responder = Callable[[dict[str, Any], int], Union[tuple[int, Union[dict[str, Any
 class StubOpenAIServer:
     def __init__(self, responder: Responder, get_responder: Callable[[str], Reply] | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.raw: list[bytes] = []
+        """Every request body as it arrived, byte for byte."""
         self.get_paths: list[str] = []
         self.headers: list[dict[str, str]] = []
         self.times: list[float] = []
@@ -69,8 +71,10 @@ class StubOpenAIServer:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
+                body = json.loads(raw or b"{}")
                 with outer._lock:
+                    outer.raw.append(raw)
                     outer.requests.append(body)
                     outer.headers.append(dict(self.headers.items()))
                     outer.times.append(time.monotonic())

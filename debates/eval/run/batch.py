@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 
 from debates.eval.lock import LOCK, RunLock
+from debates.eval.run.collector import batch_collector
 from debates.eval.score.prices import PriceTable
 from debates.eval.records import MANIFEST, RESULTS, EvalRow, ResultsFile, RowError, RunManifest, read_manifest, read_rows, row_from_verdict
 from debates.strategy import StrategyConfig
@@ -309,7 +310,7 @@ class BatchRunner:
 
     async def run(self) -> BatchOutcome:
         make_run_dir(self.out_dir)
-        with RunLock(self.out_dir):
+        with RunLock(self.out_dir), batch_collector():
             return await self._run()
 
     async def _run(self) -> BatchOutcome:

@@ -69,6 +69,7 @@ from m3d_agents.bounds import fit_to_bounds
 from m3d_agents.errors import BackendError, InputError, ParseError
 from m3d_agents.evidence import Evidence
 from m3d_agents.media.images import PreparedImage, PreparedSample, decode_image
+from m3d_agents.media.message_images import message_image
 from m3d_agents.parsing import parse_json_object, parse_model
 from m3d_agents.sample import Sample
 from m3d_agents.tools.forensics.fusion import fuse, run_forensics
@@ -109,7 +110,7 @@ class Workflow:
         return views.post(self.sample.text, self.sample.metadata.claim_date, line)
 
     def post_images(self, role: Role) -> list[AgentImage]:
-        return [AgentImage.from_pil(image.image) for image in self.prepared.images] if self.sees(role) else []
+        return [message_image(image.image) for image in self.prepared.images] if self.sees(role) else []
 
 
 def read_ids(
@@ -408,9 +409,9 @@ class VisualAnalyst(Participant):
         shown = [(match, match.image) for match in pages if match.image is not None]
         if not shown:
             return []
-        attach: Content = ["The post's image:", *[AgentImage.from_pil(i.image) for i in flow.prepared.images[:1]]]
+        attach: Content = ["The post's image:", *[message_image(i.image) for i in flow.prepared.images[:1]]]
         for number, (match, image) in enumerate(shown, start=1):
-            attach += [f"Image {number}, on {match.page.domain or match.page.url}:", AgentImage.from_pil(image.image)]
+            attach += [f"Image {number}, on {match.page.domain or match.page.url}:", message_image(image.image)]
         schema = grouping_schema(len(shown), config.text_chars)
         answer = await self.ask_model(views.grouping_task(self.post), schema, "image_matching", attach=attach)
         value, cuts = (answer.value, []) if answer.value is not None else fitted(answer, schema, schema)
@@ -445,8 +446,8 @@ class VisualAnalyst(Participant):
         image = by_page[closest.evidence.id].image
         if image is None:
             return []
-        attach: Content = ["The post's image:", *[AgentImage.from_pil(i.image) for i in flow.prepared.images[:1]],
-                           "The closest match:", AgentImage.from_pil(image.image)]
+        attach: Content = ["The post's image:", *[message_image(i.image) for i in flow.prepared.images[:1]],
+                           "The closest match:", message_image(image.image)]
         schema = tampering_schema(config.text_chars)
         answer = await self.ask_model(views.tampering_task(self.post, closest.relationship, closest.evidence), schema,
                                       "tampering", attach=attach)

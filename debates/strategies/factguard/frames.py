@@ -19,6 +19,7 @@ from PIL import Image
 
 from m3d_agents.errors import InputError
 from m3d_agents.media.images import PreparedImage, PreparedSample, load_image
+from m3d_agents.media.message_images import message_image
 from m3d_agents.media.video import overview_frames
 from m3d_agents.tools.analysis.ocr import read_text
 
@@ -78,4 +79,4 @@ def video_context(prepared: PreparedSample, frames: list[ShownFrame], vision: bo
 
 
 def images_of(frames: list[ShownFrame]) -> list[AgentImage]:
-    return [AgentImage.from_pil(f.image) for f in frames]
+    return [message_image(f.image) for f in frames]

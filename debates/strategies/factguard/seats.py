@@ -31,6 +31,7 @@ from m3d_agents.grammars import tagged_turn
 from m3d_agents.fence import one_line, quote_text
 from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient, UsageLedger
+from m3d_agents.media.message_images import message_image
 from debates.strategies.factguard.turn_format import ANSWER_STYLES, AgentTurn, parse_agent_turn
 from m3d_agents.tools.cards import ToolContext, ToolRegistry, is_unavailable
 from m3d_agents.verdict import TranscriptTurn
@@ -227,7 +228,7 @@ class ToolDesk(BaseChatAgent):
         images: list[AgentImage] = []
         for artifact in self._context.artifacts[made_before:]:
             if self._vision:
-                images.append(AgentImage.from_pil(artifact.image))
+                images.append(message_image(artifact.image))
             else:
                 blocks.append(self._described(artifact.image, artifact.caption))
         last_next = len(self._state.turns) + 1 >= self._max_turns

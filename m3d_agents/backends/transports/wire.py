@@ -24,6 +24,8 @@ from autogen_core.models import (
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
+# Imported for what it does to AutoGen's Image: a picture in a body is encoded once, not on every call.
+import m3d_agents.media.message_images  # noqa: F401
 from m3d_agents.backends.transports.retry import without_secrets
 from m3d_agents.backends.transports.schemas import json_schema_of
 from m3d_agents.errors import AnswerRefused, BackendError

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Literal
 
-from autogen_core import Image as AgentImage
 from autogen_core.models import UserMessage
 from pydantic import BaseModel, Field
 
@@ -19,6 +18,7 @@ from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import ParseError
 from m3d_agents.media.images import PreparedImage
+from m3d_agents.media.message_images import message_image
 from m3d_agents.parsing import parse_model, strip_reasoning
 
 
@@ -76,7 +76,7 @@ async def _look(
     if not backend.vision:
         return VisionAnalysis(tool=tool, available=False, error=f"unavailable: {backend.name} is text-only")
     client = backend.view(ledger, agent=agent, role=tool)
-    message = UserMessage(content=[prompt, AgentImage.from_pil(image.image)], source="user")
+    message = UserMessage(content=[prompt, message_image(image.image)], source="user")
     answer = await ask(client, [message], parse, create_kwargs=backend.structured_args(schema) if schema else None)
     if answer.value is None:
         return VisionAnalysis(tool=tool, available=True, text=answer.text, error=answer.error)

@@ -56,11 +56,16 @@ def _torch() -> Any:
     return torch
 
 
+def _device() -> str:
+    """Where a detector runs: the GPU when torch sees one (a detector is a forward pass per image), else the CPU."""
+    return "cuda" if _torch().cuda.is_available() else "cpu"
+
+
 @lru_cache(maxsize=4)
 def _load_torchscript(path: str, mtime: float) -> Any:
     torch = _torch()
     try:
-        model = torch.jit.load(path, map_location="cpu")
+        model = torch.jit.load(path, map_location=_device())
     except (RuntimeError, ValueError) as exc:
         raise InputError(FIELD, f"{path} is not a TorchScript model: {str(exc).splitlines()[0]}") from exc
     model.eval()
@@ -71,8 +76,7 @@ class HubDetector:
     """A Hugging Face image-classification or segmentation checkpoint, read from a local folder."""
 
     def __init__(self, folder: Path, positive_label: str | None) -> None:
-        from transformers import (AutoConfig, AutoImageProcessor, AutoModelForImageClassification,
-                                  AutoModelForSemanticSegmentation)
+        from transformers import AutoConfig, AutoModelForImageClassification, AutoModelForSemanticSegmentation
         from transformers.models.auto.modeling_auto import (MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES,
                                                             MODEL_FOR_SEMANTIC_SEGMENTATION_MAPPING_NAMES)
 
@@ -97,9 +101,9 @@ class HubDetector:
             self.model = auto.from_pretrained(folder, use_safetensors=True, **options)
         except (OSError, ValueError) as exc:
             raise InputError(FIELD, f"cannot load {folder}: {str(exc).splitlines()[0]}") from None
-        self.model.eval()
-        self.processor = (AutoImageProcessor.from_pretrained(folder, **options)
-                          if (folder / "preprocessor_config.json").is_file() else None)
+        self.device = _device()
+        self.model.to(self.device).eval()
+        self.processor = _image_processor(folder, options) if (folder / "preprocessor_config.json").is_file() else None
         self.size = int(getattr(config, "image_size", 224) or 224)
         self.index = self._positive_index(config, positive_label, folder)
         self.name = folder.name
@@ -132,12 +136,30 @@ class HubDetector:
         """The positive label's probability: one value (classification) or a (h, w) map (segmentation)."""
         torch = _torch()
         with torch.inference_mode():
-            logits = self.model(pixel_values=self.pixels(rgb)).logits.float()
+            logits = self.model(pixel_values=self.pixels(rgb).to(self.device)).logits.float()
         if logits.shape[1] == 1:
             chosen = torch.sigmoid(logits[:, 0])
         else:
             chosen = torch.softmax(logits, dim=1)[:, self.index]
         return chosen.squeeze(0).cpu().numpy()
+
+
+def _image_processor(folder: Path, options: dict[str, Any]) -> Any:
+    """The checkpoint's image processor; where transformers' auto class needs torchvision and it is not installed
+    (some 5.x releases), the class the checkpoint names, which does not."""
+    import transformers
+
+    try:
+        return transformers.AutoImageProcessor.from_pretrained(folder, **options)
+    except ImportError as exc:
+        try:
+            named = str(json.loads((folder / "preprocessor_config.json").read_text(encoding="utf-8")).get("image_processor_type") or "")
+        except (OSError, ValueError):
+            named = ""
+        found = getattr(transformers, named, None) or getattr(transformers, named.removesuffix("Fast"), None)
+        if found is None:
+            raise InputError(FIELD, f"{folder}: its image processor cannot load ({' '.join(str(exc).split())[:200]})") from None
+        return found.from_pretrained(folder, **options)
 
 
 @lru_cache(maxsize=4)
@@ -197,7 +219,7 @@ def analyse_learned(image: PreparedImage, path: Path | str | None = None, positi
 
 def _torchscript_probabilities(model: Any, rgb: np.ndarray, model_path: Path) -> np.ndarray:
     torch = _torch()
-    tensor = torch.from_numpy(rgb.astype(np.float32) / 255.0).permute(2, 0, 1).unsqueeze(0)
+    tensor = torch.from_numpy(rgb.astype(np.float32) / 255.0).permute(2, 0, 1).unsqueeze(0).to(_device())
     with torch.inference_mode():
         output = model(tensor)
     if not isinstance(output, torch.Tensor) or output.numel() == 0:

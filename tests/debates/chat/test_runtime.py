@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 
+import autogen_agentchat.agents._base_chat_agent as base_chat_agent
+import autogen_agentchat.teams._group_chat._chat_agent_container as chat_agent_container
 import pytest
 
 import debates.chat.team
-from autogen_core import EVENT_LOGGER_NAME, SingleThreadedAgentRuntime
+from autogen_core import EVENT_LOGGER_NAME, ROOT_LOGGER_NAME, SingleThreadedAgentRuntime
 
 from debates.config_loader import load_config
 from debates.session import run_sample
@@ -34,14 +37,15 @@ def test_quiet_unless_someone_listens(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AUTOGEN_DISABLE_RUNTIME_TRACING", raising=False)
     assert not telemetry_wanted()
     assert isinstance(team_runtime(), QuietRuntime)
-    events = logging.getLogger(EVENT_LOGGER_NAME)
-    level = events.level
-    events.setLevel(logging.INFO)
-    try:
-        assert telemetry_wanted()
-        assert type(team_runtime()) is SingleThreadedAgentRuntime
-    finally:
-        events.setLevel(level)
+    for name in (EVENT_LOGGER_NAME, ROOT_LOGGER_NAME):
+        logger = logging.getLogger(name)
+        level = logger.level
+        logger.setLevel(logging.INFO)
+        try:
+            assert telemetry_wanted(), f"{name} at INFO gets the runtime that writes its records"
+            assert type(team_runtime()) is SingleThreadedAgentRuntime
+        finally:
+            logger.setLevel(level)
 
 
 async def test_the_same_debate_on_either_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,3 +85,18 @@ def test_config_loads_are_independent_copies() -> None:
     first.max_rounds = 9
     again = load_config("async-three")
     assert again.seats[0].name == "agent_a" and again.max_rounds == 3
+
+
+def test_agent_invocations_open_no_span_unless_someone_listens(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AUTOGEN_DISABLE_RUNTIME_TRACING", raising=False)
+    for module in (chat_agent_container, base_chat_agent):
+        span = module.trace_invoke_agent_span(agent_name="agent_a", agent_description="a debater")
+        assert isinstance(span, nullcontext), f"{module.__name__} opens a span that nobody receives"
+    events = logging.getLogger(EVENT_LOGGER_NAME)
+    level = events.level
+    events.setLevel(logging.INFO)
+    try:
+        span = chat_agent_container.trace_invoke_agent_span(agent_name="agent_a", agent_description="a debater")
+        assert not isinstance(span, nullcontext), "with the event log on, the span is AutoGen's own"
+    finally:
+        events.setLevel(level)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator
 
 import pytest
@@ -273,8 +274,13 @@ def fake_sft(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         seen.append(output_dir)
         return FakeTrainer(output_dir)
 
+    def plan_sft(model: Path, data: Path, settings: Any, **_: Any) -> Any:
+        return SimpleNamespace(model_dir=model, departures=[], workload=None)
+
     monkeypatch.setattr(sft, "train_sft", train_sft)
+    monkeypatch.setattr(sft, "plan_sft", plan_sft)
     monkeypatch.setattr(training, "_train_ready", lambda: None)
+    monkeypatch.setattr(training, "_check_memory", lambda *args, **kwargs: None)
     return seen
 
 

@@ -16,6 +16,7 @@ must come from a folder.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from dataclasses import dataclass
@@ -26,10 +27,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from debates.strategies.factguard import FactGuard
 from debates.strategies.factguard.config import FactGuardConfig
+from debates.fidelity import StatedDeparture
+from debates.strategies.factguard.training.adapters import merged_model
 from debates.strategies.factguard.training.chat_template import TrainingTemplate, training_template
-from debates.strategies.factguard.training.rendering import is_vision, llm_template_messages, load_processing_class, render
+from debates.strategies.factguard.training.departures import training_departures
+from debates.strategies.factguard.training.memory import Workload
+from debates.strategies.factguard.training.rendering import (image_tokens, is_vision, llm_template_messages, load_processing_class,
+                                                             render, tokens_of_image)
 from debates.strategies.factguard.training.rewards import RewardConfig, reward_functions, reward_weights
-from debates.strategies.factguard.training.rollout import FactGuardRollout, POLICY
+from debates.strategies.factguard.training.rollout import FactGuardRollout, POLICY, trained_config
 from debates.strategies.factguard.training.rollout_images import RolloutImages
 from debates.strategies.factguard.training.scale import ScaleSettings, world_size
 from debates.strategies.factguard.training.trajectories import binary
@@ -60,6 +66,10 @@ class GRPOSettings(BaseModel):
     max_steps: int = Field(-1, description="-1: as many as the epochs give")
     seed: Seed = Field(0, description="the trainer's seed (data order, initialisation) and the rollouts' first seed")
     vllm_server: str | None = Field(None, description="URL of a `trl vllm-serve` server to sample rollouts from; None: HF generate")
+    rollout_batch_size: int = Field(
+        8, ge=1, description="HF generate: the most rollout turns generated in one batched call (the rollouts of a step run "
+        "at once and their waiting turns are gathered); 1: one rollout at a time. The tokens are those of the sequential "
+        "path; a larger batch holds more KV cache on the GPU (ours; unused with a vLLM server, which batches itself)")
     reward: RewardConfig = Field(default_factory=RewardConfig)
     scale: ScaleSettings = Field(default_factory=ScaleSettings)
 
@@ -100,10 +110,14 @@ def grpo_args(settings: GRPOSettings, output_dir: Path, processes: int | None = 
 
 @dataclass(frozen=True)
 class PromptFit:
-    """Which samples fit the prompt cap, and the length of each that does not."""
+    """Which samples fit the prompt cap, the length of each that does not, and the longest kept."""
 
     kept: list[Sample]
     too_long: dict[str, int]
+    longest: int = 0
+    """Tokens of the longest first prompt kept."""
+    image_tokens: int = 0
+    """The most tokens standing for images in a kept first prompt."""
 
 
 def measure_prompts(samples: Sequence[Sample], config: FactGuardConfig, processing_class: Any, template: TrainingTemplate,
@@ -114,15 +128,62 @@ def measure_prompts(samples: Sequence[Sample], config: FactGuardConfig, processi
     pool = BackendPool()
     pool.add(Backend(POLICY, BackendConfig(kind="local", cache=False), PromptRenderer(processing_class, template)))
     strategy = FactGuard(config)
-    kept, too_long = [], {}
+    kept, too_long, longest, most_images = [], {}, 0, 0
     for sample in samples:
         opening = strategy.opening(sample, RunContext(pool=pool, backend=POLICY))
-        tokens = len(render(processing_class, template, llm_template_messages(opening), add_generation_prompt=True).ids)
-        if tokens > cap:
-            too_long[sample.id] = tokens
+        ids = render(processing_class, template, llm_template_messages(opening), add_generation_prompt=True).ids
+        if len(ids) > cap:
+            too_long[sample.id] = len(ids)
         else:
             kept.append(sample)
-    return PromptFit(kept, too_long)
+            longest, most_images = max(longest, len(ids)), max(most_images, image_tokens(processing_class, ids))
+    return PromptFit(kept, too_long, longest, most_images)
+
+
+TOOL_TEXT_TOKENS = 512
+"""What the memory estimate allows for the text of a tool result (FactProbe's five results, ClipScout's note)."""
+
+
+def rollout_workload(fit: PromptFit, config: FactGuardConfig, settings: GRPOSettings, grid_tokens: int, processes: int = 1) -> Workload:
+    """The longest sequence the rollouts can make from the kept samples: the longest first prompt, every turn at its
+    token limit, and tool results holding a ClipScout grid at its largest; with the turns HF generate runs at once."""
+    turns = config.max_turns
+    results = (turns - 1) * (grid_tokens + TOOL_TEXT_TOKENS)
+    completion = turns * settings.max_completion_length + results
+    rows = 0 if settings.vllm_server else min(settings.rollout_batch_size, max(1, settings.num_generations // processes))
+    return Workload(sequence=fit.longest + completion, logits=completion, image_tokens=fit.image_tokens + (turns - 1) * grid_tokens,
+                    generation_rows=rows, generation_prompt=fit.longest + completion - settings.max_completion_length)
+
+
+@dataclass
+class GRPOPlan:
+    """What is known before the policy loads: the folder it loads from, how it reads, which samples train, the longest
+    sequence they make, and where the run departs from the paper."""
+
+    model_dir: Path
+    processing_class: Any
+    template: TrainingTemplate
+    config: FactGuardConfig
+    fit: PromptFit
+    workload: Workload
+    departures: list[StatedDeparture]
+
+
+def plan_grpo(model_dir: Path, samples: Sequence[Sample], config: FactGuardConfig, settings: GRPOSettings | None = None, *,
+              processing_class: Any = None, chat_template: Path | None = None) -> GRPOPlan:
+    """Everything before the model loads; a folder holding an SFT adapter is merged into its base first
+    (:mod:`~debates.strategies.factguard.training.adapters`)."""
+    settings = settings or GRPOSettings()
+    model_dir = merged_model(Path(model_dir))
+    processing_class = processing_class if processing_class is not None else load_processing_class(model_dir)
+    template = training_template(processing_class, str(model_dir), chat_template)
+    trained = trained_config(config)
+    fit = measure_prompts(samples, trained, processing_class, template, settings.max_prompt_length)
+    side = trained.grid_max_side
+    workload = rollout_workload(fit, trained, settings, tokens_of_image(processing_class, template, side, side), world_size())
+    departures = training_departures(settings.scale, settings.scale.resolved_dtype(), reward=settings.reward,
+                                     prompt_cap=settings.max_prompt_length, left_out=fit.too_long, samples=len(samples))
+    return GRPOPlan(model_dir, processing_class, template, trained, fit, workload, departures)
 
 
 def prompt_dataset(samples: Sequence[Sample]) -> Any:
@@ -159,25 +220,37 @@ def train_grpo(
     processing_class: Any = None,
     chat_template: Path | None = None,
     extra_rewards: Sequence[Callable[..., list[float]]] = (),
+    plan: GRPOPlan | None = None,
+    callbacks: Sequence[Any] = (),
     **overrides: Any,
 ) -> GRPORun:
     """Run GRPO on ``samples`` with the FactGuard loop as the rollout and return the run.
 
     ``session`` (a :class:`~debates.session.RunSession` of ``config`` with ``backend="policy"``, open) is the
     run session the rollouts run in: its retrieval answers FactProbe; the run closes it when it ends, in
-    the event loop the rollouts used it from. None: retrieval off.
+    the event loop the rollouts used it from. None: retrieval off. ``plan`` is :func:`plan_grpo`'s, when the
+    caller made it first (to print the departures and check memory before the model loads); ``callbacks`` are
+    transformers ``TrainerCallback``s (a benchmark times the steps with one).
     """
     from debates.strategies.factguard.training.trainer import FactGuardGRPOTrainer
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     settings = settings or GRPOSettings()
-    processing_class = processing_class if processing_class is not None else load_processing_class(model_dir)
-    template = training_template(processing_class, str(model_dir), chat_template)
     images = RolloutImages()
-    rollout = FactGuardRollout(config, samples, template, settings.max_completion_length, settings.temperature, settings.seed,
-                               session, images)
     try:
-        fit = measure_prompts(samples, rollout.config, processing_class, template, settings.max_prompt_length)
+        plan = plan or plan_grpo(model_dir, samples, config, settings, processing_class=processing_class, chat_template=chat_template)
+    except BaseException:
+        if session is not None:  # the run owns the session it was given, whatever stops it
+            loop = asyncio.new_event_loop()
+            try:
+                loop.run_until_complete(session.close())
+            finally:
+                loop.close()
+        raise
+    rollout = FactGuardRollout(config, samples, plan.template, settings.max_completion_length, settings.temperature, settings.seed,
+                               session, images, settings.rollout_batch_size)
+    try:
+        fit = plan.fit
         for sample_id, tokens in fit.too_long.items():
             log.warning("sample %s left out: its first prompt has %d tokens, over the %d-token cap", sample_id, tokens,
                         settings.max_prompt_length)
@@ -187,13 +260,13 @@ def train_grpo(
         if extra_rewards:
             args.reward_weights = [*reward_weights(settings.reward), *([1.0] * len(extra_rewards))]
         trainer = FactGuardGRPOTrainer(
-            model=str(model_dir), reward_funcs=[*reward_functions(settings.reward), *extra_rewards], args=args,
-            train_dataset=prompt_dataset(fit.kept), processing_class=processing_class, rollout_func=rollout,
-            peft_config=settings.scale.peft_config(), rollout_images=images,
+            model=str(plan.model_dir), reward_funcs=[*reward_functions(settings.reward), *extra_rewards], args=args,
+            train_dataset=prompt_dataset(fit.kept), processing_class=plan.processing_class, rollout_func=rollout,
+            peft_config=settings.scale.peft_config(), rollout_images=images, callbacks=list(callbacks) or None,
         )
-        if is_vision(processing_class):
+        if is_vision(plan.processing_class):
             log.info("vision-language policy: frames and ClipScout grids reach the forward pass as images")
         trainer.train()
     finally:
         rollout.close()
-    return GRPORun(trainer, rollout, fit, template)
+    return GRPORun(trainer, rollout, plan.fit, plan.template)

@@ -11,15 +11,19 @@ have seen one during the rollout too. Both paths render through the one training
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from autogen_core import Image as AgentImage
 from autogen_core.models import AssistantMessage, LLMMessage, SystemMessage, UserMessage
 from PIL import Image
 
-from debates.strategies.factguard.training.chat_template import TrainingTemplate
+from debates.strategies.factguard.training.chat_template import ChatTemplateError, TrainingTemplate
 from m3d_agents.errors import InputError
 
 IMAGE_TEXT = "[image]"
@@ -119,6 +123,78 @@ def images_in(messages: Sequence[Mapping[str, Any]]) -> list[Image.Image]:
     return [part["image"] for m in messages if not isinstance(m["content"], str) for part in m["content"] if part["type"] == "image"]
 
 
+KEPT_IMAGES = 32
+"""Processed images kept (a 1280x720 frame is about 22 MB of pixel values on Qwen2.5-VL): a step's frames and grids."""
+
+
+class KeptImages:
+    """The image processor with each image's output kept, keyed by its pixels and the processing arguments.
+
+    A rollout renders its conversation at every turn and once more for the trainer, each time with the
+    same eight full-size frames, and the eight rollouts of a group share them: processing each image
+    once keeps the CPU from holding up the GPU between batched turns. Each image is processed alone,
+    which is what the processor does to each image of a list, so the outputs are the same.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.kept: OrderedDict[tuple[str, str], Any] = OrderedDict()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def __call__(self, images: Any = None, *args: Any, **kwargs: Any) -> Any:
+        listed = images if isinstance(images, (list, tuple)) else [images]
+        if listed and all(isinstance(inner, (list, tuple)) for inner in listed):  # a list of images per conversation
+            listed = [image for inner in listed for image in inner]
+        if args or not listed or not all(isinstance(image, Image.Image) for image in listed):
+            return self.inner(images, *args, **kwargs)
+        settings = repr(sorted(kwargs.items()))
+        parts = []
+        for image in listed:
+            key = (hashlib.sha1(image.mode.encode() + repr(image.size).encode() + image.tobytes()).hexdigest(), settings)
+            if key not in self.kept:
+                self.kept[key] = self.inner([image], **kwargs)
+                while len(self.kept) > KEPT_IMAGES:
+                    self.kept.popitem(last=False)
+            self.kept.move_to_end(key)
+            parts.append(self.kept[key])
+        return join_features(parts)
+
+
+def join_features(parts: Sequence[Any]) -> Any:
+    """The outputs of one image at a time as the output of all of them: every field concatenated along its first axis."""
+    import numpy as np
+    import torch
+    from transformers import BatchFeature
+
+    joined = {}
+    for name in parts[0].keys():
+        values = [part[name] for part in parts]
+        joined[name] = torch.cat(values) if isinstance(values[0], torch.Tensor) else np.concatenate(values)
+    return BatchFeature(data=joined)
+
+
+@contextlib.contextmanager
+def kept_images(processing_class: Any) -> Iterator[None]:
+    """Render with the processor's image processor keeping what it made (the processor itself is left as it was)."""
+    inner = getattr(processing_class, "image_processor", None)
+    if inner is None or isinstance(inner, KeptImages):
+        yield
+        return
+    kept = _kept.get(inner)
+    if kept is None:
+        kept = _kept[inner] = KeptImages(inner)
+    processing_class.image_processor = kept
+    try:
+        yield
+    finally:
+        processing_class.image_processor = inner
+
+
+_kept: weakref.WeakKeyDictionary[Any, KeptImages] = weakref.WeakKeyDictionary()
+
+
 @dataclass
 class Rendered:
     """One conversation as the model reads it."""
@@ -147,11 +223,66 @@ def render(
         )
         return Rendered(ids=list(rendered["input_ids"]), mask=list(rendered.get("assistant_masks") or []))
     images = images_in(messages)
-    rendered = processing_class.apply_chat_template(
-        [dict(m) for m in messages], chat_template=template.text, add_generation_prompt=add_generation_prompt, tokenize=True,
-        return_dict=True, return_tensors="pt", return_assistant_tokens_mask=with_mask,
-    )
+    with kept_images(processing_class):
+        rendered = processing_class.apply_chat_template(
+            [dict(m) for m in messages], chat_template=template.text, add_generation_prompt=add_generation_prompt, tokenize=True,
+            return_dict=True, return_tensors="pt",
+        )
     ids = rendered["input_ids"][0].tolist()
-    mask = rendered["assistant_masks"][0].tolist() if with_mask else []
+    mask = assistant_mask(processing_class, template, messages, ids, add_generation_prompt) if with_mask else []
     features = {k: (v[0] if k in TOKEN_FIELDS else v) for k, v in rendered.items() if k not in SKIPPED_FIELDS}
-    return Rendered(ids=ids, mask=[int(m) for m in mask], images=images, features=features)
+    return Rendered(ids=ids, mask=mask, images=images, features=features)
+
+
+def assistant_mask(processing_class: Any, template: TrainingTemplate, messages: Sequence[Mapping[str, Any]], ids: Sequence[int],
+                   add_generation_prompt: bool = False) -> list[int]:
+    """The mask of the model's own tokens in ``ids``, a conversation the processor rendered with its images expanded
+    (or the start of one, when it was cut at a maximum length).
+
+    The tokenizer marks the assistant's tokens of the same conversation before the processor expands each image
+    placeholder into the image's tokens; the mask is then widened over each expansion (an image is never the model's
+    own). Processors before transformers 5.18 placed the mask by character offsets that the expansion had shifted,
+    so it fell on the wrong tokens or on none; this reads the same on every version.
+    """
+    tokenizer = tokenizer_of(processing_class)
+    plain = tokenizer.apply_chat_template(
+        [dict(m) for m in messages], chat_template=template.text, add_generation_prompt=add_generation_prompt, tokenize=True,
+        return_dict=True, return_assistant_tokens_mask=True,
+    )
+    plain_ids, plain_mask = list(plain["input_ids"]), [int(m) for m in plain["assistant_masks"]]
+    image = image_token_id(processing_class)
+    mask: list[int] = []
+    at = 0
+    for index, token in enumerate(plain_ids):
+        if at == len(ids):  # the processor's tokens were cut at a maximum length
+            break
+        if token == image:
+            if index and plain_ids[index - 1] == image:
+                continue  # adjacent placeholders: their expansions run together
+            while at < len(ids) and ids[at] == image:
+                mask.append(0)
+                at += 1
+            continue
+        if at >= len(ids) or ids[at] != token:
+            raise ChatTemplateError(template.model, template.source, "the processor's tokens of a conversation differ from the "
+                                    "tokenizer's outside the images, so the assistant mask cannot be placed")
+        mask.append(plain_mask[index])
+        at += 1
+    if at != len(ids):
+        raise ChatTemplateError(template.model, template.source, "the processor rendered more tokens than the tokenizer outside "
+                                "the images, so the assistant mask cannot be placed")
+    return mask
+
+
+def image_tokens(processing_class: Any, ids: Sequence[int]) -> int:
+    """How many of ``ids`` stand for image content (0 for a text model)."""
+    token = image_token_id(processing_class) if is_vision(processing_class) else None
+    return sum(1 for i in ids if i == token) if token is not None else 0
+
+
+def tokens_of_image(processing_class: Any, template: TrainingTemplate, width: int, height: int) -> int:
+    """The tokens one image of this size becomes under the processor's bounds (0 for a text model)."""
+    if not is_vision(processing_class):
+        return 0
+    with_image = [{"role": "user", "content": [{"type": "image", "image": Image.new("RGB", (width, height))}]}]
+    return image_tokens(processing_class, render(processing_class, template, with_image).ids)

@@ -6,9 +6,10 @@
 * ``R_format``: 1 when every turn was well-formed (strictly) and the last one answered, else 0;
 * ``R_risk = −α·1[false positive] − γ·1[false negative]`` (the paper's cost-sensitive term);
 * ``R_tool``: ``+r⁺`` when a tool was used and the answer is right, ``−r⁻`` when a tool was used and
-  it is not, 0 without tools (the paper's gate of the tool reward on accuracy). A tool counts as used
-  when one of its calls ran and answered: a call refused, failed or answered "unavailable" (FactProbe
-  with retrieval off) led to nothing, so it earns neither r⁺ nor r⁻.
+  it is not, 0 without tools (the paper's gate of the tool reward on accuracy). Which calls count as
+  use is :attr:`RewardConfig.tool_use`: every call the policy made (``called``, the paper's, which
+  penalises "unnecessary or ineffective tool use", line 143), or only calls that ran and answered
+  (``answered``, ours: a call refused, failed or answered "unavailable" then earns neither r⁺ nor r⁻).
 
 No readable answer scores ``R_acc = R_format = 0`` and ``R_risk = −max(α, γ)`` (ours), which keeps
 the order malformed < wrong < right for any positive costs. The values of the terms, λ, α, γ, r⁺ and
@@ -24,13 +25,16 @@ dependency, so they are tested and used for recorded runs without the training e
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from m3d_agents.errors import ParseError
 from debates.strategies.factguard.turn_format import ANSWER_STYLES, parse_agent_turn
 from m3d_agents.tools.catalogue import ARGUMENTS
+
+
+ToolUse = Literal["called", "answered"]
 
 
 class RewardConfig(BaseModel):
@@ -44,6 +48,10 @@ class RewardConfig(BaseModel):
     r_tool_pos: float = Field(0.2, ge=0, lt=1, description="r⁺, paid when a tool was used and the answer is right (unstated; ours 0.2)")
     r_tool_neg: float = Field(0.2, ge=0, lt=1, description="r⁻, charged when a tool was used and the answer is wrong; r⁺ = r⁻ = 0 is 'w/o R_tool'")
     format_gate: bool = Field(False, description="multiply the whole reward by R_format (an ablation of ours, off in the paper)")
+    tool_use: ToolUse = Field(
+        "called", description="which tool calls R_tool counts: 'called', every call the policy made, refused, failed or "
+        "'unavailable' ones too (the paper's, which penalises ineffective tool use); 'answered', only calls that ran and "
+        "answered (ours: an ineffective call then costs nothing)")
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,9 @@ class Outcome:
     gold: str
     well_formed: bool
     used_tool: bool
+    """The policy made at least one tool call."""
+    tool_answered: bool = False
+    """At least one of its calls ran and answered (not refused, failed or "unavailable")."""
 
 
 class RewardBreakdown(BaseModel):
@@ -84,7 +95,7 @@ def risk_term(outcome: Outcome, config: RewardConfig) -> float:
 
 
 def tool_term(outcome: Outcome, config: RewardConfig) -> float:
-    if not outcome.used_tool:
+    if not (outcome.tool_answered if config.tool_use == "answered" else outcome.used_tool):
         return 0.0
     return config.r_tool_pos if accuracy_term(outcome) > 0 else -config.r_tool_neg
 

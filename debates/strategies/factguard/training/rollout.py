@@ -10,6 +10,10 @@ images in the conversation, and their features are kept for the forward passes
 session, so FactProbe searches through its retrieval (``--retrieval live|record|replay``, with its
 evidence policy) and a run can replay recorded results offline.
 
+The rollouts of a step run concurrently. On HF ``generate`` the policy client gathers the turns they
+ask for at the same time into one batched call, up to ``rollout_batch_size`` rows (1: one rollout at
+a time); on a vLLM server they are sent at once and the server batches them.
+
 TRL quirks this relies on (1.16; the rollout hook is experimental): the prompts handed to the
 rollout are already repeated ``num_generations`` times, so it returns one completion per prompt.
 """
@@ -30,13 +34,17 @@ from debates.strategies.factguard.training.policy_clients import HFPolicyClient,
 from debates.strategies.factguard.training.rendering import Rendered, recorded_template_messages, render, text_of
 from debates.strategies.factguard.training.rollout_images import RolloutImages
 from debates.strategies.factguard.training.trajectories import binary
-from m3d_agents.backends.config import BackendConfig
+from m3d_agents.backends.config import BackendConfig, LocalServerSettings
 from m3d_agents.backends.factory import Backend, BackendPool
 from m3d_agents.backends.metering import UsageLedger
 from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.sample import Sample
 
 POLICY = "policy"
+GENERATE_DEADLINE_S = 86400.0
+"""A policy turn's deadline: generation runs in this process, where no server can hang, and a turn may wait for
+a whole batch of others, so the backend's network deadline does not apply."""
+VLLM_CONCURRENCY = 64
 
 
 def completion_span(prompt: Rendered, full: Rendered) -> tuple[list[int], list[int]]:
@@ -48,6 +56,14 @@ def completion_span(prompt: Rendered, full: Rendered) -> tuple[list[int], list[i
     return completion[: last + 1], mask[: last + 1]
 
 
+def trained_config(config: FactGuardConfig) -> FactGuardConfig:
+    """The configuration rollouts run: no re-asks (a malformed turn is what the format reward scores) and no frame OCR
+    (the policy reads the frames themselves)."""
+    trained = with_overrides(config, parse_retries=0, describe_frames=False)
+    assert isinstance(trained, FactGuardConfig)
+    return trained
+
+
 @dataclass
 class RolloutStats:
     """What the latest batch of rollouts held, per rollout: the figures the benchmark prints and tests check."""
@@ -56,6 +72,8 @@ class RolloutStats:
     images: list[int] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)
     """The text of every tool result the policy read."""
+    batches: list[int] = field(default_factory=list)
+    """The rows of each HF ``generate`` call, in order (empty on a vLLM server)."""
 
 
 class FactGuardRollout:
@@ -63,16 +81,17 @@ class FactGuardRollout:
 
     def __init__(self, config: FactGuardConfig, samples: Sequence[Sample], template: TrainingTemplate, max_new_tokens: int,
                  temperature: float, seed: int = 0, session: RunSession | None = None,
-                 images: RolloutImages | None = None) -> None:
+                 images: RolloutImages | None = None, batch_size: int = 1) -> None:
         """``session`` is the training run's (open, with ``backend="policy"``): its pool takes the policy
-        as the ``policy`` backend at every step; None: a session of this configuration with retrieval off."""
-        trained = with_overrides(config, parse_retries=0, describe_frames=False)
-        assert isinstance(trained, FactGuardConfig)
+        as the ``policy`` backend at every step; None: a session of this configuration with retrieval off.
+        ``batch_size``: the most turns one HF ``generate`` call takes (1: one rollout at a time)."""
+        trained = trained_config(config)
         self.config: FactGuardConfig = trained
         self.samples = {s.id: s for s in samples}
         self.template = template
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
+        self.batch_size = batch_size
         self.loop = asyncio.new_event_loop()
         if session is None:
             session = RunSession(trained, BackendPool(), backend=POLICY, retrieval="off")
@@ -84,31 +103,37 @@ class FactGuardRollout:
         self._vllm: Any = None
 
     @contextlib.contextmanager
-    def policy(self, trainer: Any) -> Iterator[tuple[PolicyClient, int]]:
-        """The policy as a chat client and how many rollouts may run at once: the vLLM server's when the run
-        has one, else ``generate`` on the model gathered from its shards (TRL's context for ZeRO-3)."""
+    def policy(self, trainer: Any) -> Iterator[PolicyClient]:
+        """The policy as a chat client: the vLLM server's when the run has one, else ``generate`` on the model
+        gathered from its shards (TRL's context for ZeRO-3)."""
         processing_class = trainer.processing_class
         if getattr(trainer, "use_vllm", False):
             trainer.accelerator.wait_for_everyone()  # the main process has pushed this step's weights to the server
             if self._vllm is None:
                 self._vllm = vllm_chat(trainer)
-            yield VLLMPolicyClient(self._vllm, processing_class, self.template, self.max_new_tokens, self.temperature), 64
+            yield VLLMPolicyClient(self._vllm, processing_class, self.template, self.max_new_tokens, self.temperature)
             return
         from trl.models import unwrap_model_for_generation
 
         with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
                                          gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
                                          gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs) as model:
-            yield HFPolicyClient(model, processing_class, self.template, self.max_new_tokens, self.temperature), 1
+            yield HFPolicyClient(model, processing_class, self.template, self.max_new_tokens, self.temperature, self.batch_size)
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        with self.policy(trainer) as client:
+            return self.collect([self.samples[str(prompt)] for prompt in prompts], trainer.processing_class, client)
+
+    def collect(self, samples: Sequence[Sample], processing_class: Any, client: PolicyClient) -> dict[str, Any]:
+        """Run one rollout per sample with ``client`` as the policy, all at once, and return TRL's rollout fields."""
         self.images.clear()
         self.stats = RolloutStats()
-        processing_class = trainer.processing_class
-        with self.policy(trainer) as (client, concurrency):
-            self.session.pool.add(Backend(POLICY, BackendConfig(kind="local", cache=False, concurrency=concurrency), client))
-            samples = [self.samples[str(prompt)] for prompt in prompts]
-            finished = self.loop.run_until_complete(self.run_all(samples))
+        calls = VLLM_CONCURRENCY if isinstance(client, VLLMPolicyClient) else self.batch_size
+        # Every rollout may ask at once: the client, not the backend's gate, decides how many turns are generated together.
+        config = BackendConfig(kind="local", cache=False, concurrency=calls, deadline_s=GENERATE_DEADLINE_S,
+                               local=LocalServerSettings(slots=calls))
+        self.session.pool.add(Backend(POLICY, config, client))
+        finished = self.loop.run_until_complete(self.run_all(samples, client))
         out: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "env_mask": [], "outcome": []}
         for sample, (verdict, ledger) in zip(samples, finished):
             verifier = [e for e in ledger.exchanges if e.agent == "verifier"]
@@ -129,17 +154,21 @@ class FactGuardRollout:
             checked = verdict.diagnostics if isinstance(verdict.diagnostics, FactGuardDiagnostics) else None
             out["outcome"].append({
                 "predicted": binary(verdict.label, verdict.taxonomy), "gold": binary(sample.gold_label, sample.taxonomy),
-                "well_formed": checked is not None and checked.format_ok, "used_tool": checked is not None and checked.tool_answered,
+                "well_formed": checked is not None and checked.format_ok, "used_tool": checked is not None and checked.used_tools,
+                "tool_answered": checked is not None and checked.tool_answered,
             })
+        if isinstance(client, HFPolicyClient):
+            self.stats.batches = list(client.batches)
         return {**out, "logprobs": None}
 
-    async def run_all(self, samples: Sequence[Sample]) -> list[tuple[Any, UsageLedger]]:
-        return list(await asyncio.gather(*(self.run_one(sample) for sample in samples)))
+    async def run_all(self, samples: Sequence[Sample], client: PolicyClient) -> list[tuple[Any, UsageLedger]]:
+        return list(await asyncio.gather(*(self.run_one(sample, client) for sample in samples)))
 
-    async def run_one(self, sample: Sample) -> tuple[Any, UsageLedger]:
+    async def run_one(self, sample: Sample, client: PolicyClient) -> tuple[Any, UsageLedger]:
         """The trained configuration (its retries and frame OCR off) on ``sample``, in the run session's context."""
         ledger = UsageLedger(record_messages=True)
-        verdict = await run_strategy(self.config, sample, self.session.context(seed=next(self.seeds), ledger=ledger))
+        async with client.rollout():
+            verdict = await run_strategy(self.config, sample, self.session.context(seed=next(self.seeds), ledger=ledger))
         return verdict, ledger
 
     def close(self) -> None:

@@ -19,12 +19,17 @@ import copy
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from debates.fidelity import StatedDeparture
+from debates.strategies.factguard.training.adapters import merged_model
 from debates.strategies.factguard.training.chat_template import TrainingTemplate, training_template
-from debates.strategies.factguard.training.rendering import is_vision, load_processing_class, render, text_only
+from debates.strategies.factguard.training.departures import training_departures
+from debates.strategies.factguard.training.memory import Workload
+from debates.strategies.factguard.training.rendering import (assistant_mask, image_tokens, is_vision, load_processing_class, render,
+                                                             text_only)
 from debates.strategies.factguard.training.scale import ScaleSettings
 from m3d_agents.config_types import Seed
 from m3d_agents.errors import InputError
@@ -93,43 +98,106 @@ def as_parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"type": "image"} if p.get("type") == "image" else {"type": "text", "text": p["text"]} for p in content]
 
 
-def dataset_rows(rows: list[SFTRow], processing_class: Any, template: TrainingTemplate) -> list[dict[str, Any]]:
+@dataclass
+class SFTRows:
+    """TRL's conversational rows, with the length of the longest (what the memory check reads)."""
+
+    rows: list[dict[str, Any]]
+    longest: int = 0
+    image_tokens: int = 0
+    """The most tokens standing for images in one row."""
+
+
+def dataset_rows(rows: list[SFTRow], processing_class: Any, template: TrainingTemplate) -> SFTRows:
     """TRL's conversational rows, each checked to train at least one token of the model's."""
     from PIL import Image
 
     vision = is_vision(processing_class)
-    out = []
+    out, longest, most_images = [], 0, 0
     for number, row in enumerate(rows, start=1):
         images = [Image.open(p).convert("RGB") for p in row.images]
         filled = with_images(row.messages, images)
-        template.require_tokens(render(processing_class, template, filled, with_mask=True).mask, f"row {number}")
+        rendered = render(processing_class, template, filled, with_mask=True)
+        template.require_tokens(rendered.mask, f"row {number}")
+        longest, most_images = max(longest, len(rendered.ids)), max(most_images, image_tokens(processing_class, rendered.ids))
         if vision:
             out.append({"messages": [{"role": m["role"], "content": as_parts(m["content"])} for m in row.messages], "images": images})
         else:
             out.append({"messages": text_only(filled)})
-    return out
+    return SFTRows(out, longest, most_images)
 
 
-def train_sft(model_dir: Path, data: Path, output_dir: Path, settings: SFTSettings | None = None, *, processing_class: Any = None,
-              chat_template: Path | None = None, **overrides: Any) -> Any:
-    """Run SFT and return the trainer."""
-    from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+@dataclass
+class SFTPlan:
+    """What is known before the model loads: its folder, how it reads, the rows, their longest, the departures."""
 
+    model_dir: Path
+    processing_class: Any
+    template: TrainingTemplate
+    data: SFTRows
+    workload: Workload
+    departures: list[StatedDeparture]
+
+
+def plan_sft(model_dir: Path, data: Path, settings: SFTSettings | None = None, *, processing_class: Any = None,
+             chat_template: Path | None = None) -> SFTPlan:
+    """Everything before the model loads (a folder holding an adapter is merged into its base first)."""
     settings = settings or SFTSettings()
+    model_dir = merged_model(Path(model_dir))
     processing_class = processing_class if processing_class is not None else load_processing_class(model_dir)
     template = training_template(processing_class, str(model_dir), chat_template)
     processing_class = copy.copy(processing_class)  # TRL renders with the processing class's own template: give it ours
     processing_class.chat_template = template.text
     rows = dataset_rows(read_rows(data), processing_class, template)
+    longest = min(rows.longest, settings.max_length)
+    workload = Workload(sequence=longest, logits=longest, image_tokens=rows.image_tokens)
+    departures = training_departures(settings.scale, settings.scale.resolved_dtype())
+    return SFTPlan(model_dir, processing_class, template, rows, workload, departures)
+
+
+def vision_collator(processing_class: Any, template: TrainingTemplate, settings: SFTSettings) -> Any:
+    """TRL's collator for vision-language rows, with the loss on the model's own tokens placed by
+    :func:`~debates.strategies.factguard.training.rendering.assistant_mask`, which reads the same on every
+    transformers version (earlier processors misplace their own mask once images are expanded)."""
+    from trl.trainer.sft_trainer import DataCollatorForVisionLanguageModeling
+
+    class AssistantTokens(DataCollatorForVisionLanguageModeling):
+        def _collate_language_modeling(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+            output = super()._collate_language_modeling(examples)
+            for row, example in enumerate(examples):
+                attended = output["attention_mask"][row].bool()
+                ids = output["input_ids"][row][attended].tolist()
+                mask = assistant_mask(self.processor, template, with_images(example["messages"], list(example["images"])), ids)
+                positions = attended.nonzero().squeeze(-1)
+                output["labels"][row][positions[[m == 0 for m in mask]]] = -100
+            return output
+
+    return AssistantTokens(processor=processing_class, max_length=settings.max_length, completion_only_loss=False,
+                           assistant_only_loss=False, chat_template=template.text)
+
+
+def train_sft(model_dir: Path, data: Path, output_dir: Path, settings: SFTSettings | None = None, *, processing_class: Any = None,
+              chat_template: Path | None = None, plan: SFTPlan | None = None, callbacks: Sequence[Any] = (),
+              **overrides: Any) -> Any:
+    """Run SFT and return the trainer (``plan``: :func:`plan_sft`'s, when the caller made it first; ``callbacks``:
+    transformers ``TrainerCallback``s)."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    settings = settings or SFTSettings()
+    plan = plan or plan_sft(model_dir, data, settings, processing_class=processing_class, chat_template=chat_template)
     values: dict[str, Any] = dict(
         output_dir=str(output_dir), learning_rate=settings.learning_rate, num_train_epochs=settings.num_train_epochs,
         per_device_train_batch_size=1, gradient_accumulation_steps=settings.gradient_accumulation_steps,
-        max_length=settings.max_length, max_steps=settings.max_steps, assistant_only_loss=True, logging_steps=1,
+        max_length=settings.max_length, max_steps=settings.max_steps, logging_steps=1,
+        # The model's own tokens only: TRL's mask for a text model, ours for a vision-language one (see vision_collator).
+        assistant_only_loss=not is_vision(plan.processing_class),
         save_strategy="no", report_to=[], seed=settings.seed, disable_tqdm=True, **settings.scale.trainer_args(),
     )
     values.update(overrides)
-    trainer = SFTTrainer(model=str(model_dir), args=SFTConfig(**values), train_dataset=Dataset.from_list(rows),
-                         processing_class=processing_class, peft_config=settings.scale.peft_config())
+    collator = vision_collator(plan.processing_class, plan.template, settings) if is_vision(plan.processing_class) else None
+    trainer = SFTTrainer(model=str(plan.model_dir), args=SFTConfig(**values), train_dataset=Dataset.from_list(plan.data.rows),
+                         processing_class=plan.processing_class, peft_config=settings.scale.peft_config(),
+                         callbacks=list(callbacks) or None, data_collator=collator)
     trainer.train()
     return trainer

@@ -68,7 +68,8 @@ def outcome_of(row: TrajectoryRow) -> Outcome | None:
     checked = row.diagnostics if isinstance(row.diagnostics, FactGuardDiagnostics) else None
     well_formed = checked.format_ok if checked is not None else not row.abstained
     return Outcome(predicted=row.predicted_binary, gold=row.gold_binary, well_formed=well_formed,
-                   used_tool=checked.tool_answered if checked is not None else False)
+                   used_tool=checked.used_tools if checked is not None else False,
+                   tool_answered=checked.tool_answered if checked is not None else False)
 
 
 class TrajectoryRecorder:

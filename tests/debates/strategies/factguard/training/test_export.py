@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -15,6 +16,7 @@ from debates.session import RunSession
 from debates.eval.records import RunManifest
 from debates.config_loader import load_config, with_overrides
 from debates.strategies.factguard.training.export import drop_reason, export_sft
+from debates.strategies.factguard.training.rewards import RewardConfig, trajectory_reward
 from debates.strategies.factguard.training.trajectories import (
     RecordedCall, TrajectoryRecorder, TrajectoryRow, outcome_of, read_trajectories,
 )
@@ -180,14 +182,17 @@ def test_an_old_trajectory_row_is_read_typed_and_filtered_as_before() -> None:
     assert drop_reason(refused) == "invalid_tool_action"
 
 
-def test_the_tool_reward_reads_the_calls_that_answered_and_old_rows_the_calls_asked_for() -> None:
+def test_the_tool_reward_counts_every_call_made_and_the_answered_rule_only_calls_that_answered() -> None:
     base = {k: OLD_FACTGUARD[k] for k in OLD_KEPT}
     unavailable = outcome_of(trajectory({**base, "used_tools": True, "tool_calls_answered": 0}))
     answered = outcome_of(trajectory({**base, "used_tools": True, "tool_calls_answered": 1}))
     old = outcome_of(trajectory({**base, "used_tools": True}))
-    assert unavailable is not None and not unavailable.used_tool
-    assert answered is not None and answered.used_tool
-    assert old is not None and old.used_tool, "a row from before the count keeps the reward it had"
+    assert unavailable is not None and unavailable.used_tool and not unavailable.tool_answered
+    assert answered is not None and answered.used_tool and answered.tool_answered
+    assert old is not None and old.used_tool and old.tool_answered, "a row from before the count: every call made answered"
+    wrong = replace(unavailable, predicted="real" if unavailable.gold == "fake" else "fake")
+    assert trajectory_reward(wrong).tool == -0.2, "the paper's rule: an ineffective call before a wrong answer costs r-"
+    assert trajectory_reward(wrong, RewardConfig(tool_use="answered")).tool == 0.0, "ours: it costs nothing"
 
 
 def test_a_trajectory_without_factguards_format_check_is_never_kept_unchecked() -> None:

@@ -111,3 +111,19 @@ def test_trl_reward_functions_read_completions_or_the_rollout_outcome() -> None:
     assert reward_weights(RewardConfig(lam=0.5)) == [1.0, 1.0, 0.5, 1.0]
     rolled = [{"predicted": "fake", "gold": "fake", "well_formed": True, "used_tool": True}]
     assert tool(["ignored"], outcome=rolled) == [0.2]
+
+
+def test_the_papers_rule_charges_a_call_that_did_not_answer_and_ours_does_not() -> None:
+    """Paper line 143 penalises ineffective tool use: a call refused, failed or 'unavailable' before a wrong answer
+    costs r- in the paper's rule; the 'answered' rule (ours) counts only calls that ran and answered."""
+    rolled = [{"predicted": "real", "gold": "fake", "well_formed": True, "used_tool": True, "tool_answered": False},
+              {"predicted": "fake", "gold": "fake", "well_formed": True, "used_tool": True, "tool_answered": False},
+              {"predicted": "fake", "gold": "fake", "well_formed": True, "used_tool": True, "tool_answered": True},
+              {"predicted": "fake", "gold": "fake", "well_formed": True, "used_tool": False}]
+    assert RewardConfig().tool_use == "called"
+    paper = reward_functions(RewardConfig())[3]
+    ours = reward_functions(RewardConfig(tool_use="answered"))[3]
+    assert paper(["ignored"] * 4, outcome=rolled) == [-0.2, 0.2, 0.2, 0.0]
+    assert ours(["ignored"] * 4, outcome=rolled) == [0.0, 0.0, 0.2, 0.0]
+    with pytest.raises(ValueError):
+        RewardConfig(tool_use="sometimes")  # type: ignore[arg-type]

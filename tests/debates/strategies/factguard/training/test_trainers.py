@@ -69,7 +69,7 @@ def test_one_sft_step_on_exported_rows_a_text_model_reads_images_as_text(model_d
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    rows = dataset_rows(read_rows(data), tokenizer, training_template(tokenizer, "tiny"))
+    rows = dataset_rows(read_rows(data), tokenizer, training_template(tokenizer, "tiny")).rows
     assert rows[1]["messages"][1]["content"] == "post : a flood[image]" and "images" not in rows[1]
 
 
@@ -157,3 +157,109 @@ def test_m3d_train_grpo_runs_a_step_from_the_command_line(model_dir: Path, tmp_p
     assert "FactProbe: retrieval off" in result.output and "lambda=0.0" in result.output
     assert f"{out}: 1 steps (the model's own template)" in " ".join(result.output.split())
     assert (out / "model.safetensors").is_file()
+
+
+def fakett(tmp_path: Path, descriptions: list[str]) -> Path:
+    rows = [{"video_id": f"70{i}", "description": text, "annotation": "fake" if i % 2 else "real", "publish_time": 1661990400000 + i}
+            for i, text in enumerate(descriptions)]
+    data = tmp_path / "fakett.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data
+
+
+def test_m3d_train_grpo_states_its_departures_and_the_samples_left_out_before_the_first_step(
+        model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from debates.cli.main import app
+
+    def first_step(self: Any, *args: Any, **kwargs: Any) -> None:
+        print("FIRST STEP")
+        raise SystemExit(0)
+
+    monkeypatch.setattr(FactGuardGRPOTrainer, "train", first_step)
+    data = fakett(tmp_path, ["Flood on the highway", "Flood " * 1300, "A bridge opened"])
+    result = CliRunner().invoke(app, ["train", "grpo", "--dataset", f"fakett:{data}", "--model", str(model_dir), "--out",
+                                      str(tmp_path / "grpo"), "-G", "2", "--max-completion-length", "8", "--max-prompt-length",
+                                      "1000", "--retrieval", "off", "--dtype", "fp32", "--lora", "--tool-use", "answered"])
+    output = " ".join(result.output.split())
+    assert "FIRST STEP" in output, output
+    before = output[: output.index("FIRST STEP")]
+    assert "prompt cap: 2 of 3 samples fit in 1,000 tokens" in before
+    assert "departures from the paper (4; saved with the trained weights in departures.json):" in before
+    assert "[lora] A LoRA adapter (rank 64, alpha 128) is trained instead of every weight" in before
+    assert "[dtype] Weights and compute are fp32 (--dtype fp32), where the paper trains in BF16 mixed precision (paper line 333)" in before
+    assert "[prompt-cap-leaves-out] 1 of 3 samples are left out of training, their first prompt over the 1,000-token cap" in before
+    assert "(the paper: 16,384)" in before and "tokens) (paper line 183, 339)" in before
+    assert "[tool-reward-answered-calls] R_tool counts only tool calls that ran and answered" in before
+    assert "tool calls counted: answered" in before and "LoRA r=64, fp32; rollouts on HF generate, batches of 8" in before
+    assert "memory: estimated peak" in before and "no GPU visible" in before
+
+
+def test_the_memory_check_refuses_a_run_that_cannot_fit_with_its_numbers_and_force_starts_it(
+        model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from debates.cli.main import app
+    from debates.strategies.factguard.training import memory
+
+    monkeypatch.setattr(memory, "visible_gpus", lambda: [memory.GpuMemory(0, "Small GPU", free=512 * 1024**2, total=80 * 1024**3)])
+    data = fakett(tmp_path, ["Flood on the highway", "A bridge opened"])
+    command = ["train", "grpo", "--dataset", f"fakett:{data}", "--model", str(model_dir), "--out", str(tmp_path / "grpo"),
+               "--max-steps", "1", "-G", "2", "--max-completion-length", "8", "--retrieval", "off", "--dtype", "fp32"]
+    refused = CliRunner().invoke(app, command)
+    output = " ".join(refused.output.split())
+    assert refused.exit_code != 0 and not (tmp_path / "grpo" / "model.safetensors").exists()
+    assert "memory: estimated peak 0.0 GiB per GPU (fp32 weights, all trained, one GPU, gradient checkpointing, 2 turns generated at once" in output
+    assert "0.5 of 80.0 GiB free on cuda:0 (Small GPU)" in output
+    assert ("memory: the estimated peak of 0.0 GiB per GPU (fp32 weights, all trained, one GPU, gradient checkpointing, 2 turns "
+            "generated at once) and 1 GiB of headroom do not fit in the 0.5 GiB free on cuda:0 (Small GPU); would fit: none of "
+            "LoRA, ZeRO-3 or fewer turns generated at once; --force starts anyway") in output
+    forced = CliRunner().invoke(app, [*command, "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert "memory: --force given, starting anyway" in forced.output and (tmp_path / "grpo" / "model.safetensors").is_file()
+    saved = json.loads((tmp_path / "grpo" / "departures.json").read_text())
+    assert [d["id"] for d in saved] == ["dtype"]
+
+
+def test_the_memory_check_names_the_settings_that_would_fit_a_7b_model_on_one_gpu() -> None:
+    import sys
+
+    from debates.strategies.factguard.training.memory import GIB, GpuMemory, Layout, check_memory
+    from debates.strategies.factguard.training.scale import ScaleSettings
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[5] / "benchmarks"))
+    from train_step import paper_workload, qwen7b_config
+
+    h100 = [GpuMemory(0, "NVIDIA H100 80GB HBM3", free=int(79 * GIB), total=int(80 * GIB))]
+    full = check_memory(qwen7b_config(), ScaleSettings(dtype="bf16"), paper_workload(8), reference=True, generations=8,
+                        layout=Layout(), gpus=h100)
+    assert not full.fits and full.estimate.peak_gib > 79
+    refusal = full.refusal()
+    assert refusal.startswith(f"memory: the estimated peak of {full.estimate.peak_gib:.1f} GiB per GPU (bf16 weights, all trained, "
+                              "one GPU, gradient checkpointing, 8 turns generated at once)")
+    assert "do not fit in the 79.0 GiB free on cuda:0 (NVIDIA H100 80GB HBM3); would fit: --lora (r=64): " in refusal
+    assert "ZeRO-3 on 8 GPUs (accelerate launch" in refusal and refusal.endswith("--force starts anyway")
+    lora = ScaleSettings(dtype="bf16", lora={"r": 64})
+    tight = [GpuMemory(0, "NVIDIA L40S", free=int(46 * GIB), total=int(48 * GIB))]
+    fewer = check_memory(qwen7b_config(), lora, paper_workload(8), reference=True, generations=8, layout=Layout(), gpus=tight)
+    assert not fewer.fits and any(o.change.startswith("--rollout-batch-size ") and "or -G " in o.change for o in fewer.options)
+    assert all(o.estimate.peak + GIB <= 46 * GIB for o in fewer.options)
+
+
+def test_m3d_train_sft_states_its_departures_and_memory_before_training_and_saves_them(model_dir: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from debates.cli.main import app
+
+    data = tmp_path / "sft.jsonl"
+    data.write_text(json.dumps({"messages": CONVERSATION, "images": []}) + "\n")
+    out = tmp_path / "sft"
+    result = CliRunner().invoke(app, ["train", "sft", "--data", str(data), "--model", str(model_dir), "--out", str(out),
+                                      "--max-steps", "1", "--gradient-accumulation", "1", "--lora", "--lora-r", "4", "--dtype", "fp32"])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert output.index("departures from the paper (2;") < output.index("memory: estimated peak") < output.index(f"{out}: 1 steps")
+    assert "[lora] A LoRA adapter (rank 4, alpha 128)" in output and "[dtype] Weights and compute are fp32 (--dtype fp32)" in output
+    assert [d["id"] for d in json.loads((out / "departures.json").read_text())] == ["lora", "dtype"]
+    assert (out / "adapter_config.json").is_file(), "an adapter, which GRPO merges into its base before it trains"
