@@ -27,13 +27,16 @@ kernel for ``SIGKILL`` when the fork server goes (``PR_SET_PDEATHSIG``), so a ``
 parent leaves no process behind, even one stuck in a parse.
 
 What crosses the process boundary is kept small and plain: bytes or absolute paths in, plain data
-(pydantic models, tuples, arrays) out. Functions run in a worker must be importable by name.
+(pydantic models, tuples, arrays) out. Functions run in a worker must be importable by name. The
+warnings an item raised come back with it and are raised again in the caller's process, so they are
+shown as if the item had been parsed there (Pillow's as the product's one-line notes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import builtins
 import concurrent.futures
 import contextvars
 import ctypes
@@ -43,6 +46,7 @@ import resource
 import signal
 import sys
 import threading
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import context as mp_context
@@ -198,8 +202,31 @@ def _address_space() -> int | None:
     return None
 
 
-def _execute(function: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Run one item in a worker; what it raised comes back as plain data, never as a pickled exception."""
+MAX_WARNINGS = 20
+"""Distinct warnings one item sends back at most (a hostile image can make a library warn thousands of times)."""
+
+Warned = tuple[str, str, str, int]
+"""A warning a library raised in a worker, as plain data: its category's name, message, file and line."""
+
+
+def _execute(function: Callable[..., Any], args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[Warned]]:
+    """Run one item in a worker: its tagged outcome (:func:`_outcome`) and the warnings it raised, which the
+    caller's process shows as if the item had been parsed there (Pillow's become the product's notes)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tagged = _outcome(function, args)
+    warned: list[Warned] = []
+    for shown in caught:
+        plain = (shown.category.__name__, str(shown.message), str(shown.filename), int(shown.lineno or 0))
+        if plain not in warned:
+            warned.append(plain)
+        if len(warned) == MAX_WARNINGS:
+            break
+    return tagged, warned
+
+
+def _outcome(function: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What ``function(*args)`` returned or raised, as plain data, never as a pickled exception."""
     try:
         return ("value", function(*args))
     except InputError as exc:
@@ -317,7 +344,7 @@ class ParserPool:
             return self._pool
 
     def submit(self, function: Callable[..., Any], *args: Any, deadline: Deadline = "read") -> concurrent.futures.Future[Any]:
-        """Start ``function(*args)`` in a worker; the future's result is :func:`_execute`'s tagged outcome."""
+        """Start ``function(*args)`` in a worker; the future's result is :func:`_execute`'s outcome and warnings."""
         future: concurrent.futures.Future[Any] = self._running().schedule(_execute, args=(function, args),
                                                                           timeout=self.settings.limit(deadline))
         return future
@@ -327,7 +354,7 @@ class ParserPool:
         from pebble import ProcessExpired
 
         try:
-            tagged = future.result()
+            result = future.result()
         except concurrent.futures.TimeoutError:
             raise _record(ItemLost(item, f"{item.parser} timed out after {self.settings.limit(deadline):g} s")) from None
         except ProcessExpired as exc:
@@ -338,6 +365,8 @@ class ParserPool:
             raise
         except Exception as exc:  # noqa: BLE001 - the pool itself failed (shut down, broken); the item is lost, the run goes on
             raise _record(ItemLost(item, f"{item.parser} could not run ({type(exc).__name__}: {exc})")) from None
+        tagged, warned = result
+        _warn_again(warned)
         kind = tagged[0]
         if kind == "value":
             return tagged[1]
@@ -384,6 +413,23 @@ class ParserPool:
                 pool.join(timeout=10)
             except (TimeoutError, RuntimeError):
                 pass
+
+
+_categories: dict[str, type[Warning]] = {}
+
+
+def _warn_again(warned: list[Warned]) -> None:
+    """Raise here the warnings a worker's item raised, under this process's filters and display (for Pillow's,
+    the product's one-line notes). A category is rebuilt by name rather than unpickled, so that a warning of a
+    page parser never imports that parser here."""
+    for name, message, filename, lineno in warned:
+        category = _categories.get(name)
+        if category is None:
+            builtin = getattr(builtins, name, None)
+            category = builtin if isinstance(builtin, type) and issubclass(builtin, Warning) else type(name, (UserWarning,), {})
+            _categories[name] = category
+        module = filename.replace("\\", "/").rsplit("/site-packages/", 1)[-1].removesuffix(".py").replace("/", ".")
+        warnings.warn_explicit(message, category, filename, lineno, module=module, registry={})
 
 
 _current: contextvars.ContextVar[ParserPool | None] = contextvars.ContextVar("m3d_parser_pool", default=None)

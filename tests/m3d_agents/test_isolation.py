@@ -77,6 +77,13 @@ def test_what_a_parser_raises_comes_back_as_the_same_error_or_as_a_lost_item(poo
         pool.call(PAGE, hostile_parsers.divide, 1, 0)
 
 
+def test_a_warning_a_worker_raised_is_shown_in_the_caller_s_process_once(pool: ParserPool) -> None:
+    with pytest.warns(UserWarning, match="an odd byte in the header") as shown:
+        assert pool.call(PAGE, hostile_parsers.warn_twice, "an odd byte in the header") == 1
+    assert [type(w.message).__name__ for w in shown] == ["ParserWarning"], "its category by name, once per message"
+    assert shown[0].filename.endswith("hostile_parsers.py")
+
+
 def test_workers_are_replaced_after_their_number_of_items() -> None:
     parsers = ParserPool(IsolationSettings(workers=1, items_per_worker=3))
     try:
