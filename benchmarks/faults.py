@@ -38,7 +38,10 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 DATA = (REPO.parent / "shared" / "data" / "mediaeval2016-dev").resolve()
+
+from debates.eval.records import EvalRow, read_rows  # noqa: E402
 
 
 def start_server(seed: int, rate: float, hang_s: float, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
@@ -61,10 +64,15 @@ def evaluate_command(config: str, out: Path, samples: int) -> list[str]:
             "--backend", "faulty", "--config-file", "m3d.yaml", "--concurrency", "8", "--out", str(out), "--no-progress"]
 
 
-def rows_of(path: Path) -> list[dict[str, object]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def rows_of(path: Path) -> list[EvalRow]:
+    """The run's rows, read as a resumed run reads them: a kill -9 in the middle of a write leaves a torn
+    last line, which is not a row (and is cut off by the run that resumes)."""
+    return read_rows(path)[0]
+
+
+def lines_of(path: Path) -> int:
+    """Complete lines in the results file: more than its distinct sample ids when a row was written twice."""
+    return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
 def crashed(done: subprocess.CompletedProcess[str]) -> bool:
@@ -101,14 +109,14 @@ def main() -> None:
                                       capture_output=True, text=True)
                 crashes += crashed(done)
                 rows = rows_of(work / config / "results.jsonl")
-                statuses = Counter(str(row["status"]) for row in rows)
+                statuses: Counter[str] = Counter(row.status for row in rows)
                 counts.update(samples=len(rows), **statuses)
                 injected = {k: v - before.get(k, 0) for k, v in stats(url).items() if v - before.get(k, 0)}
-                reasons = Counter(str(row["error"]["message"])[:160] for row in rows if row["status"] == "error")  # type: ignore[index]
+                reasons = Counter(row.error.message[:160] for row in rows if row.error is not None)
                 print(f"{config}: rc {done.returncode}, {len(rows)} rows {dict(statuses)}, "
                       f"{time.perf_counter() - started:.1f} s; server: {injected}; errors: {dict(reasons)}", file=sys.stderr)
 
-            expected = [str(row["sample_id"]) for row in rows_of(work / "check" / "results.jsonl")]
+            expected = [row.sample_id for row in rows_of(work / "check" / "results.jsonl")]
             out = work / "killed"
             process = subprocess.Popen(evaluate_command("check", out, args.samples), cwd=work, env=env,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -122,9 +130,10 @@ def main() -> None:
             resumed = subprocess.run(evaluate_command("check", out, args.samples), cwd=work, env=env,
                                      capture_output=True, text=True)
             crashes += crashed(resumed)
-            ids = [str(row["sample_id"]) for row in rows_of(out / "results.jsonl")]
+            ids = [row.sample_id for row in rows_of(out / "results.jsonl")]
             lost = len(set(expected) - set(ids)) + len(set(ids) - set(expected))
-            repeated = len(ids) - len(set(ids))
+            # The resumed run cut off any torn line, so every line left is a row: more lines than ids is a repeat.
+            repeated = lines_of(out / "results.jsonl") - len(ids)
             print(f"kill -9 {'midway' if killed_midway else 'AFTER THE END'} at {at_kill} of {args.samples} rows; "
                   f"resumed: rc {resumed.returncode}, {len(ids)} rows", file=sys.stderr)
             if not killed_midway:

@@ -9,10 +9,15 @@
 | :mod:`debates.chat` | the policy-driven AutoGen group chat that strategies share, with its contracts |
 | kernel | :mod:`debates.strategy` (the Strategy contract and RunContext), :mod:`debates.config_loader` (finding and validating configurations), :mod:`debates.session` (one run session for every front-end) |
 
-Importing the package registers the built-in plug-ins (protocols, turn policies with their
-rewards and critics, strategies), so every registry is complete whichever module is used first.
+Importing the package imports no strategy: each registry (strategies, configuration models,
+protocols, turn policies, diagnostics models) imports the modules of its built-in plug-ins on its
+first lookup, so every registry is complete whichever module is used first, and a command that only
+reads configurations (``m3d config``, ``m3d seats``) never imports what running them takes. The
+diagnostics registry belongs to :mod:`m3d_agents`, which knows no strategy, so this package tells it
+where its built-in strategies' diagnostics models are (:mod:`debates.strategies.diagnostics`), for
+every verdict read back by any module of the package.
 """
 
-from debates import strategies, turns
+from m3d_agents.diagnostics import DIAGNOSTICS_MODELS
 
-__all__ = ["strategies", "turns"]
+DIAGNOSTICS_MODELS.import_on_lookup("debates.strategies.diagnostics")

@@ -2,7 +2,8 @@
 
 A configuration names its strategy (``strategy:``; ``debate`` when it names only a ``protocol:``),
 and that strategy's ``config_model`` validates every setting, so a typo is one clear line at load
-time, never a surprise mid-run.
+time, never a surprise mid-run. The model is found without importing the strategy
+(:data:`~debates.strategy.CONFIG_MODELS`): reading a configuration stays quick.
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from pydantic import ValidationError
 
-from debates.strategy import STRATEGIES, StrategyConfig
 from m3d_agents.errors import InputError
 from m3d_agents.safe_yaml import load_yaml
+
+if TYPE_CHECKING:  # the kernel's models load with the first configuration, not with --help's list of names
+    from debates.strategy import StrategyConfig
 
 
 def builtin_config_names() -> list[str]:
@@ -31,15 +34,27 @@ def strategy_of(data: Mapping[str, Any]) -> str:
     if named is None and "protocol" in data:
         return "debate"
     if not isinstance(named, str) or not named:
-        raise InputError("strategy", f"missing; name one of: {', '.join(STRATEGIES.names())}")
+        from debates.strategy import CONFIG_MODELS
+
+        raise InputError("strategy", f"missing; name one of: {', '.join(CONFIG_MODELS.names())}")
     return named
+
+
+def config_model_of(strategy: str) -> type[StrategyConfig]:
+    """The model that validates configurations of ``strategy``: a built-in's without importing the strategy, a
+    plug-in's (registered with ``@strategy`` alone) from its class."""
+    from debates.strategy import CONFIG_MODELS, STRATEGIES
+
+    if strategy in CONFIG_MODELS:
+        return CONFIG_MODELS.get(strategy)
+    return STRATEGIES.get(strategy).config_model
 
 
 def parse_config(data: Any, origin: str = "config") -> StrategyConfig:
     """Validate a configuration's data with the model of the strategy it names."""
     if not isinstance(data, dict):
         raise InputError(origin, "a configuration is a mapping of settings (name, strategy, ...)")
-    model = STRATEGIES.get(strategy_of(data)).config_model
+    model = config_model_of(strategy_of(data))
     try:
         return model.model_validate(data)
     except ValidationError as exc:

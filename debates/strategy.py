@@ -28,22 +28,22 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from debates.fidelity import Departure
 from debates.tool_settings import ToolSettings, resolve_tools, tool_problem
-from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.config_types import PARSE_RETRIES_DOC, ParseRetries, Settings
 from m3d_agents.diagnostics import StrategyDiagnostics, UntypedDiagnostics, register_diagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.isolation import IsolationSettings, ParserPool
 from m3d_agents.labels import Taxonomy, collapse_label, get_taxonomy
-from m3d_agents.media.images import PreparedSample, prepare_sample
 from m3d_agents.registry import Registry
 from m3d_agents.sample import InputLimits, Sample
 from m3d_agents.verdict import TranscriptTurn, Verdict
 from retrieval.config import RetrievalConfig
-from retrieval.policy import EvidencePolicy
 
 if TYPE_CHECKING:
     from m3d_agents.backends.factory import Backend, BackendPool
+    from m3d_agents.backends.metering import UsageLedger
+    from m3d_agents.media.images import PreparedSample
+    from retrieval.policy import EvidencePolicy
     from m3d_agents.tools.cards import ToolSetup
     from retrieval.interfaces import EvidenceSource, QueryAnswerer
     from retrieval.report import EvidenceLog
@@ -252,6 +252,22 @@ def strategy_field(name: str) -> Any:
     return Field(name, description=f"the registered strategy that runs this configuration: {name}")
 
 
+# RunContext's defaults are imported when a run starts: this module is also read by everything that only reads
+# configurations (m3d config, m3d seats), which must not import model clients or AutoGen to do so.
+
+
+def _new_policy() -> EvidencePolicy:
+    from retrieval.policy import EvidencePolicy
+
+    return EvidencePolicy()
+
+
+def _new_ledger() -> UsageLedger:
+    from m3d_agents.backends.metering import UsageLedger
+
+    return UsageLedger()
+
+
 @dataclass
 class RunContext:
     """What one run of one sample gives a strategy. Built fresh per sample: nothing carries over."""
@@ -274,7 +290,7 @@ class RunContext:
     searchers: Mapping[str, QueryAnswerer] = field(default_factory=dict)
     """Search by kind (``web``, ``wikipedia``, ``corpus``) for strategies whose agents search as an
     action (tree search, fact-checking, the video agent); a kind that is absent is not available."""
-    evidence_policy: EvidencePolicy = field(default_factory=EvidencePolicy)
+    evidence_policy: EvidencePolicy = field(default_factory=_new_policy)
     """The run's leakage filter and source ratings (built once per run by the session); every item a
     source or searcher hands this sample passes it, so no strategy filters with other settings."""
     evidence_log: EvidenceLog | None = None
@@ -283,7 +299,7 @@ class RunContext:
     """Seat name -> input function (sync or async; see :mod:`debates.chat.human_input`)."""
     on_turn: TurnCallback | None = None
     on_message: MessageCallback | None = None
-    ledger: UsageLedger = field(default_factory=UsageLedger)
+    ledger: UsageLedger = field(default_factory=_new_ledger)
     parsers: ParserPool | None = None
     """Where the sample's pages, images and videos are parsed (the run session's pool); None: the process's default pool."""
     started: float = field(default_factory=time.perf_counter)
@@ -323,6 +339,8 @@ class RunContext:
 
     def prepare(self, sample: Sample) -> PreparedSample:
         """The sample's media checked and loaded under the run's limits: every strategy's first step."""
+        from m3d_agents.media.images import prepare_sample
+
         return prepare_sample(sample, self.limits)
 
     def tool_setup(self, config: StrategyConfig) -> ToolSetup:
@@ -379,6 +397,9 @@ class RunContext:
             ),
             **fields,
         }
+        rationale = fields.get("rationale")
+        if isinstance(rationale, str) and rationale.strip() and self.ledger.is_recital(rationale):
+            common["rationale_recites_prompt"] = True
         if label is None:
             return Verdict.abstain(reason=abstain_reason or "no answer", **common)
         if isinstance(common.get("confidence"), float):
@@ -409,10 +430,20 @@ class ConfiguredStrategy(Generic[C]):
         self.config = config
 
 
-STRATEGIES: Registry[type[Strategy]] = Registry("strategy")
-"""Every strategy by name; the built-in ones register when :mod:`debates.strategies` is imported."""
+STRATEGIES: Registry[type[Strategy]] = Registry("strategy", plugins=("debates.strategies.builtin",))
+"""Every strategy by name; the built-in ones register when :mod:`debates.strategies.builtin` is imported (on the
+first lookup, which only running a configuration needs)."""
+
+CONFIG_MODELS: Registry[type[StrategyConfig]] = Registry("strategy", plugins=("debates.strategies.configs",))
+"""Each built-in strategy's configuration model by the strategy's name, the same class as the strategy's
+``config_model``. A configuration is read far more often than it is run (``m3d config`` lists every one,
+``m3d seats`` reads a debate's seats), so these models live in modules that import no model client, tool
+or AutoGen, and register when :mod:`debates.strategies.configs` is imported (on the first lookup). A
+plug-in strategy registered with ``@strategy`` alone is found through its ``config_model``
+(:func:`debates.config_loader.config_model_of`)."""
 
 S = TypeVar("S")
+M = TypeVar("M", bound=type[StrategyConfig])
 
 
 def strategy(name: str, diagnostics: type[StrategyDiagnostics] | None = None) -> Callable[[S], S]:
@@ -422,3 +453,8 @@ def strategy(name: str, diagnostics: type[StrategyDiagnostics] | None = None) ->
     if diagnostics is not None:
         register_diagnostics(name, diagnostics)
     return STRATEGIES.register(name)
+
+
+def configuration(name: str) -> Callable[[M], M]:
+    """Register a configuration model as the strategy ``name``'s, to be found without importing the strategy."""
+    return CONFIG_MODELS.register(name)

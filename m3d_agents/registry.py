@@ -4,11 +4,13 @@ rewards, critics, data set loaders, search providers and backend kinds.
 Why one helper: a newcomer who has added one kind of plug-in knows how to add every other kind,
 an unknown name fails the same way everywhere (an :class:`~m3d_agents.errors.InputError` that
 names the field and lists what is known), and ``m3d`` can list what is installed from the
-registries themselves. Built-in plug-ins register when their package is imported: each plug-in
-package's ``__init__`` imports its modules, as inspect_ai's do, so no lookup ever depends on an
-import that happened to run earlier.
+registries themselves. Built-in plug-ins register when their module is imported, and a registry
+names the modules that hold its built-ins (``plugins``): it imports them on its first lookup, so
+no lookup ever depends on an import that happened to run earlier, and a process that never looks
+a kind up never imports its plug-ins (``m3d config`` reads configurations without importing the
+model clients, tools and AutoGen that running them takes).
 
-    STRATEGIES: Registry[Strategy] = Registry("strategy")
+    STRATEGIES: Registry[Strategy] = Registry("strategy", plugins=("debates.strategies.builtin",))
 
     @STRATEGIES.register("self-consistency")
     class SelfConsistency: ...
@@ -23,10 +25,11 @@ run that names it, with one line that says which distribution's entry point coul
 
 from __future__ import annotations
 
+import importlib
 from contextlib import contextmanager
 from functools import lru_cache
 from importlib.metadata import entry_points
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar
 
 from m3d_agents.errors import InputError
 
@@ -46,12 +49,32 @@ class Registry(Generic[T]):
     """Named plug-ins of one kind; ``field`` is what an error names (``strategy``, ``turn_policy.kind``);
     ``group``, the entry-point group other packages register plug-ins of this kind under."""
 
-    def __init__(self, kind: str, field: str | None = None, group: str | None = None) -> None:
+    def __init__(self, kind: str, field: str | None = None, plugins: Sequence[str] = (),
+                 group: str | None = None) -> None:
         self.kind = kind
         self.field = field or kind
+        self.plugins = tuple(plugins)
+        """Modules whose import registers the built-in entries, imported on the first lookup."""
         self.group = group
+        self._loaded = not self.plugins
         self._entries: dict[str, T] = {}
         self._summaries: dict[str, str] = {}
+
+    def import_on_lookup(self, *modules: str) -> None:
+        """Name more modules whose import registers built-in entries, imported on the next lookup: how a package
+        above the registry's own declares the built-ins it holds (:mod:`debates` names its strategies' diagnostics
+        models for :data:`m3d_agents.diagnostics.DIAGNOSTICS_MODELS`, which a verdict read back looks up)."""
+        added = tuple(module for module in modules if module not in self.plugins)
+        if added:
+            self.plugins += added
+            self._loaded = False
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True  # first: a plug-in module may look entries up while it registers its own
+        for module in self.plugins:
+            importlib.import_module(module)
 
     def register(self, name: str, summary: str = "") -> Callable[[P], P]:
         """A decorator that registers what it decorates under ``name`` (a class, a function or an object)."""
@@ -81,6 +104,7 @@ class Registry(Generic[T]):
         self._summaries[name] = summary or (getattr(entry, "__doc__", None) or "").strip().split("\n")[0]
 
     def get(self, name: str) -> T:
+        self._load()
         if name not in self._entries:
             self._load_installed(name)
         try:
@@ -90,6 +114,7 @@ class Registry(Generic[T]):
 
     def knows(self, name: str) -> bool:
         """Whether ``name`` is registered, or an installed plug-in registers it once loaded (which this loads)."""
+        self._load()
         if name not in self._entries:
             self._load_installed(name)
         return name in self._entries
@@ -110,13 +135,16 @@ class Registry(Generic[T]):
                 self.add(name, loaded)
 
     def __contains__(self, name: object) -> bool:
+        self._load()
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
+        self._load()
+        return iter(list(self._entries))
 
     def names(self) -> list[str]:
         """The registered names, then those that installed plug-ins offer and have not yet been loaded."""
+        self._load()
         installed = offered(self.group) if self.group is not None else ()
         return list(dict.fromkeys([*self._entries, *installed]))
 
@@ -127,6 +155,7 @@ class Registry(Generic[T]):
     @contextmanager
     def overridden(self, name: str, entry: T) -> Iterator[None]:
         """Replace an entry for the duration of a block (tests, or a run that swaps in its own)."""
+        self._load()
         missing = object()
         previous = self._entries.get(name, missing)
         self._entries[name] = entry

@@ -13,6 +13,10 @@ nobody chose: a key written twice in one mapping (the later value would win with
 a number that is not finite (``.nan``, ``.inf``: a NaN passes every "at least"/"at most" check
 that is written as a comparison, an infinite timeout never ends). So is nesting deeper than any
 configuration needs.
+
+The text is scanned and parsed by libyaml's C parser where PyYAML has it (five times faster on the
+built-in configurations, which ``m3d config`` reads all of), and composed into nodes by PyYAML's
+own composer in Python, where the counting above happens; without libyaml both are PyYAML's Python.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from typing import Any
 import math
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from m3d_agents.errors import InputError
 from m3d_agents.safe_json import MAX_DEPTH, JsonTooDeep, check_depth
@@ -44,9 +51,29 @@ class RefusedValue(yaml.MarkedYAMLError):
     """A value PyYAML would accept that this loader refuses (a repeated key, a number that is not finite)."""
 
 
-class _BoundedLoader(yaml.SafeLoader):
+try:
+    from yaml._yaml import CParser as _Parser  # libyaml's scanner and parser: the events, not the nodes
+except ImportError:  # PyYAML built without libyaml
+    from yaml.reader import Reader
+    from yaml.parser import Parser
+    from yaml.scanner import Scanner
+
+    class _Parser(Reader, Scanner, Parser):  # type: ignore[no-redef]
+        def __init__(self, stream: str) -> None:
+            Reader.__init__(self, stream)
+            Scanner.__init__(self)
+            Parser.__init__(self)
+
+
+class _BoundedLoader(Composer, _Parser, SafeConstructor, Resolver):
+    """The Python composer first, so that its ``compose_node`` (counted below) composes every node; the events come
+    from the parser."""
+
     def __init__(self, stream: str, max_alias_nodes: int) -> None:
-        super().__init__(stream)
+        _Parser.__init__(self, stream)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
         self._max_alias_nodes = max_alias_nodes
         self._nodes = 0
         self._expanded = 0
@@ -55,7 +82,8 @@ class _BoundedLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
+            event: Any = self.peek_event()
+            line = event.start_mark.line + 1
             node = super().compose_node(parent, index)
             if node is not None:
                 if id(node) not in self._complete:
@@ -63,14 +91,14 @@ class _BoundedLoader(yaml.SafeLoader):
                 self._expanded += self._size(node)
                 if self._expanded > self._max_alias_nodes:
                     raise AliasBombError(
-                        f"aliases expand to more than {self._max_alias_nodes} nodes (near line {mark.line + 1}); "
+                        f"aliases expand to more than {self._max_alias_nodes} nodes (near line {line}); "
                         "write the values out instead"
                     )
             return node
         self._nodes += 1
         if self._nodes > MAX_YAML_NODES:
-            mark = self.peek_event().start_mark
-            raise AliasBombError(f"more than {MAX_YAML_NODES} values, keys and lists (near line {mark.line + 1}); a "
+            upcoming: Any = self.peek_event()
+            raise AliasBombError(f"more than {MAX_YAML_NODES} values, keys and lists (near line {upcoming.start_mark.line + 1}); a "
                                  "configuration holds a few hundred")
         node = super().compose_node(parent, index)
         if node is not None:
@@ -157,6 +185,8 @@ def load_yaml(text: str, origin: str, *, max_alias_nodes: int = MAX_ALIAS_NODES)
     except yaml.reader.ReaderError as exc:
         raise InputError(origin, unreadable_character(exc, text)) from None
     except yaml.YAMLError as exc:
+        if "maximum nesting depth" in str(getattr(exc, "problem", "")):  # libyaml's own bound on nesting
+            raise InputError(origin, "refused: the YAML is nested too deeply") from None
         raise InputError(origin, f"not valid YAML: {yaml_problem(exc)}") from None
     finally:
         loader.dispose()

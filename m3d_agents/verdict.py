@@ -49,8 +49,18 @@ class Accounting(BaseModel):
     model_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    latency_s: float = 0.0
-    cache_hits: int = 0
+    latency_s: float = Field(0.0, description="the time backends spent answering the calls (a cache hit's is ~0), summed "
+                             "over them: calls made at once each count")
+    wait_s: float | None = Field(
+        None, description="the time the calls waited for their turn at a backend (the run's concurrency gate, the "
+        "embedded model's single slot) before they were sent, summed over them; None in rows written before it was "
+        "measured"
+    )
+    cache_hits: int = Field(0, description="calls answered from the response cache, no model asked")
+    recited_prompts: int = Field(
+        0, description="calls whose answer repeats their own prompt instead of answering it (m3d_agents.recital): a model "
+        "too small for the task does this"
+    )
     parse_retries: int = 0
     cut_answers: int = Field(
         0, description="answers the model stopped at their token cap (finish_reason length) instead of finishing: a "
@@ -191,6 +201,10 @@ class Verdict(BaseModel):
     is_misinformation: bool | None = None
     confidence: float | None = Field(None, ge=0.0, le=1.0)
     rationale: str = ""
+    rationale_recites_prompt: bool = Field(
+        False, description="the rationale is an answer that repeats its prompt (the post, the tool findings, the task) "
+        "instead of giving a reason; shown as no explanation (accounting.recited_prompts counts such answers)"
+    )
     findings: list[Finding] = Field(default_factory=list)
     evidence_ids: list[str] = Field(default_factory=list)
     evidence: list[Evidence] = Field(

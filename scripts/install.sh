@@ -43,7 +43,7 @@ if ! $VPY -c "import llama_cpp" >/dev/null 2>&1; then
     CMAKE_ARGS="-DGGML_NATIVE=OFF" $VPY -m pip install -q --no-cache-dir "llama-cpp-python[server]==0.3.36"
 fi
 
-$VPY -m pip install -q -e ".[local,test,rerank,train,ray,docs]"
+$VPY -m pip install -q -e ".[local,test,rerank,train,ray,docs,notebooks]"
 
 if [ "${M3D_SKIP_EXAMPLE:-0}" != 1 ]; then
     .venv/bin/m3d check --text "$(cat examples/sample.txt)" --image examples/sandy_fake_29.jpg

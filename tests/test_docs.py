@@ -141,3 +141,41 @@ def test_every_page_in_the_navigation_exists_or_is_generated() -> None:
     generated = set(hook().GENERATED)
     assert pages and all((REPO / "docs" / p).is_file() or p in generated for p in pages), pages
     assert Path(REPO / "docs" / "guides" / "reproduce-in-five-minutes.md").is_file()
+
+
+def test_the_generated_cli_reference_names_the_command_as_a_user_types_it() -> None:
+    page = hook()._invoke("check", "--help")
+    assert "Usage: m3d check" in page and "root" not in page
+
+
+def test_the_readme_reproduces_into_the_folder_the_five_minute_guide_compares() -> None:
+    (reproduce,) = [c for c in readme_commands() if c[:2] == ["m3d", "reproduce"]]
+    guide = (REPO / "docs" / "guides" / "reproduce-in-five-minutes.md").read_text(encoding="utf-8")
+    table, out = reproduce[2], option(reproduce, "--out")
+    assert f"m3d reproduce {table} " in guide and f"--out {out} " in guide
+    assert f"m3d compare {out}/async " in guide
+
+
+def test_the_backends_page_gives_the_vllm_address_the_code_uses_without_one() -> None:
+    import os
+
+    from m3d_agents.backends.config import BackendSettings
+    from m3d_agents.backends.kinds import BACKEND_KINDS
+
+    default = BACKEND_KINDS.get("vllm").default_base_url
+    saved = os.environ.pop("M3D_VLLM_BASE_URL", None)
+    try:
+        assert BackendSettings().get("vllm").endpoint() == default
+    finally:
+        if saved is not None:
+            os.environ["M3D_VLLM_BASE_URL"] = saved
+    page = (REPO / "docs" / "getting-started" / "backends.md").read_text(encoding="utf-8")
+    assert f"`{default}`" in page
+
+
+def test_the_vllm_guide_gives_the_gpu_command_with_its_context_structured_outputs_and_chunked_prefill() -> None:
+    guide = (REPO / "docs" / "guides" / "vllm-cpu.md").read_text(encoding="utf-8")
+    command = guide.split("## On a GPU: Qwen3-VL-8B-Instruct")[1].split("```bash")[1].split("```")[0]
+    assert "vllm serve Qwen/Qwen3-VL-8B-Instruct" in command and "--max-model-len" in command
+    assert "--structured-outputs-config" in command and "xgrammar" in command
+    assert "Chunked prefill: left on" in guide

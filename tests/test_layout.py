@@ -210,7 +210,8 @@ LAYERS = (
 )
 """Top to bottom. The package ``debates`` itself (its ``__init__``) only registers the built-ins."""
 
-SHARED_BY_STRATEGIES = {"debates.strategies", "debates.strategies.checker"}
+SHARED_BY_STRATEGIES = {"debates.strategies", "debates.strategies.checker", "debates.strategies.builtin", "debates.strategies.configs",
+                        "debates.strategies.diagnostics"}
 
 
 def layer_of(module: str) -> int | None:

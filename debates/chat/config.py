@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Protocol, Union
 
 from pydantic import BeforeValidator, Field, TypeAdapter, model_validator
 
-from debates.strategy import CallBudget, PersonSeat, StrategyConfig, rounds_phrase, strategy_field
+from debates.strategy import CallBudget, PersonSeat, StrategyConfig, configuration, rounds_phrase, strategy_field
 from m3d_agents.config_types import MAX_SEATS, Settings, Temperature
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
@@ -148,10 +148,10 @@ class ProtocolRules(Protocol):
         """The model calls the protocol makes once per sample before the first turn."""
 
 
-PROTOCOLS: Registry[ProtocolRules] = Registry("protocol")
+PROTOCOLS: Registry[ProtocolRules] = Registry("protocol", plugins=("debates.strategies.debate.protocols",))
 """Every debate protocol by name, seen through what a configuration needs of it; the built-in ones register when
-:mod:`debates.strategies.debate.protocols` is imported. :data:`debates.chat.protocol.PROTOCOLS` is the same
-registry, typed with the whole contract."""
+:mod:`debates.strategies.debate.protocols` is imported (on the first lookup). :data:`debates.chat.protocol.PROTOCOLS`
+is the same registry, typed with the whole contract."""
 
 
 class SeatConfig(Settings):
@@ -168,6 +168,7 @@ class SeatConfig(Settings):
     )
 
 
+@configuration("debate")
 class DebateConfig(StrategyConfig):
     """A group-chat debate: ``strategy: debate`` (the default when a configuration names a protocol)."""
 

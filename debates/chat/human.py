@@ -27,7 +27,7 @@ from debates.chat.preparation import SamplePreparation
 from debates.chat.visibility import SeatView
 from debates.chat.config import DebateConfig, SeatConfig
 from debates.chat.protocol import DebateProtocol
-from m3d_agents.evidence import Evidence
+from m3d_agents.evidence import Evidence, evidence_block
 from m3d_agents.labels import Taxonomy
 from m3d_agents.media.images import PreparedSample
 from m3d_agents.media.post_content import image_context
@@ -69,18 +69,21 @@ class HumanSeat(UserProxyAgent):
         return self._protocol.answers_required(self.seat, self._config)
 
     def brief(self) -> str:
-        """Who the person is in this debate, and who the others are, by name."""
+        """Who the person is in this debate, and who the others are, by name; a word on the evidence only where the
+        seat is shown some (a seat with none, or a judge, which never gets it, is told nothing about it)."""
         others = [s for s in self._config.seats if s.name != self.seat.name]
         stance = prompts.render("human/stance", stance=self.seat.stance.replace("_", " ")) if self.seat.stance else ""
+        quoted = bool(self._evidence) and evidence_block(self._evidence) in self._post
         return prompts.render(
             "human/brief", seat=self.seat.name, role=self.seat.role, config=self._config.name,
             others=", ".join(f"{s.name} ({s.role})" for s in others) or "none", stance=f"\n{stance}" if stance else "",
+            evidence=f"\n{prompts.load('human/evidence')}" if quoted else "",
         )
 
     def screen(self, answer_format: bool) -> str:
         """Everything the person reads before answering: the brief on the first turn, the post, the debate, the task."""
         most = self._protocol.most_turns(self._config).get(self.seat.name, 1)
-        header = f"=== You are {self.seat.name} ({self.seat.role}) · turn {self.view.own_round} of at most {most} ==="
+        header = f"=== You are {self.seat.name} ({self.seat.role}) · your turn {self.view.own_round} of at most {most} ==="
         parts = [header]
         if self.view.own_round == 1:
             parts.append(self.brief())

@@ -109,8 +109,9 @@ class DebateProtocol(ProtocolRules, Protocol):
 
 PROTOCOLS = cast(Registry[DebateProtocol], PROTOCOL_RULES)
 """Every debate protocol by name; the built-in ones register when :mod:`debates.strategies.debate.protocols` is
-imported. The registry is the one :mod:`debates.chat.config` validates configurations with, typed here with the
-whole contract (a protocol is registered only through :func:`protocol`, which takes a whole one)."""
+imported (on the first lookup). The registry is the one :mod:`debates.chat.config` validates configurations with,
+typed here with the whole contract (a protocol is registered only through :func:`protocol`, which takes a whole
+one)."""
 
 P = TypeVar("P", bound=type[Any])
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from autogen_agentchat.base import TaskResult
 from autogen_agentchat.messages import TextMessage
@@ -39,13 +39,33 @@ def root_cause(exc: BaseException) -> str:
     return rest if is_class_name else last
 
 
-async def run_team(team: PolicyGroupChat[Any], state: Any, task: str, ctx: RunContext, what: str) -> None:
+class TurnScreen(Protocol):
+    """Holds finished turns back from the stream until they may be shown (see :class:`~debates.chat.visibility.PeopleScreen`)."""
+
+    def finished(self, turn: Any) -> list[Any]: ...
+
+    def rest(self) -> list[Any]: ...
+
+
+async def run_team(team: PolicyGroupChat[Any], state: Any, task: str, ctx: RunContext, what: str,
+                   screen: TurnScreen | None = None) -> None:
     """Run a group chat to its end, streaming every message and finished turn; cancellation stops it at once.
 
     ``state`` must offer ``finished_turn(message)`` (see :class:`~debates.chat.state.DebateState`) for
-    turns to reach ``ctx.on_turn``.
+    turns to reach ``ctx.on_turn``. With a ``screen`` (people in seats), a finished turn and its
+    message reach the callbacks only when the screen lets them out, and whatever it still holds when
+    the chat ends goes out then.
     """
     token = CancellationToken()
+    messages: dict[int, Any] = {}
+
+    async def stream(item: Any, turn: Any) -> None:
+        if ctx.on_message is not None:
+            result = ctx.on_message(item, state)
+            if inspect.isawaitable(result):
+                await result
+        if ctx.on_turn is not None and turn is not None:
+            await ctx.emit(turn.transcript_turn())
 
     async def turns() -> None:
         async for item in team.run_stream(
@@ -53,14 +73,15 @@ async def run_team(team: PolicyGroupChat[Any], state: Any, task: str, ctx: RunCo
         ):
             if isinstance(item, TaskResult):
                 continue
-            if ctx.on_message is not None:
-                result = ctx.on_message(item, state)
-                if inspect.isawaitable(result):
-                    await result
-            if ctx.on_turn is not None:
-                turn = state.finished_turn(item)
-                if turn is not None:
-                    await ctx.emit(turn.transcript_turn())
+            turn = state.finished_turn(item) if ctx.on_turn is not None or screen is not None else None
+            if screen is None or turn is None:
+                await stream(item, turn)
+                continue
+            messages[id(turn)] = item
+            for shown in screen.finished(turn):
+                await stream(messages.pop(id(shown)), shown)
+        for shown in screen.rest() if screen is not None else []:
+            await stream(messages.pop(id(shown)), shown)
 
     running = asyncio.ensure_future(turns())
     try:

@@ -74,9 +74,9 @@ class TurnPolicy(Protocol):
 TurnPolicyFactory = Callable[[Any], TurnPolicy]
 """Builds a turn policy from the seat's settings of the factory's own kind (the registry is keyed by ``kind``,
 the settings are a union on it, so a factory is only ever handed its own variant)."""
-TURN_POLICIES: Registry[TurnPolicyFactory] = Registry("turn policy", field="turn_policy.kind")
+TURN_POLICIES: Registry[TurnPolicyFactory] = Registry("turn policy", field="turn_policy.kind", plugins=("debates.turns",))
 """Turn policies by name, each a factory from the seat's turn-policy settings; the built-in ones
-register when :mod:`debates.turns` is imported."""
+register when :mod:`debates.turns` is imported (on the first lookup)."""
 
 
 def build_turn_policy(config: TurnPolicyConfig) -> TurnPolicy:

@@ -4,13 +4,15 @@ A :class:`SeatView` records what the group chat delivered to one seat (and the s
 messages, which the chat does not send back). Which of those messages the seat may use for its
 next turn is the protocol's rule (:meth:`debates.chat.protocol.DebateProtocol.visible`), applied by
 the seat that holds the view; the view knows no protocol and only offers the common selections
-(the latest answer of a speaker, optionally before a round). The same views serve model seats and people.
+(the latest answer of a speaker, optionally before a round). The same views serve model seats and people,
+and :class:`PeopleScreen` holds a front-end's stream of finished turns to the same rule while people sit
+in seats (the protocol passed in, as it is to a seat).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Generic, Protocol, Sequence, TypeVar
 
 from autogen_agentchat.messages import BaseChatMessage
 
@@ -41,6 +43,14 @@ class SeatView:
         for message in messages:
             if message.source in roster and message.source != self.seat.name:
                 self._append(message.source, message.to_model_text())
+
+    def add_turn(self, speaker: str, text: str) -> Seen:
+        """One finished turn of the debate, whoever spoke it (a screen that follows the whole debate); what was recorded."""
+        if speaker == self.seat.name:
+            self.add_own(text)
+        else:
+            self._append(speaker, text)
+        return self.seen[-1]
 
     def add_own(self, text: str) -> None:
         """A seat's own message is not sent back to it by the group chat, so it records it here."""
@@ -97,3 +107,59 @@ class SeatView:
                 header = f"{self.peer_label(item.speaker)}, round {item.round}:"
             blocks.append(f"{header}\n{item.text.strip()}")
         return "\n\n".join(blocks) if blocks else "(nothing yet)"
+
+
+class SpokenTurn(Protocol):
+    speaker: str
+    text: str
+
+
+class SeatRule(Protocol):
+    """What a screen needs of the debate protocol (:class:`debates.chat.protocol.DebateProtocol` is one): which
+    messages a seat may use, and how many turns each seat takes at most. Typed here by shape, since the protocol
+    module sits above the views."""
+
+    def visible(self, view: SeatView) -> list[Seen]: ...
+
+    def most_turns(self, config: DebateConfig) -> dict[str, int]: ...
+
+
+T = TypeVar("T", bound=SpokenTurn)
+
+
+class PeopleScreen(Generic[T]):
+    """What a person in a seat may be shown of the debate while it runs: the turns their seat could use.
+
+    A front-end streams every finished turn, and a person reads that stream as well as their own
+    screen. Shown as they finish, the turns would tell a person more than the model in that seat is
+    told: agent_a's first answer before agent_b's own, independent one. So while people sit in seats,
+    a finished turn is held back until every person's seat may use it under the protocol's rule
+    (the same :class:`SeatView` a model seat keeps), until that person has no turn left, or until the
+    debate ends (:meth:`rest`). A person's own turns are never held from them.
+    """
+
+    def __init__(self, people: Sequence[SeatConfig], config: DebateConfig, protocol: SeatRule) -> None:
+        self._protocol = protocol
+        self._views = [SeatView(seat, config, for_person=True) for seat in people]
+        self._most = protocol.most_turns(config)
+        self._shown: list[set[tuple[str, int]]] = [set() for _ in self._views]
+        self._held: list[tuple[T, list[Seen]]] = []
+
+    def finished(self, turn: T) -> list[T]:
+        """The turns that may be shown now that ``turn`` has finished (it among them, or not yet), in the order they were given."""
+        self._held.append((turn, [view.add_turn(turn.speaker, turn.text) for view in self._views]))
+        for view, shown in zip(self._views, self._shown):
+            shown.update((seen.speaker, seen.round) for seen in self._protocol.visible(view))
+        ready = [(t, seen) for t, seen in self._held if all(self._may_see(i, s) for i, s in enumerate(seen))]
+        self._held = [(t, seen) for t, seen in self._held if not any(t is r for r, _ in ready)]
+        return [t for t, _ in ready]
+
+    def rest(self) -> list[T]:
+        """Whatever is still held, once the debate is over: nobody is left to answer."""
+        held, self._held = self._held, []
+        return [t for t, _ in held]
+
+    def _may_see(self, person: int, seen: Seen) -> bool:
+        view = self._views[person]
+        done = view.own_round > self._most.get(view.seat.name, 1)
+        return seen.speaker == view.seat.name or done or (seen.speaker, seen.round) in self._shown[person]

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-import httpx
 import typer
-from rich.table import Table
 
 from debates.cli.common import console, print_json
+from debates.cli.tables import print_fitting
 from m3d_agents.backends.config import load_backend_settings, resolve_backend_name
 from m3d_agents.backends.transports.retry import NO_KEY
 from m3d_agents.errors import BackendError, InputError
@@ -25,6 +24,8 @@ def backends(
     Each probe carries that backend's own key and nothing else (no key at all for one that has
     none), the same ``Authorization`` its model calls send, so the probe tests what the calls will meet.
     """
+    import httpx
+
     from m3d_agents.backends.local_server import local_base_url
 
     settings = load_backend_settings(config_file)
@@ -46,14 +47,17 @@ def backends(
                 status = "answers" if response.status_code == 200 else f"HTTP {response.status_code}"
         except (httpx.HTTPError, BackendError, InputError) as exc:
             status = redact(f"no answer ({type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''})")
+            if isinstance(exc, httpx.ConnectError) and config.restart_wait_s:
+                status += f"; a call waits up to {config.restart_wait_s:g} s for it to start (restart_wait_s)"
         rows.append({"name": name, "kind": config.kind, "model": config.model_name, "url": redact(url) if url else url, "status": status,
-                     "default": name == default})
+                     "default": name == default, "restart_wait_s": config.restart_wait_s})
     if as_json:
         print_json(rows)
         return
-    table = Table("backend", "kind", "model", "url", "status")
-    for row in rows:
-        table.add_row(row["name"] + (" (default)" if row["default"] else ""), row["kind"], row["model"], str(row["url"]), row["status"])
-    console.print(table)
+    # A table where it fits; otherwise one block per backend, so a URL or a model name is never cut (80 columns, a pipe).
+    print_fitting(["backend", "kind", "model", "url", "status"], [
+        [row["name"] + (" (default)" if row["default"] else ""), row["kind"], row["model"], str(row["url"]), row["status"]]
+        for row in rows
+    ], to=console)
 
 

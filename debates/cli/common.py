@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Coroutine, Iterable, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterable, NoReturn, TypeVar
 
 import typer
 from pydantic import BaseModel
@@ -22,11 +22,13 @@ from rich.segment import Segment
 from rich.text import Text
 
 from m3d_agents import library_warnings
-from m3d_agents.backends.config import BackendSettings
 from m3d_agents.errors import BackendError, InputError, one_line
 from m3d_agents.redaction import RedactingFormatter, redact, redact_data
-from m3d_agents.sample import Sample, SampleMetadata, VideoRef
-from m3d_agents.verdict import TranscriptTurn, Verdict
+
+if TYPE_CHECKING:  # what a command that only prints never builds (--help, m3d config)
+    from m3d_agents.backends.config import BackendSettings
+    from m3d_agents.sample import Sample
+    from m3d_agents.verdict import TranscriptTurn, Verdict
 
 class RedactingConsole(Console):
     """A console that masks keys (:mod:`m3d_agents.redaction`) in everything it prints, whoever calls it.
@@ -194,6 +196,8 @@ def build_sample(
 ) -> Sample:
     from pydantic import ValidationError
 
+    from m3d_agents.sample import Sample, SampleMetadata, VideoRef
+
     if transcript is not None and video is None:
         raise InputError("transcript", "a transcript belongs to a video; give the video with --video")
     try:
@@ -289,9 +293,8 @@ def print_verdict(
         console.print(
             f"[bold {colour}]{verdict.label}[/] (misinformation: {verdict.is_misinformation}, confidence {confidence})"
         )
-        if verdict.rationale:
-            # A model's words, which may repeat a key a server echoed: redacted like every streamed turn.
-            console.print(redact(verdict.rationale), markup=False)
+        for block in explanation_lines(verdict):
+            console.print(block, soft_wrap=not console.is_terminal)
         if verdict.explanation is not None:
             shown = verdict.explanation.display_ids
             for point in verdict.explanation.key_points:
@@ -303,9 +306,10 @@ def print_verdict(
     for line in tool_findings(sample, vision):
         console.print(redact(line), markup=False)
     acc = verdict.accounting
+    recited = f", {acc.recited_prompts} answer(s) repeating their prompt" if acc.recited_prompts else ""
     console.print(
         f"[dim]{verdict.config} on {verdict.backend}: {acc.model_calls} model calls, "
-        f"{acc.prompt_tokens}+{acc.completion_tokens} tokens, {acc.cache_hits} cache hits, "
+        f"{acc.prompt_tokens}+{acc.completion_tokens} tokens, {acc.cache_hits} cache hits{recited}, "
         f"{acc.cut_answers} answers cut at the token cap, "
         f"wall {verdict.diagnostics.wall_time_s if verdict.diagnostics else 0.0:.2f}s[/]"
     )
@@ -317,6 +321,28 @@ def print_verdict(
             f"[bold yellow]note:[/] backend {', '.join(demo)} is {DEMO_MODEL}. It shows that the pipeline runs "
             "end to end; its verdicts say little about the post. Use --backend vllm or openai for real checks."
         )
+
+
+SENTENCE_END = (".", "!", "?", '"', "'", ")", "]", "»", "”", "’", ":")
+BOUNDED_RATIONALE = 590
+"""Near the checker's bound on a rationale (600 characters): an answer this long without a sentence end was cut."""
+
+
+def explanation_lines(verdict: Verdict) -> list[Text]:
+    """The verdict's reason as one block of its own, labelled, so that it never runs into the next line: none where
+    the model repeated its prompt instead of giving one, and a note where it breaks off mid-sentence."""
+    rationale = verdict.rationale.strip()
+    if not rationale:
+        return []
+    if verdict.rationale_recites_prompt:
+        return [Text.assemble(("explanation:", "bold"), " none: the model's answer repeats its prompt (the post, what the "
+                              "tools found, the task) instead of giving a reason, so it is not shown")]
+    # A model's words, which may repeat a key a server echoed: redacted like every streamed turn.
+    shown = Text.assemble(("explanation:", "bold"), " ", redact(" ".join(rationale.split())))
+    trailing_space = verdict.rationale != verdict.rationale.rstrip()
+    if not rationale.endswith(SENTENCE_END) and (trailing_space or len(rationale) >= BOUNDED_RATIONALE):
+        shown.append(" [the answer breaks off here, mid-sentence]", style="dim")
+    return [shown]
 
 
 def print_json(data: Any) -> None:

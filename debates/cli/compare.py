@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from debates.cli.common import console, print_json, run_cli, written_path
 from debates.cli.tables import markdown_table, print_caveats, print_table, run_letters
-from debates.eval.score.caveats import Caveat
-from debates.eval.score.compare import Interval, PairedComparison
-from debates.eval.score.report import RunSummary
 from m3d_agents.config_types import SEED_MAX
+
+if TYPE_CHECKING:
+    from debates.eval.score.caveats import Caveat
+    from debates.eval.score.compare import Interval, PairedComparison
+    from debates.eval.score.report import RunSummary
 
 
 COMPARISON_FILES = {"comparison", "accuracy_vs_latency", "accuracy_vs_cost"}
 """The stems of what ``--out`` receives; a folder holding anything else is not written into."""
+
+FIGURES_NOTE = (
+    "latency: wall time per sample, over the samples that called a model (those answered wholly from the response "
+    "cache, 'from the cache', are left out); model / waiting s: per sample, the backends' time answering its calls "
+    "and the time its calls waited for a backend slot, each summed over the calls (n/a: not measured in that run); "
+    "ECE: expected calibration error, 10 equal-width confidence bins"
+)
+"""Under the figures: what the time and calibration rows measure (docs/guides/evaluate-and-compare.md says more)."""
 
 def compare(
     runs: list[Path] = typer.Argument(..., help="Run folders; the first is the baseline."),
@@ -68,7 +78,7 @@ def compare(
         for letter, comp in zip(letters[1:], comparisons)
     ]
     difference_columns = ["vs A", "paired n", "Δ accuracy [95% CI]", "Δ macro-F1 [95% CI]"]
-    footer = f"paired bootstrap, {resamples} resamples, seed {seed}" + (
+    footer = f"{FIGURES_NOTE}\npaired bootstrap, {resamples} resamples, seed {seed}" + (
         f"; scored against the reviewers' labels: {summaries[0].annotated} annotated sample(s) per run"
         if gold == "annotations" else "")
     if out is not None:
@@ -85,8 +95,8 @@ def compare(
         return
     for letter, label, path in legend:
         console.print(f"{letter} = {label}  {path}", markup=False, highlight=False, soft_wrap=True)
-    print_table("runs", ["figure", *letters], figures)
-    print_table("differences to A (the baseline)", difference_columns, differences)
+    print_table("Figures of each run", ["figure", *letters], figures)
+    print_table("Differences to A (the baseline)", difference_columns, differences)
     console.print(footer, style="dim", markup=False, highlight=False)
     if out is not None:
         console.print(f"written: {out / 'comparison.md'}, {out / 'comparison.json'}", markup=False, highlight=False,
@@ -117,6 +127,8 @@ def figure_rows(summaries: list[RunSummary]) -> list[list[str]]:
         row("errors", [str(m.errors) for m in metrics]),
         row("ECE", [f(m.ece) for m in metrics]),
         row("latency p50 / p95 s", [f"{f(m.latency_p50_s, 1)} / {f(m.latency_p95_s, 1)}" for m in metrics]),
+        row("from the cache", [f"{m.cached_rows} of {m.samples - m.errors}" for m in metrics]),
+        row("model / waiting s", [f"{f(m.model_s_per_sample, 1)} / {f(m.wait_s_per_sample, 1)}" for m in metrics]),
         row("model calls / sample", [f(m.calls_per_sample, 1) for m in metrics]),
         row("cost $", [f(m.cost_usd, 4) for m in metrics]),
     ]
@@ -129,5 +141,6 @@ def comparison_markdown(legend: list[tuple[str, str, str]], letters: list[str], 
     if caveats:
         lines += ["**Read with care:**", "", *[f"- {c.text}" for c in caveats], ""]
     lines += ["## Runs", "", *markdown_table(["figure", *letters], figures), "",
-              "## Differences to A (the baseline)", "", *markdown_table(difference_columns, differences), "", footer, ""]
+              "## Differences to A (the baseline)", "", *markdown_table(difference_columns, differences), "",
+              footer.replace("\n", "\n\n"), ""]
     return "\n".join(lines)

@@ -46,9 +46,14 @@ def describe_config(
             return
         width = max(len(c.name) for c in listed)
         columns = min(shutil.get_terminal_size((80, 24)).columns, 160) if sys.stdout.isatty() else 80
+        side_by_side = columns - width - 2 >= 40
+        indent = " " * (width + 2) if side_by_side else "    "
         for config in listed:
-            line = f"{config.name:<{width}}  {config.strategy}: {' '.join(config.description.split())}".rstrip()
-            emit((line if len(line) <= columns else line[: columns - 3] + "...") + "\n")
+            # Wrapped under its own column, never cut: a description is what tells two configurations apart.
+            text = f"{config.strategy}: {' '.join(config.description.split())}".rstrip(": ")
+            lines = textwrap.wrap(text, width=columns - len(indent), break_long_words=False, break_on_hyphens=False)
+            first = f"{config.name:<{width}}  " if side_by_side else f"{config.name}\n{indent}"
+            emit(first + f"\n{indent}".join(lines or [""]) + "\n")
         return
     config = load_config(name)
     rows = config_fields(config)

@@ -10,24 +10,20 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import typer
 from rich.console import Console
 
-from debates.chat.human_input import TerminalSeat
 from debates.cli.common import (
     build_sample, err_console, evidence_store_option, print_verdict, retrieval_option, run_cli, stream_turn,
 )
-from debates.cli.thinking import ThinkingLine
-from debates.config_loader import available_configs, load_config, with_overrides
-from debates.session import RunSession
-from m3d_agents.backends.config import BackendSettings, load_backend_settings
-from m3d_agents.backends.metering import UsageLedger
-from m3d_agents.errors import InputError
-from m3d_agents.sample import Sample
-from m3d_agents.verdict import TranscriptTurn, Verdict
-from retrieval.runpath import parse_mode
+from debates.config_loader import available_configs
+
+if TYPE_CHECKING:
+    from m3d_agents.backends.config import BackendSettings
+    from m3d_agents.sample import Sample
+    from m3d_agents.verdict import TranscriptTurn, Verdict
 
 
 _NO_TERMINAL = Console(file=io.StringIO(), force_terminal=False)
@@ -69,6 +65,16 @@ def one_post_command(default_config: str, *, streams: bool, summary: str) -> Cal
             "later with m3d serve --runs FOLDER or m3d report."
         ),
     ) -> None:
+        # Imported when the command runs, not when m3d starts: the run session brings AutoGen and the model clients.
+        from debates.chat.human_input import TerminalSeat
+        from debates.cli.thinking import ThinkingLine
+        from debates.config_loader import load_config, with_overrides
+        from debates.session import RunSession
+        from m3d_agents.backends.config import load_backend_settings
+        from m3d_agents.backends.metering import UsageLedger
+        from m3d_agents.errors import InputError
+        from retrieval.runpath import parse_mode
+
         async def main() -> tuple[Verdict, bool, Sample, BackendSettings]:
             settings = load_backend_settings(config_file)
             loaded = load_config(config)

@@ -8,14 +8,16 @@ being cut. The same rows give the Markdown that ``m3d compare --out`` writes.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from debates.cli.common import console, err_console
-from debates.eval.score.caveats import Caveat
+
+if TYPE_CHECKING:
+    from debates.eval.score.caveats import Caveat
 
 
 def print_caveats(caveats: Sequence[Caveat], to: Console = err_console) -> None:

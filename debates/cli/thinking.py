@@ -23,10 +23,12 @@ from m3d_agents.verdict import TranscriptTurn
 
 
 def most_turns(config: StrategyConfig) -> tuple[int | None, str]:
-    """How many turns (or, for a strategy without turns, model calls) one post can take at most, and the word for them."""
+    """How many turns of the whole debate (every seat's; or, for a strategy without turns, model calls) one post can
+    take at most, and the words for them. A seat's own count (a person's screen says "your turn 1 of at most 3")
+    is another number, so each says which it counts."""
     turns = config.most_turns()
     if turns is not None:
-        return turns, "turn"
+        return turns, "debate turn"
     budget = config.call_budget()
     return (budget.calls if budget is not None else None), "model call"
 
@@ -62,7 +64,7 @@ class ThinkingLine:
             return ""
         answering = [e for e in self.active.values() if e.phase == "answering"]
         event = max(answering or self.active.values(), key=lambda e: e.at)
-        done = self.turns_done if self.unit == "turn" else self.calls_started - 1
+        done = self.turns_done if self.unit == "debate turn" else self.calls_started - 1
         position = f"{self.unit} {done + 1}" + (f" of at most {self.total}" if self.total else "")
         doing = "is thinking" if event.phase == "answering" else "waits for the model"
         who = event.agent if event.role in ("", event.agent) else f"{event.agent} ({event.role})"

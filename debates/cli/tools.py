@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from debates.cli.common import console, evidence_store_option, fail, run_cli
 from m3d_agents.config_types import SEED_MAX
 from m3d_agents.errors import InputError
-from m3d_agents.media.images import load_image
-from m3d_agents.tools.forensics.base import ForensicResult
-from m3d_agents.tools.forensics.fusion import FORENSIC_TOOLS, fuse, run_forensics
 from m3d_agents.tools.greedy_selection import SelectionStep, greedy_select
+
+if TYPE_CHECKING:
+    from m3d_agents.tools.forensics.base import ForensicResult
 
 EVALUABLE_CONFIGS = ("forensic-fusion",)
 
@@ -80,6 +80,9 @@ def select_tools(
     (Wikipedia, Google, Detect, VQA, Entity ...), and accuracy is over the data set's own labels (the
     four classes of MMFakeBench, as the paper selected its tools); an abstention counts as wrong.
     """
+    from m3d_agents.media.images import load_image
+    from m3d_agents.tools.forensics.fusion import FORENSIC_TOOLS, fuse, run_forensics
+
     if compare_to not in ("running", "baseline") or mode not in ("greedy", "independent"):
         fail("--compare-to is running or baseline; --mode is greedy or independent")
     if config not in EVALUABLE_CONFIGS:
@@ -196,7 +199,7 @@ def select_for_config(
 
 def list_tools(name: Optional[str] = typer.Argument(None, help="Show one tool's full card.")) -> None:
     """List the tools the agents can call, with their cards."""
-    from m3d_agents.tools import default_registry
+    from m3d_agents.tools.catalogue import default_registry
 
     registry = default_registry()
     try:

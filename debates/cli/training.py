@@ -251,7 +251,7 @@ def grpo_command(
     _train_ready()
     from debates.config_loader import load_config
     from debates.session import RunSession
-    from debates.strategies.factguard import FactGuardConfig
+    from debates.strategies.factguard.config import FactGuardConfig
     from debates.strategies.factguard.training.grpo import GRPOSettings, plan_grpo, train_grpo
     from debates.strategies.factguard.training.local_model import prepare_local_model
     from m3d_agents.backends.factory import BackendPool

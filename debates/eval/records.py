@@ -114,6 +114,10 @@ class EvalRow(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_hits: int = 0
+    model_s: float | None = Field(None, description="the backends' time answering this sample's calls, summed over them "
+                                  "(None in rows written before it was kept here)")
+    wait_s: float | None = Field(None, description="the time this sample's calls waited for a backend slot, summed over "
+                                 "them (None in rows written before it was measured)")
     cut_answers: int = Field(0, description="answers the model stopped at their token cap (finish_reason length)")
     cost_usd: float | None = 0.0
     config: str
@@ -138,6 +142,11 @@ class EvalRow(BaseModel):
     @property
     def correct(self) -> bool:
         return self.status == "ok" and self.label == self.gold
+
+    @property
+    def from_cache(self) -> bool:
+        """Every model call of the sample was answered from the response cache: its time is no model's."""
+        return 0 < self.model_calls <= self.cache_hits
 
 
 class ResultsFile:
@@ -210,5 +219,6 @@ def row_from_verdict(verdict: Verdict, *, index: int, seed: int, gold: str | Non
         is_misinformation=verdict.is_misinformation, confidence=verdict.confidence,
         abstain_reason=verdict.abstain_reason, latency_s=round(latency_s, 4), model_calls=acc.model_calls,
         prompt_tokens=acc.prompt_tokens, completion_tokens=acc.completion_tokens, cache_hits=acc.cache_hits,
-        cut_answers=acc.cut_answers, cost_usd=cost_usd, config=config, backend=verdict.backend or backend, verdict=verdict.model_dump(mode="json"),
+        model_s=acc.latency_s, wait_s=acc.wait_s, cut_answers=acc.cut_answers, cost_usd=cost_usd, config=config,
+        backend=verdict.backend or backend, verdict=verdict.model_dump(mode="json"),
     )

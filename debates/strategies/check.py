@@ -10,14 +10,14 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from debates.strategy import CallBudget, ConfiguredStrategy, RunContext, StrategyConfig, strategy, strategy_field
-from debates.strategies.checker import CheckerAgent, checked, checker_turn
+from debates.strategy import CallBudget, ConfiguredStrategy, RunContext, StrategyConfig, configuration, strategy, strategy_field
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.diagnostics import StrategyDiagnostics
 from m3d_agents.sample import Sample
 from m3d_agents.verdict import Finding, Verdict
 
 
+@configuration("check")
 class CheckConfig(StrategyConfig):
     strategy: Literal["check"] = strategy_field("check")
 
@@ -42,6 +42,8 @@ class Check(ConfiguredStrategy[CheckConfig]):
 
         Input errors and backend errors propagate: they are the caller's to report, not a verdict.
         """
+        from debates.strategies.checker import CheckerAgent, checked, checker_turn  # on a run only: reading CheckConfig imports no AutoGen
+
         prepared = ctx.prepare(sample)
         taxonomy = get_taxonomy(sample.taxonomy)
         backend_name, backend = ctx.backend_for(self.config)

@@ -23,8 +23,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from debates.strategy import CallBudget, ConfiguredStrategy, RunContext, StrategyConfig, strategy, strategy_field
-from debates.strategies.checker import CheckerAgent, checked, checker_turn
+from debates.strategy import CallBudget, ConfiguredStrategy, RunContext, StrategyConfig, configuration, strategy, strategy_field
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.config_types import Temperature
 from m3d_agents.diagnostics import StrategyDiagnostics
@@ -32,6 +31,7 @@ from m3d_agents.sample import Sample
 from m3d_agents.verdict import Finding, Verdict
 
 
+@configuration("self-consistency")
 class SelfConsistencyConfig(StrategyConfig):
     strategy: Literal["self-consistency"] = strategy_field("self-consistency")
     n: int = Field(9, ge=1, le=64, description="independent checks per post")
@@ -68,6 +68,8 @@ class SelfConsistency(ConfiguredStrategy[SelfConsistencyConfig]):
     config_model: ClassVar[type[StrategyConfig]] = SelfConsistencyConfig
 
     async def run(self, sample: Sample, ctx: RunContext) -> Verdict:
+        from debates.strategies.checker import CheckerAgent, checked, checker_turn  # on a run only: reading the configuration imports no AutoGen
+
         config = self.config
         prepared = ctx.prepare(sample)
         taxonomy = get_taxonomy(sample.taxonomy)

@@ -48,7 +48,7 @@ def _invoke(*args: str) -> str:
 
     from debates.cli.main import app
 
-    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"})
+    result = CliRunner().invoke(app, list(args), prog_name="m3d", env={"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"})
     if result.exit_code != 0:
         raise RuntimeError(f"m3d {' '.join(args)} failed while building the docs: {result.output}")
     return result.output

@@ -1,16 +1,11 @@
-"""Model backends: one OpenAI-compatible code path for vLLM, OpenAI and the embedded local model."""
+"""Model backends: one OpenAI-compatible code path for vLLM, OpenAI and the embedded local model.
 
-from m3d_agents.backends.config import BackendConfig, BackendSettings, load_backend_settings
-from m3d_agents.backends.factory import Backend, BackendPool, build_backend
-from m3d_agents.backends.metering import MeteredClient, UsageLedger
+| module | what |
+|---|---|
+| :mod:`~m3d_agents.backends.config` | the backend settings (``m3d.yaml``), read without importing any client |
+| :mod:`~m3d_agents.backends.factory` | a backend and the pool of a run, built from the settings |
+| :mod:`~m3d_agents.backends.metering` | the client every call goes through: concurrency, deadline, accounting |
 
-__all__ = [
-    "Backend",
-    "BackendConfig",
-    "BackendPool",
-    "BackendSettings",
-    "MeteredClient",
-    "UsageLedger",
-    "build_backend",
-    "load_backend_settings",
-]
+The package imports none of them, so a command that only reads settings (``m3d backends``,
+``m3d config``) does not import the model clients.
+"""

@@ -21,6 +21,7 @@ from pydantic import Field, SerializeAsAny, ValidationError, field_validator, mo
 from pydantic_core import InitErrorDetails
 
 from m3d_agents.backends.kinds import BACKEND_KINDS, BackendKind, LocalServerSettings
+from m3d_agents.backends.transports.outage import DEFAULT_RESTART_WAIT_S
 from m3d_agents.backends.transports.shaping import GrammarField, RequestShaping
 from m3d_agents.backends.transports.retry import DEFAULT_MAX_ANSWER_BYTES
 from m3d_agents.config_types import MaxTokens, Seed, Settings, Temperature
@@ -75,7 +76,15 @@ class BackendConfig(Settings):
     timeout_s: float = Field(120.0, gt=0, description="one HTTP attempt")
     transport_retries: int = Field(
         3, ge=0, description="re-sends of one request after a transient failure (timeout, lost connection, 408, 409, "
-        "429, 5xx), with backoff; an answer that cannot be read is re-asked by the strategy's parse_retries instead",
+        "429, 5xx), with backoff; an answer that cannot be read is re-asked by the strategy's parse_retries instead, "
+        "and a refused connection is tried again for restart_wait_s",
+    )
+    restart_wait_s: float = Field(
+        DEFAULT_RESTART_WAIT_S, ge=0, le=86_400,
+        description="how long one call keeps trying a server that refuses connections (nothing listens at its address "
+        "yet: a server starting, restarting or loading its weights), polling with backoff; counted in time, not in "
+        "transport_retries, and not against deadline_s; a note says so while calls wait; 0: a refused connection is "
+        "one more transient failure",
     )
     deadline_s: float = Field(
         300.0, gt=0, description="one whole model call, every attempt and backoff included; a hung server is given up "

@@ -100,7 +100,7 @@ def _client(config: BackendConfig, base_url: str | None) -> ChatCompletionClient
     return kind.client(ClientSettings(
         base_url=base_url, model=config.model_name, model_info=model_info_for(config), api_key=config.api_key(),
         temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed, timeout_s=config.timeout_s,
-        max_retries=config.transport_retries, context_window=config.local.n_ctx if kind.embedded else None,
+        max_retries=config.transport_retries, restart_wait_s=config.restart_wait_s, context_window=config.local.n_ctx if kind.embedded else None,
         shaping=config.shaping(), max_answer_bytes=config.max_answer_bytes, transport=config.transport, config=config,
     ))
 

@@ -73,6 +73,8 @@ class ClientSettings:
     seed: int | None
     timeout_s: float
     max_retries: int
+    restart_wait_s: float
+    """How long a call keeps trying a server that refuses connections (:mod:`~m3d_agents.backends.transports.outage`)."""
     context_window: int | None
     shaping: RequestShaping
     max_answer_bytes: int
@@ -144,7 +146,7 @@ class BackendKind:
             "base_url": settings.base_url, "model": settings.model, "model_info": settings.model_info,
             "api_key": settings.api_key, "temperature": settings.temperature, "max_tokens": settings.max_tokens,
             "seed": settings.seed, "timeout_s": settings.timeout_s, "max_retries": settings.max_retries,
-            "context_window": settings.context_window, "shaping": settings.shaping,
+            "restart_wait_s": settings.restart_wait_s, "context_window": settings.context_window, "shaping": settings.shaping,
             "max_answer_bytes": settings.max_answer_bytes,
         }
         if settings.transport == "http":

@@ -20,7 +20,9 @@ from pydantic import BaseModel
 
 from m3d_agents.backends.choices import Choices, can_sample_choices
 from m3d_agents.backends.recording import ChatMessage, chat_messages
+from m3d_agents.backends.transports.outage import waits_extend
 from m3d_agents.errors import BackendError
+from m3d_agents.recital import given, recites, runs
 from m3d_agents.verdict import Accounting, RoleUsage, ToolUsage
 
 R = TypeVar("R")
@@ -36,6 +38,10 @@ class CallRecord:
     cached: bool
     backend: str = ""
     """The backend that answered: the agent's, or the tool's own (``tools: {NAME: {backend: ...}}``)."""
+    wait_s: float = 0.0
+    """How long the call waited for its turn (the concurrency gate, the server's single slot) before it was sent."""
+    recited: bool = False
+    """The answer repeats the call's prompt instead of answering it (:mod:`m3d_agents.recital`)."""
     cut: int = 0
     """Answers of the call that the model stopped at their token cap (``finish_reason == "length"``)."""
 
@@ -84,6 +90,11 @@ class UsageLedger:
     images: dict[str, bytes] = field(default_factory=dict)
     tools: dict[str, ToolUsage] = field(default_factory=dict)
     """Tool calls of the sample by tool name, counted where the registry binds a tool."""
+    recitals: list[str] = field(default_factory=list)
+    """The answers that repeated their prompt, so a verdict can tell whether its explanation is one of them."""
+    answered: list[list[tuple[str, ...]]] = field(default_factory=list)
+    """The word runs of every answer so far: a later prompt may quote them (a debate's history), and an answer that
+    repeats an earlier answer keeps to its argument, which is not repeating what the model was given to read."""
     observer: CallObserver | None = None
     """Told when each call of the sample waits, is answered and is done (a live view; never accounting)."""
 
@@ -93,6 +104,13 @@ class UsageLedger:
 
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
+
+    def add_recital(self, answer: str) -> None:
+        self.recitals.append(answer)
+
+    def is_recital(self, text: str) -> bool:
+        """Whether ``text`` (a verdict's explanation) comes from an answer that repeated its prompt."""
+        return any(recites(answer, text) for answer in self.recitals)
 
     def count_parse_retry(self) -> None:
         """One more question asked again because its answer could not be read (an ``on_retry`` for :func:`~m3d_agents.asking.ask`)."""
@@ -122,7 +140,9 @@ class UsageLedger:
             prompt_tokens=sum(r.prompt_tokens for r in self.records),
             completion_tokens=sum(r.completion_tokens for r in self.records),
             latency_s=round(sum(r.latency_s for r in self.records), 4),
+            wait_s=round(sum(r.wait_s for r in self.records), 4),
             cache_hits=sum(1 for r in self.records if r.cached),
+            recited_prompts=sum(1 for r in self.records if r.recited),
             parse_retries=self.parse_retries,
             cut_answers=sum(r.cut for r in self.records),
             by_role=by_role,
@@ -153,7 +173,9 @@ class MeteredClient(ChatCompletionClient):
     included (:meth:`~m3d_agents.backends.config.BackendConfig.call_deadline_s`): whatever a server
     does, hang or drip, a call ends by then. It counts the time the call is being answered only:
     not the wait for the concurrency gate, nor, where the server answers one call at a time (the
-    embedded llama.cpp server), the wait for its ``slot`` while another call is being answered.
+    embedded llama.cpp server), the wait for its ``slot`` while another call is being answered, nor the
+    pauses spent waiting for a server that refuses connections (:mod:`~m3d_agents.backends.transports.outage`),
+    which have a budget of their own.
     """
 
     def __init__(
@@ -181,22 +203,25 @@ class MeteredClient(ChatCompletionClient):
         return MeteredClient(self.inner, self.semaphore, self.ledger, agent or self.agent, role, self.timeout_s, self.backend,
                              slot=self.slot)
 
-    async def _limited(self, call: Callable[[], Awaitable[R]]) -> tuple[R, float]:
-        """Run one request under the concurrency gate, the server's slot and the deadline; the result and its latency."""
+    async def _limited(self, call: Callable[[], Awaitable[R]]) -> tuple[R, float, float]:
+        """Run one request under the concurrency gate, the server's slot and the deadline; the result, its latency
+        and how long it waited for the gate and the slot before it was sent."""
         self.ledger.observe(self.agent, self.role, "waiting")
+        queued = time.perf_counter()
         try:
             async with self.semaphore, (self.slot if self.slot is not None else nullcontext()):
                 self.ledger.observe(self.agent, self.role, "answering")
                 started = time.perf_counter()
                 try:
-                    async with asyncio.timeout(self.timeout_s):
-                        result = await call()
+                    async with asyncio.timeout(self.timeout_s) as deadline:
+                        with waits_extend(deadline):
+                            result = await call()
                 except asyncio.TimeoutError as exc:
                     raise BackendError(
                         f"model call by {self.agent} ({self.role}) gave no answer within its deadline of {self.timeout_s:g} s "
                         "of being answered, every attempt included (the backend's deadline_s)"
                     ) from exc
-                return result, time.perf_counter() - started
+                return result, time.perf_counter() - started, started - queued
         finally:
             self.ledger.observe(self.agent, self.role, "done")
 
@@ -210,7 +235,7 @@ class MeteredClient(ChatCompletionClient):
         extra_create_args: Mapping[str, Any] = {},
         cancellation_token: Optional[CancellationToken] = None,
     ) -> CreateResult:
-        result, latency = await self._limited(lambda: self.inner.create(
+        result, latency, waited = await self._limited(lambda: self.inner.create(
             messages,
             tools=tools,
             tool_choice=tool_choice,
@@ -219,6 +244,7 @@ class MeteredClient(ChatCompletionClient):
             cancellation_token=cancellation_token,
         ))
         usage = result.usage
+        recited = self._recited(messages, [result])
         self.ledger.add(
             CallRecord(
                 agent=self.agent,
@@ -228,12 +254,28 @@ class MeteredClient(ChatCompletionClient):
                 latency_s=latency,
                 cached=bool(result.cached),
                 backend=self.backend,
+                wait_s=waited,
+                recited=bool(recited),
                 cut=int(result.finish_reason == "length"),
             )
         )
         if self.ledger.record_messages:
             self.ledger.record_exchange(self.agent, self.role, messages, result, extra_create_args)
         return result
+
+    def _recited(self, messages: Sequence[LLMMessage], results: Sequence[CreateResult]) -> list[str]:
+        """The answers among ``results`` that repeat the prompt, each kept in the ledger (see :mod:`m3d_agents.recital`)."""
+        prompt = given("\n".join(
+            part for message in messages
+            for part in ([message.content] if isinstance(message.content, str) else message.content if isinstance(message.content, list) else [])
+            if isinstance(part, str)
+        ), self.ledger.answered)
+        answers = [r.content for r in results if isinstance(r.content, str)]
+        recited = [answer for answer in answers if recites(prompt, answer)]
+        for answer in recited:
+            self.ledger.add_recital(answer)
+        self.ledger.answered.extend(runs(answer) for answer in answers)
+        return recited
 
     @property
     def samples_choices(self) -> bool:
@@ -253,9 +295,10 @@ class MeteredClient(ChatCompletionClient):
         if not can_sample_choices(self.inner):
             raise BackendError(f"the backend of {self.agent} cannot answer several choices per request; ask it once per choice")
         inner: Any = self.inner
-        choices, latency = await self._limited(lambda: inner.create_choices(
+        choices, latency, waited = await self._limited(lambda: inner.create_choices(
             messages, n, json_output=json_output, extra_create_args=extra_create_args, cancellation_token=cancellation_token,
         ))
+        recited = self._recited(messages, choices.results)
         self.ledger.add(
             CallRecord(
                 agent=self.agent,
@@ -265,6 +308,8 @@ class MeteredClient(ChatCompletionClient):
                 latency_s=latency,
                 cached=choices.cached,
                 backend=self.backend,
+                wait_s=waited,
+                recited=bool(recited) and len(recited) == len(choices.results),
                 cut=sum(1 for result in choices.results if result.finish_reason == "length"),
             )
         )

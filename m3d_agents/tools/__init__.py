@@ -1,8 +1,7 @@
 """Tools the agents call: image forensics, image analysis, OCR, a logic check, time detection,
-each described by a tool card, plus greedy tool selection."""
+each described by a tool card (:mod:`m3d_agents.tools.cards`, listed in :mod:`m3d_agents.tools.catalogue`),
+plus greedy tool selection (:mod:`m3d_agents.tools.greedy_selection`).
 
-from m3d_agents.tools.cards import ToolCard, ToolContext, ToolRegistry
-from m3d_agents.tools.catalogue import default_registry
-from m3d_agents.tools.image_in_words import enable_image_describers
-
-__all__ = ["ToolCard", "ToolContext", "ToolRegistry", "default_registry", "enable_image_describers"]
+The package imports none of its modules: reading a configuration checks its tool names against the
+cards without loading any tool.
+"""

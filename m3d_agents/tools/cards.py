@@ -20,19 +20,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Protocol, Sequence
 
-from autogen_core.tools import FunctionTool
 from pydantic import BaseModel, Field, field_validator
 
 from m3d_agents.backends.config import ToolBinding
-from m3d_agents.backends.factory import Backend
-from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
-from m3d_agents.media.images import PreparedImage, PreparedSample
 from m3d_agents.sample import Sample
 
 if TYPE_CHECKING:
+    from autogen_core.tools import FunctionTool
     from PIL import Image
+
+    from m3d_agents.backends.factory import Backend
+    from m3d_agents.backends.metering import UsageLedger
+    from m3d_agents.media.images import PreparedImage, PreparedSample
 
 CostClass = Literal["cheap", "moderate", "expensive"]
 
@@ -94,6 +95,14 @@ def is_unavailable(answer: object) -> bool:
     return isinstance(answer, str) and bool(UNAVAILABLE.search(answer.split("\n", 1)[0]))
 
 
+def _new_ledger() -> UsageLedger:
+    """A context's own ledger, imported when a tool runs: reading the cards (a configuration's tool names) must not
+    import the model clients."""
+    from m3d_agents.backends.metering import UsageLedger
+
+    return UsageLedger()
+
+
 @dataclass(frozen=True)
 class ToolSetup:
     """What a run chose per tool: backends of their own and the bindings they came from (weights, labels)."""
@@ -109,7 +118,7 @@ class ToolContext:
     """The sample the tools work on, and where their model calls are billed."""
 
     prepared: PreparedSample
-    ledger: UsageLedger = field(default_factory=UsageLedger)
+    ledger: UsageLedger = field(default_factory=_new_ledger)
     backend: Backend | None = None
     agent: str = "tools"
     evidence: list[Evidence] = field(default_factory=list)
@@ -228,6 +237,8 @@ class ToolRegistry:
 
     def function_tools(self, context: ToolContext, names: Sequence[str] | None = None) -> list[FunctionTool]:
         """AutoGen tools bound to ``context``; their descriptions come from the cards."""
+        from autogen_core.tools import FunctionTool
+
         chosen = list(names) if names is not None else self.names()
         tools = []
         for name in chosen:

@@ -1,23 +1,24 @@
-"""The registry of every tool, with its card and its binding to a sample."""
+"""The registry of every tool, with its card and its binding to a sample.
+
+Each tool's implementation is imported when the tool is bound to a sample, not here: the cards are
+read far more often (every configuration that names a tool is checked against them, ``m3d config``
+among them), and the implementations bring numpy, SciPy, PyAV, Tesseract and the model clients.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel
 
 from m3d_agents.isolation import ItemLost
-from m3d_agents.tools.cards import ToolCard, ToolContext, ToolRegistry
-from m3d_agents.tools.forensics.base import ForensicResult
-from m3d_agents.tools.forensics.fusion import fuse, run_forensics
-from m3d_agents.tools.forensics.learned import analyse_learned
 from m3d_agents.tools.analysis import clip_scout as clip_scout_tool
 from m3d_agents.tools.analysis import fact_probe as fact_probe_tool
-from m3d_agents.tools.analysis.logic_check import check_logic
-from m3d_agents.tools.analysis.ocr import read_text
-from m3d_agents.tools.analysis.time_detection import earliest_appearance
-from m3d_agents.tools.analysis.vlm import grounded_description, physics_check, recognise_entities, visual_question
+from m3d_agents.tools.cards import ToolCard, ToolContext, ToolRegistry
+
+if TYPE_CHECKING:
+    from m3d_agents.tools.forensics.base import ForensicResult
 
 _IMAGE_INPUT = "image_index (0 for the first image of the post)."
 _FORENSIC_OUTPUT = "a score in [0, 1] (higher = more likely manipulated) and a one-line finding; a heat map is kept for the report."
@@ -45,6 +46,8 @@ REGISTRY = ToolRegistry()
 
 def _forensic_factory(key: str) -> Callable[[ToolContext], Callable[..., Any]]:
     def factory(context: ToolContext) -> Callable[..., Any]:
+        from m3d_agents.tools.forensics.fusion import run_forensics
+
         async def run(image_index: int = 0) -> str:
             try:
                 results = await asyncio.to_thread(run_forensics, context.image(image_index), [key])
@@ -67,6 +70,8 @@ for _key, _card in _FORENSIC_CARDS.items():
     when_to_use="first, for a quick overall judgement of whether the image was manipulated.", inputs=_IMAGE_INPUT,
     outputs="the fused score, the finding of each tool, and a fused heat map for the report.", cost="moderate"))
 def _fusion(context: ToolContext) -> Callable[..., Any]:
+    from m3d_agents.tools.forensics.fusion import fuse, run_forensics
+
     async def forensic_fusion(image_index: int = 0) -> str:
         try:
             results = await asyncio.to_thread(run_forensics, context.image(image_index))
@@ -84,6 +89,8 @@ def _fusion(context: ToolContext) -> Callable[..., Any]:
     when_to_use="as a second opinion next to the hand-made forensic tools.", inputs=_IMAGE_INPUT,
     outputs="a forgery probability and a heat map, or 'unavailable' when no model is configured.", cost="moderate"))
 def _learned(context: ToolContext) -> Callable[..., Any]:
+    from m3d_agents.tools.forensics.learned import analyse_learned
+
     binding = context.binding("learned_detector")
 
     async def learned_detector(image_index: int = 0) -> str:
@@ -101,6 +108,8 @@ def _learned(context: ToolContext) -> Callable[..., Any]:
     when_to_use="for memes, screenshots, signs and captions burnt into the picture.", inputs=_IMAGE_INPUT,
     outputs="the text read and Tesseract's confidence.", cost="cheap"))
 def _ocr(context: ToolContext) -> Callable[..., Any]:
+    from m3d_agents.tools.analysis.ocr import read_text
+
     async def ocr(image_index: int = 0) -> str:
         return (await asyncio.to_thread(read_text, context.image(image_index))).for_agents()
 
@@ -112,6 +121,8 @@ def _ocr(context: ToolContext) -> Callable[..., Any]:
     category="image_analysis", needs_vision=True, calls_model=True, when_to_use="before judging whether image and text match.",
     inputs=_IMAGE_INPUT, outputs="a short description that names where each thing is.", cost="expensive"))
 def _describe(context: ToolContext) -> Callable[..., Any]:
+    from m3d_agents.tools.analysis.vlm import grounded_description
+
     async def describe(image_index: int = 0) -> str:
         result = await grounded_description(context.image(image_index), context.backend_for("grounded_description"),
                                             context.ledger, context.agent)
@@ -126,6 +137,8 @@ def _describe(context: ToolContext) -> Callable[..., Any]:
     inputs="question (one question), image_index.", outputs="the answer, or 'cannot tell from the image'.", cost="expensive",
     argument="question"))
 def _vqa(context: ToolContext) -> Callable[..., Any]:
+    from m3d_agents.tools.analysis.vlm import visual_question
+
     async def answer(question: str, image_index: int = 0) -> str:
         result = await visual_question(context.image(image_index), question, context.backend_for("visual_question"),
                                        context.ledger, context.agent)
@@ -140,6 +153,8 @@ def _vqa(context: ToolContext) -> Callable[..., Any]:
     when_to_use="to compare who and where the image shows with what the text says.",
     inputs=_IMAGE_INPUT, outputs="a list of entities, each with its type and visual evidence.", cost="expensive"))
 def _entities(context: ToolContext) -> Callable[..., Any]:
+    from m3d_agents.tools.analysis.vlm import recognise_entities
+
     async def entities(image_index: int = 0) -> str:
         result = await recognise_entities(context.image(image_index), context.backend_for("image_entities"), context.ledger,
                                           context.agent)
@@ -155,6 +170,8 @@ def _entities(context: ToolContext) -> Callable[..., Any]:
     when_to_use="for impossible light, shadows, scale or motion, and scenes that contradict themselves.",
     inputs=_IMAGE_INPUT, outputs="plausible yes/no, the problems seen, and a short rationale.", cost="expensive"))
 def _physics(context: ToolContext) -> Callable[..., Any]:
+    from m3d_agents.tools.analysis.vlm import physics_check
+
     async def check(image_index: int = 0) -> str:
         result = await physics_check(context.image(image_index), context.backend_for("physics_check"), context.ledger,
                                      context.agent)
@@ -169,6 +186,8 @@ def _physics(context: ToolContext) -> Callable[..., Any]:
     inputs="claim (defaults to the post's text).", outputs="consistent yes/no and the issues found.", cost="moderate",
     argument="claim"))
 def _logic(context: ToolContext) -> Callable[..., Any]:
+    from m3d_agents.tools.analysis.logic_check import check_logic
+
     async def logic(claim: str = "") -> str:
         result = await check_logic(claim or context.prepared.sample.text, context.backend_for("logic_check"), context.ledger,
                                    context.evidence, context.agent)
@@ -183,6 +202,8 @@ def _logic(context: ToolContext) -> Callable[..., Any]:
     inputs="none (uses the evidence gathered for the post and its claim date).",
     outputs="the earliest publication date, its evidence id, and whether it predates the claim.", cost="cheap"))
 def _time(context: ToolContext) -> Callable[..., Any]:
+    from m3d_agents.tools.analysis.time_detection import earliest_appearance
+
     async def time_detection() -> str:
         return earliest_appearance(context.evidence, context.prepared.sample.metadata.claim_date).for_agents()
 

@@ -102,3 +102,27 @@ def test_a_turn_policy_takes_only_its_own_kinds_settings() -> None:
         TURN_POLICY_SETTINGS.validate_python({"kind": "beam"})
 
 
+
+
+def test_each_strategys_configuration_model_is_found_without_the_strategy_and_is_the_same_class() -> None:
+    from debates.strategy import CONFIG_MODELS, STRATEGIES
+
+    builtin = {name for name in STRATEGIES.names() if STRATEGIES.get(name).__module__.startswith("debates.strategies.")}
+    assert builtin == set(CONFIG_MODELS.names()), "a test's own plug-in strategies may sit beside the built-in ones"
+    for name in CONFIG_MODELS.names():
+        assert CONFIG_MODELS.get(name) is STRATEGIES.get(name).config_model, name
+
+
+def test_a_registry_imports_its_plug_ins_on_the_first_lookup_only() -> None:
+    import sys
+
+    from m3d_agents.registry import Registry
+
+    registry: Registry[object] = Registry("thing", plugins=("tests.support.lazy_plugin",))
+    sys.modules.pop("tests.support.lazy_plugin", None)
+    assert "tests.support.lazy_plugin" not in sys.modules
+    registry.add("early", object())  # adding imports nothing
+    assert "tests.support.lazy_plugin" not in sys.modules
+    assert registry.names() == ["early"] and "tests.support.lazy_plugin" in sys.modules
+    with pytest.raises(InputError, match="unknown thing 'missing'; known: early"):
+        registry.get("missing")

@@ -3,13 +3,17 @@
 Parameters are injected the way papermill does it: a cell tagged ``injected-parameters`` right
 after the cell tagged ``parameters``. In the human notebook, scripted answers stand in for the
 person. Each notebook starts the embedded llama.cpp server itself, as it does for a person; the
-three share one response cache that starts empty.
+three share one response cache that starts empty. Retrieval is left at the notebooks' default,
+which is offline; every proxy points at a closed port, so a call to the web would fail and show.
+Notebook 01 runs through ``jupyter nbconvert --execute``, as the notebooks guide tells a user to.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +40,7 @@ def test_committed_notebooks_carry_no_outputs_and_have_a_parameters_cell() -> No
         tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
         assert len(tagged) == 1, f"{name} needs exactly one cell tagged 'parameters'"
         assert 'BACKEND = "local"' in tagged[0].source
+        assert 'RETRIEVAL = "off"' in tagged[0].source, f"{name} must run offline by default"
 
 
 def test_every_import_of_the_notebooks_resolves_and_the_configurations_table_matches_the_configs() -> None:
@@ -72,15 +77,41 @@ def kernel_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     env["M3D_CACHE_DIR"] = str(folder / "cache")
     env["M3D_CONFIG"] = str(config)
+    closed = "http://127.0.0.1:9"  # the discard port: nothing listens, so a request to the web fails at once
+    env.update({"HTTP_PROXY": closed, "HTTPS_PROXY": closed, "ALL_PROXY": closed, "NO_PROXY": "127.0.0.1,localhost"})
     return env
 
 
-def execute(name: str, parameters: dict[str, Any], env: dict[str, str]) -> Any:
+NETWORK_FAILURES = ("search failed", "DNSError", "ConnectError", "Connection refused", "ProxyError")
+
+
+def nbconvert(name: str, parameters: dict[str, Any], env: dict[str, str], folder: Path) -> Any:
+    """``jupyter nbconvert --to notebook --execute`` on the notebook with ``parameters`` injected; the executed notebook."""
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    inject(nb, parameters)
+    (folder / "notebooks").mkdir()
+    (folder / "examples").symlink_to(REPO / "examples")  # the notebook's ../examples, as beside the repository's
+    source = folder / "notebooks" / name
+    nbformat.write(nb, source)
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("jupyter")), "nbconvert", "--to", "notebook", "--execute",
+         f"--ExecutePreprocessor.timeout={CELL_TIMEOUT_S}", "--output", f"executed-{name}", str(source)],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=3 * CELL_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return nbformat.read(folder / "notebooks" / f"executed-{name}", as_version=4)
+
+
+def inject(nb: Any, parameters: dict[str, Any]) -> None:
     index = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
     injected = nbformat.v4.new_code_cell("\n".join(f"{key} = {value!r}" for key, value in parameters.items()))
     injected.metadata["tags"] = ["injected-parameters"]
     nb.cells.insert(index + 1, injected)
+
+
+def execute(name: str, parameters: dict[str, Any], env: dict[str, str]) -> Any:
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    inject(nb, parameters)
     client = nbclient.NotebookClient(
         nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
     )
@@ -106,14 +137,14 @@ def images(nb: Any) -> int:
 
 @pytest.mark.integration
 @pytest.mark.notebook
-def test_run_debates_notebook_runs_every_configuration(kernel_env: dict[str, str]) -> None:
+def test_run_debates_notebook_runs_every_configuration_headless_and_offline(kernel_env: dict[str, str], tmp_path: Path) -> None:
     data = shared_data()
     # One of each kind of turn order: in turn (async), judged, and concurrent rounds with a retrieval
     # desk (disambiguation). The others run on scripted models in test_debates.py.
     configs = ["async", "judged", "disambiguation"]
-    nb = execute("01_run_debates.ipynb", {"CONFIGS": configs, "MAX_ROUNDS": 1, "DATA_DIR": str(data), "RETRIEVAL": "off"},
-                 kernel_env)
+    nb = nbconvert("01_run_debates.ipynb", {"CONFIGS": configs, "MAX_ROUNDS": 1, "DATA_DIR": str(data)}, kernel_env, tmp_path)
     shown = outputs_text(nb)
+    assert not [word for word in NETWORK_FAILURES if word in shown], "the default run asks nothing of the web"
     for name in configs:
         assert f"<h3>{name}</h3>" in shown
     assert shown.count("Verdict on post") == len(configs)
@@ -132,7 +163,7 @@ def test_human_notebook_with_scripted_person(kernel_env: dict[str, str]) -> None
     ]
     nb = execute(
         "02_human_in_the_chat.ipynb",
-        {"SEAT": "debater", "MAX_ROUNDS": 2, "DATA_DIR": str(data), "SCRIPTED_ANSWERS": answers, "RETRIEVAL": "off"},
+        {"SEAT": "debater", "MAX_ROUNDS": 2, "DATA_DIR": str(data), "SCRIPTED_ANSWERS": answers},
         kernel_env,
     )
     shown = outputs_text(nb)
@@ -150,7 +181,7 @@ def test_async_vs_judged_notebook_compares_two_runs(kernel_env: dict[str, str], 
     nb = execute(
         "03_async_vs_judged.ipynb",
         {"LIMIT": 2, "MAX_ROUNDS": 1, "CONCURRENCY": 1, "DATA_DIR": str(data.parent), "RUNS_DIR": str(runs),
-         "RESAMPLES": 200, "RETRIEVAL": "off"},
+         "RESAMPLES": 200},
         kernel_env,
     )
     shown = outputs_text(nb)

@@ -45,7 +45,8 @@ Responder = Callable[[dict[str, Any], int], Union[tuple[int, Union[dict[str, Any
 
 
 class StubOpenAIServer:
-    def __init__(self, responder: Responder, get_responder: Callable[[str], Reply] | None = None) -> None:
+    def __init__(self, responder: Responder, get_responder: Callable[[str], Reply] | None = None, port: int = 0) -> None:
+        """``port``: where to listen (0: a free port); a test that starts a server where calls were refused names it."""
         self.requests: list[dict[str, Any]] = []
         self.raw: list[bytes] = []
         """Every request body as it arrived, byte for byte."""
@@ -107,7 +108,7 @@ class StubOpenAIServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

@@ -19,6 +19,9 @@ Token counts are estimated as the characters of the request's text, and of the a
 plus 765 prompt tokens for every image attached (GPT-4o's count for a 1024-pixel image at high
 detail, as benchmarks/search_cost.py assumes): the scripted runs' accounting counts the prompts our
 configurations really build.
+
+Run as a module (``python -m tests.support.reproduce_script``), it serves on a free loopback port
+until killed and prints its base URL first (``benchmarks/soak_real.py`` runs it so).
 """
 
 from __future__ import annotations
@@ -126,3 +129,19 @@ def backend_file(base_url: str, name: str = "scripted", model: str = "scripted-m
     """A backends file naming the scripted server (vLLM's kind, no response cache: each run asks again)."""
     return (f"backends:\n  {name}: {{kind: vllm, model: {model}, base_url: '{base_url}', cache: false, "
             "transport_retries: 0, concurrency: 8}\n")
+
+
+def main() -> None:
+    """Serve the scripted model on a free loopback port until killed; the base URL is the first line printed."""
+    import sys
+    import time
+
+    with scripted_table_server() as server:
+        sys.stdout.write(server.base_url + "\n")
+        sys.stdout.flush()
+        while True:
+            time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()

@@ -142,6 +142,42 @@ def screenshot(page: Any, name: str) -> Path:
     return path
 
 
+LAYOUT_CHECK = """() => {
+  // How a page fits its window: how far it is wider than the window, and every word that the layout broke
+  // across two lines (a Range over one word then has more than one line box). Words are runs of letters, so a
+  // path or an address may still wrap at its slashes and dots.
+  const broken = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const word = /[A-Za-z\u00C0-\u024F]{2,}/g;
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (!parent || parent.closest("script, style, [hidden], details:not([open]) > :not(summary)")) continue;
+    if (!parent.getClientRects().length) continue;
+    for (const found of node.textContent.matchAll(word)) {
+      const range = document.createRange();
+      range.setStart(node, found.index);
+      range.setEnd(node, found.index + found[0].length);
+      const lines = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top)));
+      if (lines.size > 1) broken.push(found[0] + " in <" + parent.tagName.toLowerCase() + ">");
+    }
+  }
+  return {overflow: document.documentElement.scrollWidth - window.innerWidth, broken: broken.slice(0, 20)};
+}"""
+
+
+def layout_problems(page: Any, widths: tuple[int, ...] = (1280, 800), name: str | None = None) -> dict[int, dict[str, Any]]:
+    """The page at each window width (a screenshot of each under ``name``): its horizontal overflow in pixels and
+    the words broken inside; a page that fits has ``{"overflow": 0, "broken": []}`` at every width."""
+    found = {}
+    for width in widths:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(50)
+        found[width] = page.evaluate(LAYOUT_CHECK)
+        if name is not None:
+            screenshot(page, f"{name}-{width}")
+    return found
+
+
 def csrf_of(page: str) -> str:
     """The form token a page carries, as a browser would send it back."""
     found = re.search(r'name="csrf" value="([0-9a-f]+)"', page)

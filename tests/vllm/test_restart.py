@@ -16,7 +16,7 @@ from autogen_core.models import CreateResult, UserMessage
 
 from m3d_agents.backends.config import BackendConfig
 from m3d_agents.backends.factory import build_backend
-from tests.support.vllm_server import MODEL_NAME, VllmServer, build_into, require_vllm, tiny_checkpoint
+from tests.support.vllm_server import MODEL_NAME, STARTUP_TIMEOUT_S, VllmServer, build_into, require_vllm, tiny_checkpoint
 
 pytestmark = [pytest.mark.vllm, pytest.mark.filterwarnings("ignore:Resolved model mismatch")]
 
@@ -45,8 +45,10 @@ async def ask(config: BackendConfig) -> CreateResult:
 
 async def test_both_transports_retry_until_the_server_is_back(restartable: VllmServer) -> None:
     restartable.stop()
+    # The calls wait as long as the server may take to be ready (its start-up limit), in time rather than
+    # attempts: however slow the machine, they are still waiting when the server is back.
     configs = [BackendConfig(kind="vllm", base_url=restartable.base_url, model=MODEL_NAME, transport=transport,
-                             cache=False, max_tokens=16, transport_retries=12) for transport in ("http", "sdk")]
+                             cache=False, max_tokens=16, restart_wait_s=STARTUP_TIMEOUT_S + 60) for transport in ("http", "sdk")]
     # Both start while nothing listens on the port: each attempt is refused until the restart finishes.
     calls = [asyncio.ensure_future(ask(config)) for config in configs]
     await asyncio.sleep(1.0)

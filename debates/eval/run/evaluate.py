@@ -27,6 +27,7 @@ from debates.strategy import StrategyConfig
 from debates.config_loader import load_config
 from debates.session import RunSession
 from m3d_agents.backends.config import BackendSettings, load_backend_settings, resolve_backend_name
+from m3d_agents.backends.transports.outage import notes_to
 from m3d_agents.config_types import SEED_MAX
 from m3d_agents.datasets import LoadedDataset, load_dataset, parse_spec
 from m3d_agents.datasets.subsets import SAMPLE_CHOICES, SampleChoice, Subset
@@ -185,7 +186,8 @@ async def run_evaluation(
     """Run (or resume) one configuration over the data set into its run folder, then write its report.
 
     ``loaded`` is the data set when the caller has read it already (several runs over one data set);
-    ``note`` receives one-line remarks for the user (how many samples, what the loader left out).
+    ``note`` receives one-line remarks for the user (how many samples, what the loader left out, a model
+    server that refuses connections and is being waited for).
     """
     request = checked.request
     if loaded is None:
@@ -212,7 +214,8 @@ async def run_evaluation(
 
             recorder = TrajectoryRecorder(checked.run_dir)
         runner = _runner(checked, samples, session, manifest, progress, recorder, loaded.gold_evidence)
-        outcome = await runner.run()
+        with notes_to(note):
+            outcome = await runner.run()
     finish_departures(outcome.out_dir, checked.departures, checked.strategy)
     summary = write_report(outcome.out_dir)
     return EvaluateResult(outcome=outcome, summary=summary, samples=samples)

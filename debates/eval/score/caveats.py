@@ -4,7 +4,9 @@ left unfinished or of unequal size.
 A first evaluation is usually small (``--limit 4``), and small runs fail silently: ten fakes out of
 ten give a weighted precision of 1.000 and a real-class support of 0; four posts give a 95%
 interval on a difference that spans most of [-1, 1]; an interrupted run compared with a finished one
-is compared on the samples both have. Each caveat is one sentence that says what is wrong and what
+is compared on the samples both have. Time misleads too: a run answered from the response cache
+took no model's time, and one that sent more calls at once than its backend answers spent most of
+its time waiting for a slot. Each caveat is one sentence that says what is wrong and what
 the figures then mean, printed by ``m3d report``, ``m3d evaluate`` and ``m3d compare`` and written
 into ``report.md`` and ``comparison.md``.
 """
@@ -19,10 +21,13 @@ from pydantic import BaseModel
 
 from debates.eval.records import EvalRow, RunManifest
 
-CaveatKind = Literal["one_class", "small", "unfinished", "running", "unequal"]
+CaveatKind = Literal["one_class", "small", "unfinished", "running", "unequal", "cached", "waiting"]
 
 SMALL_N = 30
 """Below this many scored samples an interval on accuracy is wider than about ±0.18 (at accuracy 0.5)."""
+
+WAITING_SHARE = 0.5
+"""A run whose calls waited for a backend slot for at least this share of its wall time per sample is said to."""
 
 
 class Caveat(BaseModel):
@@ -70,6 +75,30 @@ def run_caveats(manifest: RunManifest, rows: Sequence[EvalRow], running: str | N
         caveats.append(Caveat(kind="small", text=(
             f"small: {len(scored)} scored sample(s); a 95% interval on accuracy is about ±{half_width(len(scored)):.2f} "
             "wide here, so these figures show that the run works, not how well the configuration does")))
+    return caveats + time_caveats("", rows)
+
+
+def time_caveats(name: str, rows: Sequence[EvalRow]) -> list[Caveat]:
+    """What the run's latency does not measure: samples answered from the cache, time spent waiting for a slot.
+    ``name`` starts each sentence in a comparison (``"B: "``)."""
+    finished = [r for r in rows if r.status != "error"]
+    timed = [r for r in finished if not r.from_cache]
+    caveats = []
+    if len(timed) < len(finished):
+        cached = len(finished) - len(timed)
+        over = (f"the latency is over the {len(timed)} that called a model" if timed
+                else "so there is no latency to report: no model was timed")
+        caveats.append(Caveat(kind="cached", text=(
+            f"{name}from the cache: {cached} of {len(finished)} finished samples were answered wholly from the response "
+            f"cache (their calls asked no model, so their time is not a model's); {over}")))
+    waits = [r.wait_s for r in timed if r.wait_s is not None]
+    walls = [r.latency_s for r in timed if r.wait_s is not None]
+    if waits and sum(walls) > 0 and sum(waits) / sum(walls) >= WAITING_SHARE:
+        caveats.append(Caveat(kind="waiting", text=(
+            f"{name}waiting: a sample's calls waited {sum(waits) / len(waits):.1f} s on average for a backend slot, "
+            f"against {sum(walls) / len(walls):.1f} s of wall time per sample: more calls were sent at once than the "
+            "backend answers (the embedded model answers one at a time; see --concurrency), so the latency measures "
+            "the queue as much as the model; 'model / waiting s' splits the two")))
     return caveats
 
 
@@ -93,9 +122,11 @@ def comparison_caveats(names: Sequence[str], runs: Sequence[tuple[RunManifest, S
         caveats.append(Caveat(kind="one_class", text=(
             f"one class only: every paired sample is {golds.pop()}, so a difference in accuracy is a difference in how "
             "often each run gives that one answer; choose samples with --sample balanced")))
+    for name, (_, rows) in zip(names, runs):
+        caveats.extend(time_caveats(f"{name}: ", rows))
     if 0 < paired < SMALL_N:
         caveats.append(Caveat(kind="small", text=(
             f"small: {paired} paired sample(s); the bootstrap interval says how far the difference could move if these "
             f"{paired} posts were drawn again, and with so few it can take only a few values and may span up to about "
-            f"±{min(1.0, 2 * half_width(paired)):.2f}; an interval that includes 0 shows no difference, not an equal one")))
+            f"±{min(1.0, 2 * half_width(paired)):.2f}; an interval that includes 0 (an end at exactly 0 counts) shows no difference, not an equal one")))
     return caveats

@@ -8,8 +8,12 @@ Conventions, chosen so that a run cannot look better by refusing to answer:
   cannot report the accuracy of the samples that happened to succeed;
 * ``coverage`` is the share of attempted samples that got an answer (neither abstained nor
   failed), and ``selective_accuracy`` the accuracy over those answered samples only;
-* errors are also counted in ``errors``, with their types; latency, calls and cost are over the
-  samples that finished;
+* errors are also counted in ``errors``, with their types; calls and cost are over the samples
+  that finished, latency over those that called a model: a sample whose every call was answered
+  from the response cache (``cached_rows``) took no model's time, and would make a run look fast;
+  ``model_s_per_sample`` and ``wait_s_per_sample`` split a sample's time into what the backends
+  spent answering and what its calls waited for a slot (the embedded model answers one call at a
+  time, so at ``--concurrency 8`` most of a sample's wall time is waiting), summed over its calls;
 * macro averages run over the taxonomy labels that occur in the gold labels or the predictions;
 * ECE uses equal-width confidence bins closed on the right, ``(a, b]`` (the first also holds 0),
   over answered samples that report a confidence;
@@ -42,7 +46,6 @@ from debates.strategies.agentfact.diagnostics import AgentFactDiagnostics
 from debates.chat.diagnostics import DebateDiagnostics
 from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.labels import get_taxonomy
-from retrieval.leakage import RULES
 
 ABSTAIN = "(abstained)"
 FAILED = "(failed)"
@@ -126,8 +129,15 @@ class RunMetrics(BaseModel):
     classification: ClassificationScores | None
     binary: ClassificationScores | None
     ece: float | None
-    latency_p50_s: float | None
+    latency_p50_s: float | None = Field(description="wall time per sample, over the finished samples that called a model")
     latency_p95_s: float | None
+    latency_rows: int = Field(0, description="the samples the latency is over: finished, not wholly from the cache")
+    cached_rows: int = Field(0, description="finished samples whose every model call the response cache answered")
+    model_s_per_sample: float | None = Field(
+        None, description="the backends' time answering a sample's calls, summed over them, mean over latency_rows")
+    wait_s_per_sample: float | None = Field(
+        None, description="the time a sample's calls waited for a backend slot, summed over them, mean over the "
+        "latency_rows that measured it (None: none did; rows written before it was measured)")
     calls_per_sample: float
     cut_answers: int = Field(0, description="answers cut at their token cap (finish_reason length), over every sample")
     model_calls: int = Field(0, description="model calls over every sample, the cut answers' denominator")
@@ -253,6 +263,12 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else None
 
 
+def mean_of(values: Sequence[float | None]) -> float | None:
+    """The mean of the values that were measured; None when none was."""
+    known = [v for v in values if v is not None]
+    return float(np.mean(known)) if known else None
+
+
 def binary_name(value: bool | None) -> str:
     if value is None:
         return ABSTAIN
@@ -334,8 +350,11 @@ def leakage_counts(rows: Sequence[EvalRow]) -> dict[str, int]:
 
 
 def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
+    from retrieval.leakage import RULES  # with the source ratings' model client: not for m3d reproduce --list
+
     label_order = get_taxonomy(taxonomy).labels + list(NO_ANSWER)
     finished = [r for r in rows if r.status != "error"]
+    timed = [r for r in finished if not r.from_cache]
     scored = [r for r in rows if r.scored]
     gold = [str(r.gold) for r in scored]
     pred = [predicted(r, r.label) for r in scored]
@@ -379,8 +398,12 @@ def compute_metrics(rows: Sequence[EvalRow], taxonomy: str) -> RunMetrics:
         binary=binary,
         ece=expected_calibration_error([r.confidence for r in calibrated], [r.correct for r in calibrated])  # type: ignore[misc]
         if calibrated else None,
-        latency_p50_s=percentile([r.latency_s for r in finished], 50),
-        latency_p95_s=percentile([r.latency_s for r in finished], 95),
+        latency_p50_s=percentile([r.latency_s for r in timed], 50),
+        latency_p95_s=percentile([r.latency_s for r in timed], 95),
+        latency_rows=len(timed),
+        cached_rows=len(finished) - len(timed),
+        model_s_per_sample=mean_of([r.model_s for r in timed]),
+        wait_s_per_sample=mean_of([r.wait_s for r in timed]),
         calls_per_sample=float(np.mean([r.model_calls for r in finished])) if n else 0.0,
         cut_answers=sum(r.cut_answers for r in finished),
         model_calls=sum(r.model_calls for r in finished),

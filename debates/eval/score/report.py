@@ -125,8 +125,12 @@ def markdown(summary: RunSummary) -> str:
           if m.undated_kept_share is not None else []),
         f"| abstention rate / coverage (answered share of attempted) | {_fmt(m.abstention_rate)} / {_fmt(m.coverage)} |",
         f"| selective accuracy (answered only) | {_fmt(m.selective_accuracy)} |",
-        f"| ECE (10 bins) | {_fmt(m.ece)} |",
-        f"| latency p50 / p95 (s) | {_fmt(m.latency_p50_s, 2)} / {_fmt(m.latency_p95_s, 2)} |",
+        f"| ECE (expected calibration error, 10 equal-width confidence bins) | {_fmt(m.ece)} |",
+        f"| latency p50 / p95 (s), over the {m.latency_rows} samples that called a model | "
+        f"{_fmt(m.latency_p50_s, 2)} / {_fmt(m.latency_p95_s, 2)} |",
+        f"| samples answered wholly from the response cache (left out of the latency) | {m.cached_rows} |",
+        f"| per sample: backends' answering time / calls' wait for a slot (s, summed over its calls) | "
+        f"{_fmt(m.model_s_per_sample, 2)} / {_fmt(m.wait_s_per_sample, 2)} |",
         f"| model calls per sample | {_fmt(m.calls_per_sample, 2)} |",
         f"| answers cut at the token cap (finish_reason length) | {m.cut_answers} of {m.model_calls} model calls |",
         f"| tokens per sample (prompt + completion) | {m.prompt_tokens_per_sample:.0f} + {m.completion_tokens_per_sample:.0f} |",
@@ -173,12 +177,18 @@ def markdown(summary: RunSummary) -> str:
         lines += ["## Failed samples", "", *[f"- {name}: {count}" for name, count in m.error_types.items()], ""]
     if man.load_report is not None and man.load_report.skipped:
         lines += ["## Rows the loader left out", "", *[f"- {reason}: {n}" for reason, n in man.load_report.skipped.items()], ""]
-    if summary.gold == "annotations":
+    if not m.scored:
+        lines += [NO_PLOTS, ""]
+    elif summary.gold == "annotations":
         lines += [f"![confusion matrix]({ANNOTATED_CONFUSION})", ""]
     else:
         lines += ["![confusion matrix](confusion.png)", "", "![accuracy vs latency](accuracy_vs_latency.png)", "",
                   "![accuracy vs cost](accuracy_vs_cost.png)", ""]
     return "\n".join(lines)
+
+
+NO_PLOTS = ("No plots: no sample of this run has a gold label (a saved debate on a post of your own has none), so "
+            "there is nothing to score; a confusion matrix and accuracy plots would be empty.")
 
 
 def _pyplot():
@@ -241,13 +251,22 @@ def plot_tradeoffs(summaries: Sequence[RunSummary], folder: OwnedFolder) -> list
     ):
         fig, ax = plt.subplots(figsize=(6.4, 4.8))
         shown = 0
+        left_out = []
         for i, s in enumerate(summaries):
             x = getattr(s.metrics, attribute)
+            label = f"{run_label(s)} ({Path(s.path).name})"
             if s.metrics.classification is None or x is None:
+                if attribute == "latency_p50_s" and s.metrics.cached_rows:
+                    left_out.append(f"{label}: every sample from the response cache, no model timed")
                 continue
+            if attribute == "latency_p50_s" and s.metrics.cached_rows:
+                label += (f"; latency over {s.metrics.latency_rows} of {s.metrics.latency_rows + s.metrics.cached_rows}"
+                          " samples, the rest from the cache")
             y = s.metrics.classification.accuracy
-            ax.scatter([x], [y], marker=MARKERS[i % len(MARKERS)], s=48, alpha=0.85, label=f"{run_label(s)} ({Path(s.path).name})")
+            ax.scatter([x], [y], marker=MARKERS[i % len(MARKERS)], s=48, alpha=0.85, label=label)
             shown += 1
+        if left_out:
+            fig.text(0.01, 0.01, "not shown: " + "; ".join(left_out), fontsize=7, ha="left", va="bottom", wrap=True)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("accuracy")
         ax.set_title(f"accuracy vs {xlabel.split(' per')[0].split(' (')[0]}")
@@ -326,13 +345,16 @@ def write_report(run_dir: Path, gold: GoldSource = "dataset", folder: OwnedFolde
         summary = summarise(run_dir, gold)
         folder.write_json(ANNOTATED_METRICS, summary)
         folder.write(ANNOTATED_REPORT, markdown(summary))
-        plot_confusion(summary, folder, ANNOTATED_CONFUSION)
+        if summary.metrics.scored:
+            plot_confusion(summary, folder, ANNOTATED_CONFUSION)
         return summary
     summary = summarise(run_dir)
     record_outcome(folder, summary)
     write_reviews(run_dir, folder)
     folder.write_json(METRICS, summary)
     folder.write(REPORT, markdown(summary))
+    if not summary.metrics.scored:  # nothing to plot: see NO_PLOTS
+        return summary
     plot_confusion(summary, folder, "confusion.png")
     others, summary.left_out = sibling_summaries(run_dir)
     plot_tradeoffs([summary, *others], folder)

@@ -13,7 +13,3 @@ cite evidence ids.
 | :mod:`~debates.strategies.agentfact.explain` | the verdict: label, explanation, evidence |
 | :mod:`~debates.strategies.agentfact.strategy` | the ``agentfact`` strategy |
 """
-
-from debates.strategies.agentfact.strategy import AgentFact
-
-__all__ = ["AgentFact"]

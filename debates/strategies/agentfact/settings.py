@@ -16,7 +16,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, model_validator
 
-from debates.strategy import CallBudget, StrategyConfig, strategy_field
+from debates.strategy import CallBudget, StrategyConfig, configuration, strategy_field
 from m3d_agents.config_types import MaxTokens, Settings, Temperature
 
 Role = Literal["strategist", "retriever", "visual_analyst", "screener", "reasoner", "explainer"]
@@ -35,6 +35,7 @@ class AgentFactSeat(Settings):
     model: str | None = Field(None, description="a model name the backend serves, in place of its own; None: the backend's model")
 
 
+@configuration("agentfact")
 class AgentFactConfig(StrategyConfig):
     strategy: Literal["agentfact"] = strategy_field("agentfact")
     setting: Setting = Field(

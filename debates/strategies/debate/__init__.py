@@ -8,7 +8,3 @@
 The protocol contract and the configuration model live in :mod:`debates.chat`, because the chat
 machinery that AgentFact and FactGuard also use reads them.
 """
-
-from debates.strategies.debate import protocols, strategy
-
-__all__ = ["protocols", "strategy"]

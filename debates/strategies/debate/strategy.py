@@ -15,8 +15,9 @@ from autogen_agentchat.base import ChatAgent, Team
 from debates.chat.human import HumanSeat
 from debates.chat.preparation import SamplePreparation
 from debates.chat.seats import ModelSeat
-from debates.chat.state import DebateState
+from debates.chat.state import DebateState, TurnRecord
 from debates.chat.team import PolicyGroupChat
+from debates.chat.visibility import PeopleScreen
 from debates.chat.config import DebateConfig, SeatConfig
 from debates.chat.diagnostics import DebateDiagnostics
 from debates.chat.protocol import PROTOCOLS, DebateProtocol, debate_state
@@ -110,7 +111,12 @@ class DebateStrategy(ConfiguredStrategy[DebateConfig]):
         participants = build_seats(config, protocol, state, preparation, kept, ctx)
         extra = protocol.extra_participants(state, sample, ctx.ledger, ctx.query_answerer)
         team = PolicyGroupChat([*participants, *extra], state, protocol.next_speakers)
-        await run_team(team, state, f"Debate on post {sample.id} begins.", ctx, f"the {config.name} debate on sample {sample.id}")
+        # A person reads the stream as well as their seat's screen: it shows only what their seat may see.
+        screen: PeopleScreen[TurnRecord] | None = (
+            PeopleScreen([config.seat(name) for name in ctx.human_seats], config, protocol) if ctx.human_seats else None
+        )
+        await run_team(team, state, f"Debate on post {sample.id} begins.", ctx, f"the {config.name} debate on sample {sample.id}",
+                       screen=screen)
         decision = protocol.decide(state)
         answered = [e for agent in extra for e in getattr(agent, "evidence", [])]
         cited = [e.id for e in kept] + [e.id for e in answered]

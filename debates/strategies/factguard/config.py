@@ -7,12 +7,13 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from debates.strategy import CallBudget, StrategyConfig, strategy_field
+from debates.strategy import CallBudget, StrategyConfig, configuration, strategy_field
 from m3d_agents.config_types import MaxTokens, Temperature
 
 KNOWN_TOOLS = ("fact_probe", "clip_scout")
 
 
+@configuration("factguard")
 class FactGuardConfig(StrategyConfig):
     strategy: Literal["factguard"] = strategy_field("factguard")
     verifier_tools: list[str] = Field(

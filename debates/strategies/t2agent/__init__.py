@@ -14,8 +14,3 @@
 The ReAct step format and the per-post action cache are shared with the ``react`` turn policy, so
 they live in :mod:`m3d_agents.tools.react` and :mod:`m3d_agents.tools.actions`.
 """
-
-from debates.strategies.t2agent import strategy
-from debates.strategies.t2agent.config import T2AgentConfig
-
-__all__ = ["T2AgentConfig", "strategy"]

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 import prompts
-from debates.strategy import CallBudget, StrategyConfig, strategy_field
+from debates.strategy import CallBudget, StrategyConfig, configuration, strategy_field
 from m3d_agents.config_types import MaxTokens, Seed, Settings, Temperature
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.tools.catalogue import default_registry
@@ -91,6 +91,7 @@ class SearchSettings(Settings):
         return 1 + self.k(subtasks) * (2 * self.children * self.depth + 1)
 
 
+@configuration("t2agent")
 class T2AgentConfig(StrategyConfig):
     """Tree search over forgery-source subtasks (T2Agent): ``strategy: t2agent``."""
 

@@ -9,10 +9,12 @@ debate the same way.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
 from pydantic import BaseModel
 from starlette.requests import HTTPConnection
 from starlette.responses import HTMLResponse
@@ -44,6 +46,16 @@ def _pretty(value: Any) -> str:
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
     return json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+
+
+_SEPARATOR = re.compile(r"([/.:_?&=-]+)")
+
+
+def _breakable(value: Any) -> Markup:
+    """A path or an address that may wrap after its separators (``/``, ``.``, ``-`` ...) and nowhere else, so a
+    narrow column wraps it without breaking a word inside; the text itself is escaped."""
+    return Markup("").join(Markup("{}<wbr>").format(part) if _SEPARATOR.fullmatch(part) else escape(part)
+                           for part in _SEPARATOR.split(str(value)))
 
 
 def _facts(value: Any, prefix: str = "") -> list[tuple[str, str]]:
@@ -84,7 +96,8 @@ class Pages:
             loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True, default_for_string=True),
             trim_blocks=True, lstrip_blocks=True,
         )
-        self.env.filters.update(percent=_percent, fixed=_fixed, pretty=_pretty, facts=_facts, redact=self.redact)
+        self.env.filters.update(percent=_percent, fixed=_fixed, pretty=_pretty, facts=_facts, redact=self.redact,
+                                breakable=_breakable)
 
     def redact(self, text: Any) -> str:
         return redact(str(text), extra=self.secrets)

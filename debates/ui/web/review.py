@@ -66,6 +66,9 @@ class OpenRun:
         raise PageError(404, f"The run has no sample {sample_id!r}.")
 
     def plots(self) -> list[str]:
+        """The run's plots; none for a run without a gold label (a saved debate), whose plots could only be empty."""
+        if not any(row.scored for row in self.rows):
+            return []
         names = sorted(p.name for p in self.folder.glob("*.png") if p.is_file())
         return [n for n in names if run_member(self.folder, n).resolve().parent == self.folder.resolve()]
 

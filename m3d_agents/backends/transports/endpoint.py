@@ -16,6 +16,7 @@ from autogen_core.models import ChatCompletionClient, CreateResult, LLMMessage, 
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
+from m3d_agents.backends.transports.outage import DEFAULT_RESTART_WAIT_S
 from m3d_agents.backends.transports.retry import DEFAULT_MAX_ANSWER_BYTES, NO_KEY
 from m3d_agents.backends.transports.shaping import NO_SHAPING, RequestShaping
 from m3d_agents.backends.transports.wire import added, estimated_tokens
@@ -39,6 +40,7 @@ class EndpointClient(ChatCompletionClient):
         seed: int | None = None,
         timeout_s: float = 120.0,
         max_retries: int = 3,
+        restart_wait_s: float = DEFAULT_RESTART_WAIT_S,
         context_window: int | None = None,
         shaping: RequestShaping = NO_SHAPING,
         max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
@@ -53,6 +55,7 @@ class EndpointClient(ChatCompletionClient):
         }
         self.timeout_s = timeout_s
         self.max_retries = max_retries
+        self.restart_wait_s = restart_wait_s
         self.context_window = context_window
         self.shaping = shaping
         self.max_answer_bytes = max_answer_bytes

@@ -8,7 +8,8 @@ reads the answer as plain JSON. What it shares with ``transport: sdk``
 (:mod:`~m3d_agents.backends.transports.sdk`) lives in two modules both use: the wire format
 (:mod:`~m3d_agents.backends.transports.wire`) and the retry policy
 (:mod:`~m3d_agents.backends.transports.retry`): retries with backoff on 408, 409, 429, 5xx,
-bodies that are not JSON, connection errors and timeouts, honouring ``Retry-After``.
+bodies that are not JSON, connection errors and timeouts, honouring ``Retry-After``, and a server
+that refuses connections waited for (:mod:`~m3d_agents.backends.transports.outage`).
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ from m3d_agents.backends.transports.endpoint import EndpointClient
 from m3d_agents.backends.transports.retry import (
     TransientFailure,
     answer_of,
+    connection_failure,
     declared_length,
     too_large,
     with_retries,
-    without_secrets,
 )
 from m3d_agents.backends.transports.wire import (
     openai_messages,
@@ -97,7 +98,8 @@ class OpenAICompatibleClient(EndpointClient):
 
     async def _post(self, payload: bytes) -> Any:
         """The parsed answer to one request body, with retries (see :func:`~m3d_agents.backends.transports.retry.with_retries`)."""
-        return await with_retries(lambda: self._attempt(payload), url=self.url, max_retries=self.max_retries)
+        return await with_retries(lambda: self._attempt(payload), url=self.url, max_retries=self.max_retries,
+                                  restart_wait_s=self.restart_wait_s)
 
     async def _attempt(self, payload: bytes) -> Any:
         try:
@@ -107,8 +109,7 @@ class OpenAICompatibleClient(EndpointClient):
         except asyncio.TimeoutError:
             raise TransientFailure(f"timed out after {self.timeout_s:g} s") from None
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-            problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            raise TransientFailure(without_secrets(problem, self._key)) from None
+            raise connection_failure(exc, self._key) from None
 
     async def _bounded_body(self, response: aiohttp.ClientResponse) -> bytes:
         """The body, read no further than ``max_answer_bytes``: an endless or huge answer is refused

@@ -10,11 +10,13 @@ neither the endpoint nor the problem in words a user can act on.
 from __future__ import annotations
 
 import asyncio
+import errno
 import random
 import time
 from email.utils import parsedate_to_datetime
 from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
+from m3d_agents.backends.transports.outage import Outage
 from m3d_agents.errors import VLLM_ENGINE_DEAD, AnswerRefused, BackendError, EndpointRefused, EngineDead
 from m3d_agents.redaction import redact
 from m3d_agents.safe_json import JsonTooDeep, loads_bounded
@@ -41,6 +43,32 @@ class TransientFailure(Exception):
         self.problem = problem
         self.retry_after = retry_after
         super().__init__(problem)
+
+
+class ConnectionRefused(TransientFailure):
+    """The connection was refused: nothing listens at the endpoint's address (yet). Retried for a time,
+    the backend's ``restart_wait_s`` (:mod:`~m3d_agents.backends.transports.outage`), not for a number of attempts."""
+
+
+def connection_failure(exc: BaseException, key: str | None) -> TransientFailure:
+    """What a failed connection means for a retry: a refusal, or another transient failure, in words."""
+    problem = without_secrets(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, key)
+    return ConnectionRefused(problem) if is_refusal(exc) else TransientFailure(problem)
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """Whether ``exc``, or what it wraps (aiohttp's and httpx's connection errors wrap the socket's), is a refused connection."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError) or (isinstance(current, OSError) and current.errno == errno.ECONNREFUSED):
+            return True
+        todo += [current.__cause__, current.__context__, getattr(current, "os_error", None)]
+    return False
 
 
 def is_retried(status: int) -> bool:
@@ -132,16 +160,34 @@ def backoff_s(attempt: int, retry_after: float | None = None) -> float:
     return min(8.0, 0.5 * 2 ** (attempt - 1)) * (0.75 + random.random() / 2)
 
 
-async def with_retries(attempt: Callable[[], Awaitable[T]], *, url: str, max_retries: int) -> T:
+async def with_retries(attempt: Callable[[], Awaitable[T]], *, url: str, max_retries: int, restart_wait_s: float = 0.0) -> T:
     """``attempt()`` until it succeeds, ``max_retries`` more times at most after a :class:`TransientFailure`;
-    then a :class:`BackendError` naming the endpoint, the number of attempts and the last problem."""
+    then a :class:`BackendError` naming the endpoint, the number of attempts and the last problem.
+
+    A refused connection (:class:`ConnectionRefused`) is retried for ``restart_wait_s`` seconds from the
+    call's first refusal instead, and counts as no attempt; with ``restart_wait_s`` 0 it is one more
+    transient failure.
+    """
     problem, retry_after = "", None
-    for number in range(max_retries + 1):
-        if number:
-            await asyncio.sleep(backoff_s(number, retry_after))
+    failures = 0
+    outage: Outage | None = None
+    while True:
         try:
-            return await attempt()
+            result = await attempt()
+        except ConnectionRefused as refused:
+            if restart_wait_s > 0:
+                outage = outage or Outage(url, restart_wait_s)
+                await outage.wait(backoff_s)
+                continue
+            problem, retry_after = refused.problem, None
         except TransientFailure as failure:
             problem, retry_after = failure.problem, failure.retry_after
-    attempts = max_retries + 1
-    raise BackendError(f"the model endpoint {url} did not answer after {attempts} attempt{'s' if attempts > 1 else ''} ({problem})")
+        else:
+            if outage is not None:
+                outage.answered()
+            return result
+        failures += 1
+        if failures > max_retries:
+            break
+        await asyncio.sleep(backoff_s(failures, retry_after))
+    raise BackendError(f"the model endpoint {url} did not answer after {failures} attempt{'s' if failures > 1 else ''} ({problem})")

@@ -10,7 +10,8 @@ made to do it (``tests/m3d_agents/backends/transports/test_conformance.py`` hold
   the page's text as if it were a completion when it is sent as HTML; it raises its own exception
   types whose text names neither the endpoint nor the problem.
 - **Retries are ours** (the SDK's ``max_retries`` is 0): the same statuses, schedule, ``Retry-After``
-  cap and last message as the lean client, and a 200 that is not JSON is retried like a 502.
+  cap and last message as the lean client, a 200 that is not JSON is retried like a 502, and a server
+  that refuses connections is waited for as long (``restart_wait_s``).
 - **The deadline covers a whole attempt** (``asyncio.timeout``): httpx's timeout bounds each read,
   so a server that trickles bytes would never time out.
 - **Requests are put in the shape that makes AutoGen's body ours**: system messages merged at the
@@ -49,6 +50,7 @@ from m3d_agents.backends.transports.endpoint import EndpointClient
 from m3d_agents.backends.transports.retry import (
     TransientFailure,
     answer_of,
+    connection_failure,
     declared_length,
     too_large,
     with_retries,
@@ -164,9 +166,7 @@ class SdkClient(EndpointClient):
         except openai.APIConnectionError as exc:
             if isinstance(exc.__cause__, (TransientFailure, BackendError)):
                 raise exc.__cause__ from None
-            cause = exc.__cause__ or exc
-            problem = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
-            raise TransientFailure(without_secrets(problem, self._key)) from None
+            raise connection_failure(exc.__cause__ or exc, self._key) from None
         except openai.APIStatusError as exc:
             # Only if the hook did not see the response; read outside the handler, so that the SDK's
             # error (whose text holds the server's body) is not chained to ours.
@@ -190,7 +190,8 @@ class SdkClient(EndpointClient):
         cancellation_token: Optional[CancellationToken] = None,
     ) -> CreateResult:
         sent, extra = self._request(messages, json_output, extra_create_args)
-        call = with_retries(lambda: self._attempt(sent, tools, tool_choice, extra), url=self.url, max_retries=self.max_retries)
+        call = with_retries(lambda: self._attempt(sent, tools, tool_choice, extra), url=self.url, max_retries=self.max_retries,
+                            restart_wait_s=self.restart_wait_s)
         result = await self._cancellable(call, cancellation_token)
         self._count(result.usage)
         return result

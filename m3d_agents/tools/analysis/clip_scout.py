@@ -18,8 +18,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict
 from m3d_agents.safe_files import replace_file
 from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
-from m3d_agents.media.video import grid, sample_frames
-from m3d_agents.media.video import parse_seconds as _parse_seconds
 from m3d_agents.tools.cards import Artifact, ToolCard, ToolContext
 
 NAME = "clip_scout"
@@ -28,6 +26,8 @@ DEFAULT_BUDGET = 1
 
 
 def _seconds(value: Any) -> Any:
+    from m3d_agents.media.video import parse_seconds as _parse_seconds  # the card is read without loading PyAV
+
     try:
         return _parse_seconds(value, "seconds") if isinstance(value, str) else value
     except InputError:
@@ -61,6 +61,8 @@ def budget_message() -> str:
 
 def clip_scout(context: ToolContext, start_s: float, end_s: float) -> str:
     """Run ClipScout for the sample of ``context``; every outcome is text for the model, never an exception."""
+    from m3d_agents.media.video import grid, sample_frames
+
     if not context.spend(NAME):
         return budget_message()
     video = context.prepared.video

@@ -65,3 +65,18 @@ def test_an_openai_backend_without_a_key_is_not_probed(tmp_path: Path) -> None:
     rows = {row["name"]: row for row in json.loads(result.stdout)}
     assert rows["openai"]["status"] == "no key in NO_SUCH_KEY"
     assert len(server.probes) == 2
+
+
+def test_a_backend_that_refuses_connections_shows_how_long_a_call_waits(tmp_path: Path) -> None:
+    from tests.support.vllm_server import free_port
+
+    config = tmp_path / "m3d.yaml"
+    config.write_text(f"backends:\n  gpu: {{kind: vllm, base_url: 'http://127.0.0.1:{free_port()}/v1', restart_wait_s: 120}}\n")
+    with StubOpenAIServer(lambda body, n: (200, completion_body("ok"), 0.0)) as server:
+        result = CliRunner().invoke(app, ["backends", "--config-file", str(config), "--json"],
+                                    env={"M3D_LOCAL_BASE_URL": server.base_url, "M3D_VLLM_BASE_URL": server.base_url})
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    assert rows["gpu"]["status"].startswith("no answer (ConnectError")
+    assert rows["gpu"]["status"].endswith("; a call waits up to 120 s for it to start (restart_wait_s)")
+    assert rows["gpu"]["restart_wait_s"] == 120 and rows["vllm"]["restart_wait_s"] == 300
+    assert rows["vllm"]["status"] == "answers"

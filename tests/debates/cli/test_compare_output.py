@@ -68,3 +68,31 @@ def test_a_report_of_an_unfinished_run_says_so(runs: tuple[Path, Path]) -> None:
     assert "warning: unfinished: 1 of the 3 samples asked for are done" in warnings
     assert "warning: small: 1 scored sample(s)" in warnings
     assert "**Read with care:**" in (runs[1] / "report.md").read_text()
+
+
+def test_a_run_answered_from_the_cache_is_said_to_be_in_the_terminal_the_markdown_and_the_plot(
+        runs: tuple[Path, Path], tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    first = runs[0]
+    cached = tmp_path / "cached"
+    shutil.copytree(first, cached)
+    rows = [json.loads(line) for line in (cached / "results.jsonl").read_text().splitlines()]
+    for row in rows:  # what a rerun with the same settings writes: every call a cache hit
+        row["cache_hits"], row["latency_s"] = row["model_calls"], 0.01
+    (cached / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = m3d("compare", str(first), str(cached), "--out", str(tmp_path / "cmp"), "--resamples", "200")
+    assert result.returncode == 0, result.stderr
+    figures = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.startswith("│")}
+    assert "0 of 3" in figures["from the cache"] and "3 of 3" in figures["from the cache"]
+    assert "n/a / n/a" in figures["latency p50 / p95 s"], "no model was timed in B"
+    assert "over the samples that called a model" in " ".join(result.stdout.split())
+    warnings = " ".join(result.stderr.split())
+    assert "warning: B: from the cache: 3 of 3 finished samples were answered wholly from the response cache" in warnings
+    assert "no latency to report" in warnings
+    markdown = (tmp_path / "cmp" / "comparison.md").read_text()
+    assert "| from the cache | 0 of 3 | 3 of 3 |" in markdown and "B: from the cache" in markdown
+    assert (tmp_path / "cmp" / "accuracy_vs_latency.png").stat().st_size > 0
+    wrapped = [line for line in result.stdout.splitlines() if not line.startswith(("A = ", "B = ", "written: "))]
+    assert max(len(line) for line in wrapped) <= 80, "80 columns in a pipe (the paths stay whole, to be copied)"

@@ -39,3 +39,43 @@ def test_one_line_no_traceback_no_key(tmp_path: Path, transport: str, reply: Rep
     assert output.startswith(f"error: the model endpoint {server.base_url}/chat/completions ")
     assert expected in output
     assert KEY not in result.output
+
+
+def test_evaluate_waits_for_a_server_that_comes_up_and_notes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import threading
+
+    from tests.support.openai_stub_server import completion_body
+    from tests.support.vllm_server import free_port
+
+    port = free_port()
+    (tmp_path / "m3d.yaml").write_text(
+        f"backends:\n  later: {{kind: vllm, base_url: 'http://127.0.0.1:{port}/v1', transport_retries: 0, restart_wait_s: 60,"
+        " cache: false, vision: false}\n"
+    )
+    (tmp_path / "posts.jsonl").write_text("".join(json.dumps({"id": f"p{i}", "text": f"Post {i}", "label": "real"}) + "\n"
+                                                  for i in range(2)))
+    answer = json.dumps({"rationale": "the post is plain", "label": "real", "confidence": 0.7})
+    servers: list[StubOpenAIServer] = []
+    timer = threading.Timer(1.5, lambda: servers.append(
+        StubOpenAIServer(lambda body, n: (200, completion_body(answer), 0.0), port=port).__enter__()))
+    monkeypatch.chdir(tmp_path)
+    timer.start()
+    try:
+        result = CliRunner().invoke(app, [
+            "evaluate", "--config", "check", "--dataset", "jsonl:posts.jsonl", "-o", "text=text", "-o", "label=label",
+            "-o", "id=id", "--backend", "later", "--config-file", "m3d.yaml", "--out", "run", "--no-progress",
+        ], env={"COLUMNS": "400", "TERM": "dumb"})
+    finally:
+        timer.join()
+        for server in servers:
+            server.__exit__(None, None, None)
+    output = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    # The run's notes, not a log warning: what the user reads while the run waits, and when it goes on.
+    assert (f"the model endpoint {url} refuses connections (nothing listens there yet: a server starting or restarting); "
+            "calls wait for it, up to 60 s each (the backend's restart_wait_s)") in output
+    assert "WARNING" not in output
+    assert f"the model endpoint {url} answers again, after" in output
+    assert "2/2 samples done" in output and "errors 0" in output

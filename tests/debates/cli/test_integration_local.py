@@ -45,10 +45,12 @@ def test_m3d_check_reports_bad_input_clearly() -> None:
 
 def test_dead_endpoint_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
     config = tmp_path / "m3d.yaml"
-    config.write_text("backends:\n  dead: {kind: vllm, base_url: 'http://127.0.0.1:9/v1', transport_retries: 0, cache: false}\n")
+    config.write_text("backends:\n  dead: {kind: vllm, base_url: 'http://127.0.0.1:9/v1', transport_retries: 0, restart_wait_s: 1, cache: false}\n")
     result = run_m3d("check", "--text", "a claim", "--backend", "dead", "--config-file", str(config))
     assert result.returncode == 2
-    assert "did not answer" in result.stderr
+    # Nothing listens there: the user is told the call waits for a server to start, then how long it waited.
+    assert "refuses connections (nothing listens there yet" in result.stderr
+    assert "refused connections for 1 s (the backend's restart_wait_s): is its server running at that address?" in result.stderr
 
 
 def test_m3d_debate_async_end_to_end_on_the_embedded_model() -> None:

@@ -18,15 +18,15 @@ def test_the_line_names_the_seat_its_turn_and_its_seconds() -> None:
     line = ThinkingLine(Console(file=io.StringIO()), load_config("judged"), clock=lambda: now[0])
     assert line.line() == ""
     line.observe(CallEvent("prosecutor", "debater", "waiting", 100.0))
-    assert line.line() == "prosecutor (debater) waits for the model · turn 1 of at most 5 · 0 s"
+    assert line.line() == "prosecutor (debater) waits for the model · debate turn 1 of at most 5 · 0 s"
     line.observe(CallEvent("prosecutor", "debater", "answering", 101.0))
     now[0] = 113.4
-    assert line.line() == "prosecutor (debater) is thinking · turn 1 of at most 5 · 12 s"
+    assert line.line() == "prosecutor (debater) is thinking · debate turn 1 of at most 5 · 12 s"
     line.observe(CallEvent("prosecutor", "debater", "done", 114.0))
     line.turn_finished(TranscriptTurn(speaker="prosecutor", role="debater", round=1, text="..."))
     line.observe(CallEvent("defender", "debater", "answering", 114.0))
     now[0] = 120.0
-    assert line.line() == "defender (debater) is thinking · turn 2 of at most 5 · 6 s"
+    assert line.line() == "defender (debater) is thinking · debate turn 2 of at most 5 · 6 s"
 
 
 def test_a_strategy_without_turns_counts_model_calls() -> None:

@@ -62,7 +62,7 @@ async def test_servers_chosen_by_environment_never_share_answers(
 
 async def test_a_dead_server_gets_no_answers_replayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The audit's case: pointing ``local`` at nothing must fail, not print the first server's verdict."""
-    config = BackendConfig(kind="local", cache_dir=tmp_path, transport_retries=0)
+    config = BackendConfig(kind="local", cache_dir=tmp_path, transport_retries=0, restart_wait_s=0)
     with named("first") as first:
         monkeypatch.setenv("M3D_LOCAL_BASE_URL", first.base_url)
         await ask(config)

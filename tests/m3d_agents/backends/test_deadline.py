@@ -93,3 +93,20 @@ def test_the_local_backend_has_one_slot_unless_its_server_has_more() -> None:
     assert BackendSettings().get("local").slots == 1
     assert BackendConfig(kind="local", local={"slots": 4}, concurrency=2).slots == 2  # type: ignore[arg-type]
     assert BackendSettings().get("vllm").slots is None
+
+
+async def test_each_call_records_how_long_it_waited_for_the_backend_apart_from_how_long_it_was_answered() -> None:
+    """Three calls at once to a backend that answers one at a time (0.2 s each): the second waits behind the first,
+    the third behind both; the wait is kept apart from the answering time and summed in the accounting."""
+    import asyncio
+
+    from tests.support.scripted import ScriptedClient, scripted_backend
+
+    backend = scripted_backend(ScriptedClient(["FINAL ANSWER: fake"] * 3, delay_s=0.2), concurrency=1)
+    ledger = UsageLedger()
+    await asyncio.gather(*(backend.view(ledger, agent=f"seat_{i}", role="debater").create(
+        [UserMessage(content=f"Is post {i} true?", source="user")]) for i in range(3)))
+    waits = sorted(record.wait_s for record in ledger.records)
+    assert waits[1] >= 0.19 and waits[2] >= 0.39, waits  # asyncio.sleep never ends early: these are lower bounds
+    assert all(record.latency_s >= 0.19 for record in ledger.records)
+    assert ledger.accounting().wait_s == pytest.approx(sum(waits), abs=1e-3)

@@ -17,7 +17,9 @@ from m3d_agents.errors import InputError
 from m3d_agents.evidence import Evidence
 from m3d_agents.media.images import load_image, prepare_sample
 from m3d_agents.sample import Sample
-from m3d_agents.tools import ToolCard, ToolContext, default_registry, enable_image_describers
+from m3d_agents.tools.cards import ToolCard, ToolContext
+from m3d_agents.tools.catalogue import default_registry
+from m3d_agents.tools.image_in_words import enable_image_describers
 from m3d_agents.tools.image_in_words import forensic_describer, ocr_describer
 from m3d_agents.tools.analysis.logic_check import check_logic
 from m3d_agents.tools.analysis.ocr import read_text, tesseract_missing

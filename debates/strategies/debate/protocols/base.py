@@ -5,6 +5,10 @@ debaters answer with a label, first answers are independent, consensus over ever
 answer stops the debate, a majority decides otherwise (a tie abstains), and a judge seat, when the
 configuration has one, sees the whole transcript but never the evidence. Each protocol module
 overrides only what makes its setting different.
+
+A configuration is validated by its protocol (``m3d config``, ``m3d seats`` do it for every one), so
+the protocol modules import what only a run needs (the post's images, the retrieval desk, the image
+describers) inside the methods that use it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from debates.chat.protocol import DebateOutcome
 from debates.chat.stopping import Consensus, FinalAnswer, MaxRounds, StopRule
 from m3d_agents.evidence import evidence_block
 from m3d_agents.grammars import Grammar, answer_lines, prose_only
-from m3d_agents.media.post_content import image_context
 from m3d_agents.verdict import Finding
 
 if TYPE_CHECKING:
@@ -170,6 +173,8 @@ class DebaterProtocol:
 
     def image_context(self, seat: SeatConfig, prepared: PreparedSample, vision: bool) -> str:
         """What stands for the images in a seat's prompt (see :func:`~m3d_agents.media.post_content.image_context`)."""
+        from m3d_agents.media.post_content import image_context  # on a run: reading a configuration imports no AutoGen
+
         return image_context(prepared, vision)
 
     def sees_images(self, seat: SeatConfig) -> bool:

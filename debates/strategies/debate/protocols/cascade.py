@@ -26,10 +26,8 @@ from debates.chat.protocol import protocol
 from debates.chat.protocol import DebateOutcome
 from debates.strategies.debate.protocols.base import SoloProtocol
 from m3d_agents.evidence import evidence_block
-from m3d_agents.tools.image_in_words import image_descriptions
 from m3d_agents.errors import ParseError
 from m3d_agents.grammars import Grammar, action_lines
-from m3d_agents.media.post_content import described_images
 from m3d_agents.parsing import parse_finish, strip_reasoning
 from m3d_agents.verdict import Finding
 
@@ -198,6 +196,8 @@ class Cascade(SoloProtocol):
         lookers = [s for s in config.seats if s.role in ("image", "cross_modal")]
         if seat.role not in ("image", "cross_modal") or not prepared.images or prepared.descriptions:
             return prepared
+        from m3d_agents.tools.image_in_words import image_descriptions
+
         descriptions = await image_descriptions(prepared, backend_for(lookers[0]), ledger)
         return replace(prepared, descriptions=descriptions)
 
@@ -210,6 +210,8 @@ class Cascade(SoloProtocol):
         (Wikipedia) evidence, never the image; the image agent the image and its description, never
         the caption; the cross-modal agent the caption, the image and the description, never the
         text evidence. Forensic reports go to no agent: they are the image critic's own signal."""
+        from m3d_agents.media.post_content import described_images
+
         text = prepared.sample.text
         if seat.role == "text":
             return prompts.render("cascade/text_task", text=text, evidence=evidence_block(evidence)).strip()

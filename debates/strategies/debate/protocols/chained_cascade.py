@@ -29,7 +29,6 @@ from m3d_agents.fence import render_prompt
 from debates.chat.protocol import protocol
 from debates.strategies.debate.protocols.cascade import ALL_CHECKS, Cascade
 from m3d_agents.evidence import evidence_block
-from m3d_agents.media.post_content import described_images
 
 if TYPE_CHECKING:
     from debates.chat.config import DebateConfig, SeatConfig
@@ -77,6 +76,8 @@ class ChainedCascade(Cascade):
 
     def post_block(self, seat: SeatConfig, prepared: PreparedSample, evidence: list[Evidence], vision: bool) -> str:
         """The same post for every step: one model reads one post, so the steps share this prefix."""
+        from m3d_agents.media.post_content import described_images
+
         return prompts.render("cascade/chain_task", text=prepared.sample.text, image_context=described_images(prepared, vision),
                               evidence=evidence_block(evidence)).strip()
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import prompts
 from m3d_agents.fence import render_prompt
-from debates.chat.desk import RetrievalDesk
 from debates.chat.state import DESK_NAME
 from debates.chat.protocol import protocol
 from debates.strategies.debate.protocols.base import JUDGE, DebaterProtocol
@@ -40,6 +39,8 @@ class AsksQueries(DebaterProtocol):
     def extra_participants(
         self, state: DebateState, sample: Sample, ledger: UsageLedger, answerer: QueryAnswerer | None
     ) -> list[ChatAgent]:
+        from debates.chat.desk import RetrievalDesk  # an AutoGen agent: imported by a run, not by reading a configuration
+
         return [RetrievalDesk(state, answerer, sample, ledger)]
 
     def next_speakers(self, state: DebateState) -> list[str] | None:

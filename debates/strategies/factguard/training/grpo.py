@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from debates.strategies.factguard import FactGuard
+from debates.strategies.factguard.strategy import FactGuard
 from debates.strategies.factguard.config import FactGuardConfig
 from debates.fidelity import StatedDeparture
 from debates.strategies.factguard.training.adapters import merged_model

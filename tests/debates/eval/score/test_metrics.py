@@ -80,6 +80,33 @@ def test_run_metrics_count_abstentions_and_errors_against_accuracy() -> None:
     assert m.error_types == {"InputError": 1}
 
 
+def test_latency_leaves_out_samples_answered_from_the_cache_and_says_how_many_and_how_long_calls_waited() -> None:
+    from debates.eval.score.caveats import run_caveats
+    from debates.eval.records import RunManifest
+
+    rows = [row(0, "fake", "fake", latency=0.01), row(1, "real", "real", latency=0.02),
+            row(2, "fake", "fake", latency=40.0), row(3, "real", "fake", latency=60.0)]
+    for r in rows[:2]:
+        r.cache_hits = r.model_calls  # every call answered from the cache
+    rows[2].model_s, rows[2].wait_s = 10.0, 30.0
+    rows[3].model_s, rows[3].wait_s = 14.0, 46.0
+    m = compute_metrics(rows, "binary")
+    assert (m.cached_rows, m.latency_rows) == (2, 2)
+    assert m.latency_p50_s == pytest.approx(50.0), "the cached rows' hundredths of a second are no model's time"
+    assert m.model_s_per_sample == pytest.approx(12.0) and m.wait_s_per_sample == pytest.approx(38.0)
+    manifest = RunManifest(config="check", backend="local", dataset="x", seed=0, created="now", taxonomy="binary")
+    said = {c.kind: c.text for c in run_caveats(manifest, rows)}
+    assert "2 of 4 finished samples were answered wholly from the response cache" in said["cached"]
+    assert "the latency is over the 2 that called a model" in said["cached"]
+    assert "waited 38.0 s on average for a backend slot, against 50.0 s of wall time" in said["waiting"]
+
+    cached_only = compute_metrics(rows[:2], "binary")
+    assert cached_only.latency_p50_s is None and cached_only.cached_rows == 2
+    assert "no latency to report" in {c.kind: c.text for c in run_caveats(manifest, rows[:2])}["cached"]
+    old = compute_metrics([row(0, "fake", "fake")], "binary")  # a row from before the wait was measured
+    assert old.wait_s_per_sample is None and old.cached_rows == 0
+
+
 def test_unknown_prices_make_the_cost_unknown_not_zero() -> None:
     m = compute_metrics([row(0, "fake", "fake", cost=None), row(1, "real", "real")], "binary")
     assert m.cost_usd is None and m.cost_per_sample_usd is None

@@ -9,7 +9,7 @@ from typing import Iterator
 import pytest
 
 from debates.config_loader import load_config, with_overrides
-from debates.strategies.factguard import FactGuardConfig
+from debates.strategies.factguard.config import FactGuardConfig
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.sample import Sample
 from m3d_agents.tools.analysis.fact_probe import build_report, select

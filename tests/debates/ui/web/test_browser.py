@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from tests.support.paths import EXAMPLE_IMAGE
 from tests.support.runs import judged_responder, make_run, scripted_pool_factory, verite_responder
-from tests.support.web import chromium, running_server, screenshot, settings_for, static_sources
+from tests.support.web import chromium, layout_problems, running_server, screenshot, settings_for, static_sources
 
 pytestmark = pytest.mark.browser
 
@@ -49,6 +49,8 @@ def test_a_person_takes_the_judge_seat_reads_the_streamed_turns_decides_and_the_
         assert [turns.nth(i).get_attribute("data-speaker") for i in range(4)] == ["prosecutor", "defender"] * 2
         assert "light on the statue" in turns.nth(0).inner_text()
         assert "light on the statue" in page.inner_text("#seat-prompt")  # the judge reads the debaters' arguments
+        assert "found by retrieval" not in page.inner_text("#seat-prompt")  # a judge is given no evidence, nor told of any
+        assert "will answer your argument" not in (page.get_attribute("#argument", "placeholder") or "")  # it speaks last
         assert page.locator("#seat-form input[name=label]").count() == 2  # real / fake, the post's labels
 
         page.click("#send")  # the judge must answer: no label picked, the browser keeps the form
@@ -74,6 +76,39 @@ def test_a_person_takes_the_judge_seat_reads_the_streamed_turns_decides_and_the_
         assert page.inner_text("#model-calls") == "4"  # the person's turn costs no model call
         screenshot(page, "live-judge-seat-verdict")
     assert sum(len(c.calls) for c in clients) == 4
+
+
+def agent_a_responder(messages, _kwargs):  # type: ignore[no-untyped-def]
+    return "AGENT-A-ARGUES the clouds are pasted in.\nFINAL ANSWER: fake\nCONFIDENCE: 1.00"
+
+
+def test_a_person_in_agent_bs_async_seat_sees_no_other_seats_first_answer_before_their_own(tmp_path: Path) -> None:
+    """LLM-Consensus's async first round is independent: neither the streamed turns nor the seat's screen show
+    agent_a's round-1 answer until agent_b has given theirs, as for the model that sits there."""
+    factory, clients = scripted_pool_factory(agent_a_responder)
+    settings = settings_for(tmp_path, factory)
+    with running_server(settings) as served, chromium() as browser:
+        page = browser.new_page()
+        page.goto(served.base + "/live")
+        page.select_option("#config", "async")
+        page.select_option("#seat", "agent_b")
+        page.fill("#text", POST)
+        page.click("#start")
+
+        page.wait_for_selector("#seat-panel:not([hidden])")
+        wait_until(lambda: len(clients) == 1 and len(clients[0].calls) >= 1)  # agent_a has answered round 1
+        assert page.locator("#turns .turn").count() == 0
+        assert "AGENT-A-ARGUES" not in page.inner_text("body")
+        assert "independent assessment" in page.inner_text("#seat-prompt")
+        assert "found by retrieval" not in page.inner_text("#seat-prompt")  # no evidence was gathered for this post
+        screenshot(page, "live-async-agent-b-first-turn")
+        page.check("#seat-form input[name=label][value=real]")
+        page.fill("#argument", "The harbour had storms that week.")
+        page.click("#send")
+
+        expect(page.locator("#turns .turn[data-speaker=agent_a]").first).to_contain_text("AGENT-A-ARGUES")
+        speakers = page.locator("#turns .turn")
+        assert [speakers.nth(i).get_attribute("data-speaker") for i in range(2)] == ["agent_a", "agent_b"]
 
 
 def test_leaving_the_page_cancels_the_debate(tmp_path: Path) -> None:
@@ -252,3 +287,34 @@ def test_path_traversal_and_oversized_uploads_are_refused_with_clear_messages(tm
         assert list(settings.upload_dir.iterdir()) == []  # refused uploads are not kept
     assert not settings.upload_dir.exists()  # the upload folder goes with the server
     assert clients == []  # no debate started
+
+
+def test_every_page_fits_a_1280_and_an_800_px_window_without_a_word_broken_inside(tmp_path: Path) -> None:
+    """No horizontal scrolling and no word split across lines (``mo/dal/ity``), checked in the browser on the live
+    debate with its verdict, the review list (a saved debate's long data set path among the runs), a run, a sample,
+    a saved debate without a gold label (no empty plots: it says why) and the forms; a screenshot of each."""
+    factory, _ = scripted_pool_factory(verite_responder)
+    asyncio.run(make_run(tmp_path / "runs" / "verite-async"))
+    settings = settings_for(tmp_path, factory, sources_for=lambda sample: static_sources())
+    with running_server(settings) as served, chromium() as browser:
+        page = browser.new_page()
+        page.goto(served.base + "/live")
+        page.select_option("#config", "async")
+        page.fill("#text", POST)
+        page.set_input_files("#image", str(EXAMPLE_IMAGE))
+        page.click("#start")
+        page.wait_for_selector("#saved-run a", timeout=60_000)
+        pages = {"live-verdict": None}
+        saved = page.get_attribute("#saved-run a", "href")
+        assert saved is not None
+        pages.update({"review-list": "/review", "review-run": "/review/run?ref=0/verite-async",
+                      "review-sample": "/review/sample?ref=0/verite-async&id=verite-1", "review-saved-debate": saved,
+                      "live-form": "/live", "study-start": "/study", "home": "/"})
+        for name, url in pages.items():
+            if url is not None:
+                page.goto(served.base + url)
+            if name == "review-saved-debate":
+                assert page.locator(".plots img").count() == 0 and "no sample of this run has a gold label" in page.inner_text(
+                    "#no-plots")
+            problems = layout_problems(page, name=f"layout-{name}")
+            assert problems == {1280: {"overflow": 0, "broken": []}, 800: {"overflow": 0, "broken": []}}, name

@@ -26,7 +26,7 @@ def test_a_finished_live_debate_is_saved_and_reviewable(tmp_path: Path) -> None:
         assert len((folder / RESULTS).read_text().splitlines()) == 1 and (folder / "report.md").is_file()
         assert (folder / "image-1.jpg").read_bytes() == EXAMPLE_IMAGE.read_bytes()
 
-        listing = browser.get("/review").text
+        listing = browser.get("/review").text.replace("<wbr>", "")  # a path may wrap after its separators
         assert f"runs/live/{folder.name}" in listing and "finished" in listing and ">0/" not in listing
         run_page = browser.get(saved["href"])
         assert run_page.status_code == 200
@@ -51,7 +51,7 @@ def test_the_list_marks_unfinished_and_empty_runs(tmp_path: Path) -> None:
                                    "taxonomy": "ooc"}
         (run / "run.json").write_text(json.dumps(manifest))
     with running_server(settings_for(tmp_path, factory)) as served:
-        listing = " ".join(httpx.get(served.base + "/review").text.split())
+        listing = " ".join(httpx.get(served.base + "/review").text.replace("<wbr>", "").split())
     assert f"<td class=\"state\">unfinished: 1 of {len(results)}</td>" in listing
     assert "<td class=\"state\">empty: no sample finished</td>" in listing
     assert listing.count("<td class=\"state\">finished</td>") == 1

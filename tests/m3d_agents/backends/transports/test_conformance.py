@@ -58,7 +58,8 @@ def transport(request: pytest.FixtureRequest) -> str:
 
 
 def client_for(transport: str, url: str, info: ModelInfo = TEXT_ONLY, **kwargs: Any) -> ChatCompletionClient:
-    settings: dict[str, Any] = {"max_retries": 0, "timeout_s": 5.0, "api_key": KEY, **kwargs}
+    # Refused connections count as attempts here (restart_wait_s 0); their wait in time is test_restart_wait.py's.
+    settings: dict[str, Any] = {"max_retries": 0, "timeout_s": 5.0, "api_key": KEY, "restart_wait_s": 0.0, **kwargs}
     return TRANSPORTS[transport](base_url=url, model="m", model_info=info, **settings)
 
 

@@ -14,7 +14,7 @@ pytest.importorskip("trl")
 from autogen_core.models import UserMessage  # noqa: E402
 
 from debates.config_loader import load_config, with_overrides  # noqa: E402
-from debates.strategies.factguard import FactGuardConfig  # noqa: E402
+from debates.strategies.factguard.config import FactGuardConfig  # noqa: E402
 from debates.strategies.factguard.training.chat_template import training_template  # noqa: E402
 from debates.strategies.factguard.training.policy_clients import HFPolicyClient  # noqa: E402
 from debates.strategies.factguard.training.rollout import FactGuardRollout  # noqa: E402

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.train
 pytest.importorskip("trl")
 
 from debates.config_loader import load_config, with_overrides  # noqa: E402
-from debates.strategies.factguard import FactGuardConfig  # noqa: E402
+from debates.strategies.factguard.config import FactGuardConfig  # noqa: E402
 from debates.strategies.factguard.training.chat_template import ChatTemplateError, training_template  # noqa: E402
 from debates.strategies.factguard.training.grpo import GRPORun, GRPOSettings, train_grpo  # noqa: E402
 from debates.strategies.factguard.training.rendering import render  # noqa: E402
