@@ -3,9 +3,13 @@
 - pixel level: each tool's heat map against the tampering masks of ../shared/data/casia2-samples
   (AUC per image, then the mean over images);
 - image level: each tool's score, fake against real, on ../shared/data/mediaeval2016-dev
-  (labels from posts.txt, one per image).
+  (labels from posts.txt, one per image);
+- what isolation costs: the tools on MediaEval images in this process, one after the other, and in
+  the parser pool's two workers (every image asked for at once), where the product runs them;
+  printed as ``images per second in-process: X``, ``images per second isolated: Y`` and
+  ``images per second isolated / in-process: R``.
 
-Run: python benchmarks/forensics.py [--limit N]
+Run: python benchmarks/forensics.py [--limit N] [--speed-images N]
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +31,10 @@ from debates.cli.tools import mediaeval_images  # noqa: E402
 from m3d_agents.errors import InputError  # noqa: E402
 from m3d_agents.media.images import load_image  # noqa: E402
 from m3d_agents.sample import InputLimits  # noqa: E402
-from m3d_agents.tools.forensics.fusion import FORENSIC_TOOLS, fuse, run_forensics  # noqa: E402
+from m3d_agents.isolation import IsolationSettings, ParserPool, using  # noqa: E402
+from m3d_agents.media.images import PreparedImage  # noqa: E402
+from m3d_agents.tools.forensics import base  # noqa: E402
+from m3d_agents.tools.forensics.fusion import FORENSIC_TOOLS, forensics_here, fuse, run_forensics  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 METHODS = [*FORENSIC_TOOLS, "fusion"]
@@ -44,7 +52,7 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
 
 
 def all_results(path: Path) -> dict[str, object]:
-    results = run_forensics(load_image(path, LIMITS))
+    results = run_forensics(load_image(path, LIMITS), maps=True)
     return {**results, "fusion": fuse(list(results.values()))}
 
 
@@ -84,12 +92,55 @@ def image_level(limit: int | None) -> tuple[dict[str, float], int, int, int]:
             int((~label_array).sum()), skipped)
 
 
+def speed(count: int, workers: int, rounds: int) -> tuple[float, float, float]:
+    """Images per second in this process and in a parser pool of ``workers``, on ``count`` MediaEval images,
+    and the pool's start-up seconds. Both read each image's file afresh (no cached pixels), after a warm-up
+    on images outside the timed ones. The two ways are measured in alternating rounds and each rate is its
+    best round's (as ``timeit`` reports): on a shared machine, the round least slowed by other programs."""
+    images: list[PreparedImage] = []
+    for path, _fake in mediaeval_images(f"mediaeval:{DATA / 'mediaeval2016-dev'}"):
+        try:
+            images.append(load_image(path, LIMITS))
+        except InputError:
+            continue
+        if len(images) == count + workers:
+            break
+    warm, images = images[count:], images[:count]
+    names = list(FORENSIC_TOOLS)
+    pool = ParserPool(IsolationSettings(workers=workers, analysis_timeout_s=600, items_per_worker=1000))
+    apart_times: list[float] = []
+    here_times: list[float] = []
+    try:
+        with using(pool), ThreadPoolExecutor(max_workers=2 * workers) as callers:
+            started = time.perf_counter()
+            list(callers.map(lambda image: run_forensics(image, names), warm))
+            startup = time.perf_counter() - started
+            forensics_here(warm[0].ref(), names, False)
+            base._pixels.clear()
+            for _round in range(rounds):
+                started = time.perf_counter()
+                list(callers.map(lambda image: run_forensics(image, names), images))
+                apart_times.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                for image in images:
+                    forensics_here(image.ref(), names, False)
+                    base._pixels.clear()
+                here_times.append(time.perf_counter() - started)
+    finally:
+        pool.close()
+    return len(images) / min(here_times), len(images) / min(apart_times), startup
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=None, help="use about this many MediaEval images")
+    parser.add_argument("--speed-images", type=int, default=60, help="MediaEval images the speed figures are measured on")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes of the parser pool (default 2)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of each way; its best counts (default 3)")
     args = parser.parse_args()
     if not DATA.exists():
         sys.exit(f"needs the shared data set at {DATA}")
+    here, apart, startup = speed(args.speed_images, args.workers, max(1, args.rounds))
     started = time.perf_counter()
     pixel = pixel_level()
     images, fakes, reals, skipped = image_level(args.limit)
@@ -103,6 +154,11 @@ def main() -> None:
         pixel_auc = f"{np.mean(values):.3f}" if values else "n/a"
         print(f"{method:<10} {pixel_auc:>10} {images[method]:>10.3f}")
     print(f"\n{time.perf_counter() - started:.1f} s")
+    print(f"\nparser pool start-up s: {startup:.2f}")
+    print(f"rounds: {max(1, args.rounds)}, alternating; each rate is its best round's")
+    print(f"images per second in-process: {here:.2f}")
+    print(f"images per second isolated: {apart:.2f}")
+    print(f"images per second isolated / in-process: {apart / here:.2f}")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ one place.
 
 from __future__ import annotations
 
+import asyncio
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -30,6 +32,7 @@ from m3d_agents.backends.config import BackendSettings
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.errors import InputError
+from m3d_agents.isolation import ParserPool, collecting_losses, using
 from m3d_agents.sample import InputLimits, Sample
 from m3d_agents.verdict import RetrievalMode, Verdict
 from retrieval.policy import EvidencePolicy
@@ -83,12 +86,24 @@ SOURCE_OPTIONS = ("evidence_source", "query_answerer", "searchers", "evidence_lo
 
 
 async def run_strategy(config: StrategyConfig, sample: Sample, ctx: RunContext) -> Verdict:
-    """The configuration's strategy on ``sample`` in ``ctx``, with what retrieval did for it on the verdict."""
-    try:
-        verdict = await STRATEGIES.get(config.strategy)(config).run(sample, ctx)
-    finally:
-        report = ctx.evidence_log.report(sample.id) if ctx.evidence_log is not None else None
-    return verdict.model_copy(update={"evidence_report": report}) if report is not None else verdict
+    """The configuration's strategy on ``sample`` in ``ctx``, with what retrieval did for it on the verdict.
+
+    Pages, images and videos are parsed in ``ctx.parsers`` (the process's default pool when None); the
+    items a parser lost are named in the verdict's diagnostics (``items_lost``)."""
+    with ExitStack() as scope:
+        if ctx.parsers is not None:
+            scope.enter_context(using(ctx.parsers))
+        lost = scope.enter_context(collecting_losses())
+        try:
+            verdict = await STRATEGIES.get(config.strategy)(config).run(sample, ctx)
+        finally:
+            report = ctx.evidence_log.report(sample.id) if ctx.evidence_log is not None else None
+    update: dict[str, Any] = {}
+    if report is not None:
+        update["evidence_report"] = report
+    if lost and verdict.diagnostics is not None:
+        update["diagnostics"] = verdict.diagnostics.model_copy(update={"items_lost": list(lost)})
+    return verdict.model_copy(update=update) if update else verdict
 
 
 T = TypeVar("T")
@@ -154,7 +169,11 @@ class RunSession:
       the session uses them as they are and leaves them open; without a policy of their own they are
       held to the one the session builds from the configuration's ``retrieval:`` block;
     - ``default_query_answerer``: answers the queries debaters ask when the run's evidence sources
-      have no answerer (retrieval off): a notebook's offline corpus, for example.
+      have no answerer (retrieval off): a notebook's offline corpus, for example;
+    - ``parsers``: a parser pool the caller owns and closes (the web server's, shared by its debates);
+      without one the session makes its own from the configuration's ``isolation:`` settings, which
+      starts on the first page, image or video it parses and is shut down, workers and all, when the
+      session closes (see :mod:`m3d_agents.isolation`).
     """
 
     def __init__(
@@ -171,6 +190,7 @@ class RunSession:
         sources: RunRetrieval | None = None,
         default_query_answerer: QueryAnswerer | None = None,
         close_pool: bool = False,
+        parsers: ParserPool | None = None,
     ) -> None:
         if replay_mr2 is not None and (retrieval is not None or evidence_store is not None):
             raise InputError("retrieval", "--replay-mr2 replays the trace's own evidence; leave out --retrieval and --evidence-store")
@@ -188,6 +208,8 @@ class RunSession:
         self.default_query_answerer = default_query_answerer
         self._sources: RunRetrieval | None = None
         self._policy: EvidencePolicy | None = None
+        self._given_parsers = parsers
+        self._parsers: ParserPool | None = None
 
     @property
     def pool(self) -> BackendPool:
@@ -202,6 +224,11 @@ class RunSession:
     def policy(self) -> EvidencePolicy:
         """The run's evidence policy: its leakage filter and source ratings, built once for every sample."""
         return _opened(self._policy)
+
+    @property
+    def parsers(self) -> ParserPool:
+        """Where the run's pages, images and videos are parsed: one bounded pool of worker processes."""
+        return _opened(self._parsers)
 
     @property
     def mode(self) -> RetrievalMode:
@@ -257,6 +284,7 @@ class RunSession:
             raise
         self._sources = sources
         self._policy = sources.policy or EvidencePolicy(self.config.retrieval)
+        self._parsers = self._given_parsers or ParserPool(self.config.isolation)
         return self
 
     def _open_sources(self) -> RunRetrieval:
@@ -273,11 +301,16 @@ class RunSession:
     async def close(self) -> None:
         """Close the evidence sources the session opened, then the pool it owns; safe to call twice."""
         sources, self._sources, self._policy = self._sources, None, None
+        parsers, self._parsers = self._parsers, None
         try:
             if sources is not None and sources is not self._given_sources:
                 await sources.close()
         finally:
-            await self._close_pool_if_owned()
+            try:
+                if parsers is not None and parsers is not self._given_parsers:
+                    await asyncio.to_thread(parsers.close)
+            finally:
+                await self._close_pool_if_owned()
 
     async def _close_pool_if_owned(self) -> None:
         pool = self._pool
@@ -302,7 +335,7 @@ class RunSession:
             evidence_source=sources.evidence_source, query_answerer=sources.query_answerer or self.default_query_answerer,
             searchers=dict(sources.searchers), evidence_log=sources.log, evidence_policy=self.policy,
             human_seats=dict(parts.get("human_seats") or {}), on_turn=parts.get("on_turn"), on_message=parts.get("on_message"),
-            ledger=ledger if ledger is not None else UsageLedger(),
+            ledger=ledger if ledger is not None else UsageLedger(), parsers=self.parsers,
         )
 
     async def run(self, sample: Sample, **parts: Unpack[SampleParts]) -> Verdict:

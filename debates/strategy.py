@@ -32,6 +32,7 @@ from m3d_agents.errors import InputError
 from m3d_agents.config_types import PARSE_RETRIES_DOC, ParseRetries, Settings
 from m3d_agents.diagnostics import StrategyDiagnostics, UntypedDiagnostics, register_diagnostics
 from m3d_agents.evidence import Evidence
+from m3d_agents.isolation import IsolationSettings, ParserPool
 from m3d_agents.labels import Taxonomy, collapse_label, get_taxonomy
 from m3d_agents.registry import Registry
 from m3d_agents.sample import InputLimits, Sample
@@ -114,6 +115,11 @@ class StrategyConfig(Settings):
     tools: dict[str, ToolSettings] = Field(
         default_factory=dict, description="per tool name: a backend of its own, local weights, and what the paper runs "
         "in its place (debates.tool_settings); a tool left out runs on the calling agent's backend"
+    )
+    isolation: IsolationSettings = Field(
+        default_factory=IsolationSettings, description="how pages, images and videos from outside are parsed: in worker "
+        "processes, each item within a time and a memory limit, so a parser that crashes or hangs costs that item alone "
+        "(m3d_agents.isolation)"
     )
 
     @field_validator("tools")
@@ -294,6 +300,8 @@ class RunContext:
     on_turn: TurnCallback | None = None
     on_message: MessageCallback | None = None
     ledger: UsageLedger = field(default_factory=_new_ledger)
+    parsers: ParserPool | None = None
+    """Where the sample's pages, images and videos are parsed (the run session's pool); None: the process's default pool."""
     started: float = field(default_factory=time.perf_counter)
     _gathered: list[Evidence] | None = field(default=None, init=False, repr=False)
 

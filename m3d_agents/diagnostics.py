@@ -39,6 +39,10 @@ class StrategyDiagnostics(BaseModel):
     decided_by: str | None = Field(
         None, description="what gave the label (consensus, majority, judge, fusion ...); None: no decision rule ran or none decided"
     )
+    items_lost: list[str] = Field(
+        default_factory=list, description="pages, images and videos a parser lost (it crashed, timed out or passed its "
+        "memory limit), one line each naming the item and why; the sample went on without them"
+    )
 
 
 class UntypedDiagnostics(StrategyDiagnostics):

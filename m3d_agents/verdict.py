@@ -115,6 +115,10 @@ class EvidenceReport(BaseModel):
     network_fetches: int = Field(0, description="requests that went out to a provider or a web page")
     pages_kept: int = Field(0, description="kept items that are web pages (have a URL)")
     undated_pages_kept: int = Field(0, description="of pages_kept, those with no publication date: the date rule could not check them")
+    items_lost: list[str] = Field(
+        default_factory=list, description="pages the parser lost (it crashed, timed out or passed its memory limit), "
+        "one line each naming the page and why; the run went on without them"
+    )
 
     def lines(self) -> list[str]:
         """One or two lines for a console: what ran and what it gave, then what failed and why."""
@@ -128,6 +132,7 @@ class EvidenceReport(BaseModel):
                  + ("; ".join(ran) if ran else "no provider gave anything"))
         problems = [f"{p.provider} not run: {p.not_run}" for p in self.providers if p.not_run]
         problems += [f"{p.provider} failed {len(p.failures)}x: {p.failures[0]}" for p in self.providers if p.failures]
+        problems += self.items_lost
         if self.note:
             problems.insert(0, self.note)
         return [first] + (["evidence problems: " + "; ".join(problems)] if problems else [])

@@ -10,7 +10,6 @@ item it looked at, kept or dropped with the reason, the leakage counts and the f
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Literal, Sequence, TypeVar
@@ -19,13 +18,14 @@ from pydantic import BaseModel, Field
 
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.evidence import Evidence, EvidenceKind, Reliability
+from m3d_agents.isolation import ItemLost
 from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample
 from retrieval.attempts import ReplayMisses, attempt
 from retrieval.config import RetrievalConfig
 from retrieval.domains import host_of
-from retrieval.extract import extract_article, load_parsers
-from retrieval.fetch import FetchedPage, Fetcher, decode_body
+from retrieval.extract import extract_page
+from retrieval.fetch import FetchedPage, Fetcher
 from retrieval.leakage import Candidate, LeakageFilter, LeakageReport, capped
 from retrieval.policy import EvidencePolicy
 from retrieval.providers.base import DatedWebSearch, ReverseImageSearch, SearchHit, WebSearch, search_web
@@ -175,9 +175,12 @@ class EvidenceSteps:
         return filtered
 
     async def read_page(self, hit: SearchHit, origin: HitOrigin, result: GatherResult) -> Candidate | None:
-        html, retrieved_at, problem = None, None, ""
+        """The page of ``hit`` as evidence: its article extracted in the parser pool (:func:`extract_page`), or its
+        search snippet, saying why; a page the parser lost is named in the failures and the evidence report."""
+        html: str | bytes | None = None
+        retrieved_at, problem = None, ""
         if hit.snapshot is not None:
-            html = decode_body(Path(hit.snapshot).read_bytes())
+            html, problem = saved_page(Path(hit.snapshot), self.config.fetch.max_bytes)
         elif self.fetcher is not None:
             fetcher = self.fetcher
             page = await self._ask(
@@ -191,14 +194,22 @@ class EvidenceSteps:
         else:
             problem = "no saved copy of the page, and fetching is off (offline replay)"
         kind: EvidenceKind = origin
+        extracted, lost_line = None, None
         if html:
-            load_parsers()
-        extracted = await asyncio.to_thread(extract_article, html, hit.url) if html else None
+            try:
+                extracted = await extract_page(html, hit.url)
+            except ItemLost as lost:
+                problem = lost_line = lost.line
+                if self.log is not None:
+                    self.log.lost(result.sample_id, lost.line)
         text = (extracted.text if extracted else "")[: self.config.max_page_chars]
         reason = f"found by {hit.provider} ({hit.match} match, rank {hit.rank + 1})"
+        if lost_line is not None:
+            result.failures.append(redact(lost_line))
         if not text:
             if not hit.snippet:
-                result.failures.append(redact(f"{hit.url}: {problem or 'no article text on the page'}"))
+                if lost_line is None:
+                    result.failures.append(redact(f"{hit.url}: {problem or 'no article text on the page'}"))
                 return None
             text = hit.snippet
             reason += f"; search snippet only: {problem or 'no article text on the page'}"
@@ -254,6 +265,16 @@ class _PageFetches:
 
 
 _PAGE_FETCHER: Any = _PageFetches()
+
+
+def saved_page(path: Path, max_bytes: int) -> tuple[bytes | None, str]:
+    """A saved copy of a page (a recorded trace's), cut at ``max_bytes`` like a fetched one, so a longer page
+    costs its parser that much and no more; or None and why it cannot be read."""
+    try:
+        with path.open("rb") as saved:
+            return saved.read(max_bytes), ""
+    except OSError as exc:
+        return None, f"the saved copy of the page cannot be read ({exc.strerror or exc})"
 
 
 def _mark_duplicates(candidates: list[Candidate]) -> list[Candidate]:

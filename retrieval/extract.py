@@ -6,11 +6,16 @@ it keeps only a fragment of the article (a caption, a teaser). newspaper3k rarel
 so the body is trafilatura's unless it is less than half as long as newspaper3k's, in which case
 newspaper3k's wins. Metadata (title, authors, publication date) comes from newspaper3k first and
 from trafilatura's metadata extractor where newspaper3k found none.
+
+Both libraries parse with lxml, which crashes the process on some hostile pages and when several
+threads drive it at once, so the run never calls them itself: :func:`extract_page` sends the page to
+a worker of the parser pool (:mod:`m3d_agents.isolation`), where :func:`page_from_body` runs
+within the pool's time and memory limits. A page that crashes, hangs or exhausts its worker
+raises :class:`~m3d_agents.isolation.ItemLost`, naming the page and why.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import warnings
 from datetime import date, datetime
@@ -18,8 +23,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from retrieval.domains import use_offline_suffix_list
+from m3d_agents.isolation import Item, parse_async
 from m3d_agents.language import page_language
+from m3d_agents.safe_json import loads_bounded
+from retrieval.domains import use_offline_suffix_list
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +46,18 @@ class ExtractedPage(BaseModel):
     claim_review: bool = Field(False, description="the page carries schema.org ClaimReview markup")
 
 
-def load_parsers() -> None:
-    """Import the HTML parsers on the calling thread, before pages are parsed in worker threads. lxml (under
-    newspaper3k and trafilatura) must be initialised on the main thread: its first import in a worker thread, with
-    another thread parsing, can abort the whole process. Cheap once done."""
-    import lxml.etree  # noqa: F401
-    import lxml.html  # noqa: F401
-    import newspaper  # noqa: F401
-    import trafilatura  # noqa: F401
+async def extract_page(body: str | bytes, url: str | None) -> ExtractedPage:
+    """The page's article, extracted in a worker of the parser pool; ``body`` as fetched (text) or saved (bytes)."""
+    return await parse_async(Item("page", url or "(no address)", "the extractor"), page_from_body, body, url)
+
+
+def page_from_body(body: str | bytes, url: str | None) -> ExtractedPage:
+    """What :func:`extract_page` asks a parser worker: decode the bytes (declared or guessed charset), then extract."""
+    if isinstance(body, bytes):
+        from retrieval.fetch import decode_body
+
+        body = decode_body(body)
+    return extract_article(body, url)
 
 
 def newspaper_article(html: str, url: str | None) -> Any:
@@ -152,11 +163,15 @@ def _as_date(value: Any) -> date | None:
 
 
 def _safe(work: Any, default: Any) -> Any:
-    """Extractors choke on some real pages; one failing extractor must not lose the other's result."""
+    """Extractors choke on some real pages; one failing extractor must not lose the other's result.
+
+    Running out of memory is not choking: it ends the item (the parser pool reports it by its limit)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return work()
+    except MemoryError:
+        raise
     except Exception as exc:  # noqa: BLE001 - third-party parsers raise anything on broken HTML
         log.info("extractor failed: %s: %s", type(exc).__name__, exc)
         return default
@@ -174,8 +189,8 @@ def has_claim_review(html: str) -> bool:
         return False
     for script in tree.xpath('//script[@type="application/ld+json"]'):
         try:
-            data = json.loads(script.text_content() or "null")
-        except json.JSONDecodeError:
+            data = loads_bounded(script.text_content() or "null")
+        except ValueError:  # not JSON, or nested past any real mark-up (JsonTooDeep)
             continue
         if _mentions_claim_review(data):
             return True
@@ -186,12 +201,16 @@ def has_claim_review(html: str) -> bool:
 
 
 def _mentions_claim_review(data: Any) -> bool:
-    if isinstance(data, dict):
-        kind = data.get("@type")
-        kinds = kind if isinstance(kind, list) else [kind]
-        if any(isinstance(k, str) and k.split("/")[-1].lower() == "claimreview" for k in kinds):
-            return True
-        return any(_mentions_claim_review(v) for v in data.values())
-    if isinstance(data, list):
-        return any(_mentions_claim_review(v) for v in data)
+    """Whether a ``@type`` anywhere in the JSON-LD names ClaimReview; walked without recursion."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            kind = item.get("@type")
+            kinds = kind if isinstance(kind, list) else [kind]
+            if any(isinstance(k, str) and k.split("/")[-1].lower() == "claimreview" for k in kinds):
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return False

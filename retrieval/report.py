@@ -31,6 +31,7 @@ class _SampleLog:
     dropped: dict[str, str] = field(default_factory=dict)
     pages: set[str] = field(default_factory=set)
     undated: set[str] = field(default_factory=set)
+    lost: list[str] = field(default_factory=list)
     network_fetches: int = 0
 
     def provider(self, name: str) -> ProviderReport:
@@ -82,6 +83,13 @@ class EvidenceLog:
         entry.calls += 1
         entry.failures.append(redact(reason))
 
+    def lost(self, sample_id: str, line: str) -> None:
+        """A page the parser lost (crashed, timed out, out of memory), as its one line; redacted here."""
+        entries = self._log(sample_id).lost
+        line = redact(line)
+        if line not in entries:
+            entries.append(line)
+
     def network_fetch(self, sample_id: str) -> None:
         self._log(sample_id).network_fetches += 1
 
@@ -110,5 +118,5 @@ class EvidenceLog:
         return EvidenceReport(
             mode=self.mode, note=self.note, providers=providers, kept=len(log.kept), dropped=len(log.dropped),
             dropped_why=dict(Counter(log.dropped.values())), network_fetches=log.network_fetches,
-            pages_kept=len(log.pages), undated_pages_kept=len(log.undated),
+            pages_kept=len(log.pages), undated_pages_kept=len(log.undated), items_lost=list(log.lost),
         )

@@ -34,6 +34,7 @@ from m3d_agents.parsing import parse_ten_point_score, parse_unit_score
 from m3d_agents.registry import Registry
 from m3d_agents.tools.image_in_words import forensic_describer
 from m3d_agents.tools.forensics.learned import NAME as LEARNED
+from m3d_agents.isolation import ItemLost
 from m3d_agents.tools.forensics.learned import analyse_learned, configured_path
 
 ForgeryReport = Callable[[PreparedImage], str]
@@ -125,7 +126,10 @@ class TextCritic:
 def learned_detector_report(model: str | Path, positive_label: str | None = None) -> ForgeryReport:
     """The learned detector's report on an image, as the critic reads it."""
     def report(image: PreparedImage) -> str:
-        return analyse_learned(image, model, positive_label).for_agents()
+        try:
+            return analyse_learned(image, model, positive_label).for_agents()
+        except ItemLost as lost:
+            return f"learned_detector: unavailable: {lost.line}"
 
     return report
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from m3d_agents.backends.config import default_cache_root
 from m3d_agents.errors import InputError
+from m3d_agents.isolation import Item, parse
 from m3d_agents.safe_files import read_text_nofollow, replace_json
 from m3d_agents.safe_json import loads_bounded
 
@@ -40,11 +41,20 @@ class Transcript:
 
 
 def decode_audio(path: Path, field: str = "video") -> np.ndarray | None:
-    """The first audio stream of ``path`` as 16 kHz mono float32 samples, or None when it has none."""
+    """The first audio stream of ``path`` as 16 kHz mono float32 samples, or None when it has none; FFmpeg
+    decodes it in a worker of the parser pool (:mod:`m3d_agents.isolation`), so a file that crashes or hangs
+    it costs that video alone."""
+    path = Path(path)
+    return parse(Item("video", str(path), "the audio decoder", field), decode_audio_here, path.resolve(), path, field,
+                 deadline="analysis")
+
+
+def decode_audio_here(file: Path, path: Path, field: str = "video") -> np.ndarray | None:
+    """What :func:`decode_audio` asks a parser worker (``file`` is the absolute path, ``path`` its name in errors)."""
     import av
 
     try:
-        container = av.open(str(path), mode="r")
+        container = av.open(str(file), mode="r")
     except (av.error.FFmpegError, UnicodeDecodeError) as exc:
         raise InputError(field, f"{path} is not a media file FFmpeg can read ({type(exc).__name__})") from exc
     with container:

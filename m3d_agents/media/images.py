@@ -6,26 +6,26 @@ instead of a PIL exception deep inside an agent.
 
 What decoding may cost is bounded three ways: per image (``max_decoded_pixels``: a larger JPEG is
 decoded at a reduced scale, which its format allows, and any other format that large is refused
-before its pixels are decoded), across concurrent samples (decodes in flight in one process hold
-at most :data:`DECODE_BUDGET_PIXELS` between them, the rest wait), and in the cache of prepared
-images (bounded in bytes, ``image_cache_mb``: everything an entry holds, its pixels and the encoding
-that messages send of it, not the number of images).
+before its pixels are decoded), across concurrent samples (every decode runs in a worker of the
+run's parser pool, :mod:`m3d_agents.isolation`: at most one image per worker at a time, within the
+worker's time and memory limits, so a decoder that crashes or hangs costs that image alone), and
+in the cache of prepared images (bounded in bytes, ``image_cache_mb``: everything an entry holds,
+its pixels and the encoding that messages send of it, not the number of images).
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import threading
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from PIL import Image, ImageFile, UnidentifiedImageError
 
 from m3d_agents.errors import InputError
+from m3d_agents.isolation import Item, parse
 from m3d_agents.media.files import checked_size
 from m3d_agents.sample import InputLimits, Sample
 
@@ -44,11 +44,31 @@ class PreparedImage:
     image: Image.Image
     original_size: tuple[int, int]
     format: str
+    max_decoded_pixels: int = InputLimits.model_fields["max_decoded_pixels"].default
+    """The decode budget it was read under; the forensic tools read the original file within the same."""
+
+    def ref(self) -> "ImageRef":
+        """What a parser worker needs to read this image's file again (the forensic tools do)."""
+        return ImageRef(file=self.source.resolve(), source=str(self.source), sha256=self.sha256, format=self.format,
+                        max_decoded_pixels=self.max_decoded_pixels)
 
     def png_bytes(self) -> bytes:
         buffer = io.BytesIO()
         self.image.save(buffer, format="PNG")
         return buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """An image file as a parser worker is sent it: where it is, and how it was read, without its pixels."""
+
+    file: Path
+    """The absolute path (a worker's working folder is not the caller's)."""
+    source: str
+    """The path as the user gave it, for messages."""
+    sha256: str
+    format: str
+    max_decoded_pixels: int
 
 
 @dataclass(frozen=True)
@@ -66,30 +86,6 @@ class PreparedSample:
 _cache: dict[tuple[str, int], PreparedImage] = {}
 """Prepared images by content and size, oldest first; bounded by ``InputLimits.image_cache_mb``."""
 
-DECODE_BUDGET_PIXELS = 64_000_000
-"""Pixels that decodes in flight in one process may hold between them (about 256 MB of RGBA)."""
-_budget = threading.Condition()
-_in_flight = 0
-
-
-@contextmanager
-def decode_budget(pixels: int) -> Iterator[None]:
-    """Hold ``pixels`` of the process's decode budget while an image is decoded; waits while others hold it.
-
-    A single image larger than the whole budget waits for every other decode to finish, then runs alone."""
-    global _in_flight
-    wanted = min(pixels, DECODE_BUDGET_PIXELS)
-    with _budget:
-        _budget.wait_for(lambda: _in_flight + wanted <= DECODE_BUDGET_PIXELS)
-        _in_flight += wanted
-    try:
-        yield
-    finally:
-        with _budget:
-            _in_flight -= wanted
-            _budget.notify_all()
-
-
 def load_image(path: Path, limits: InputLimits | None = None, field: str = "image") -> PreparedImage:
     """Validate and normalise one image; repeated content is served from an in-process cache."""
     limits = limits or InputLimits()
@@ -105,7 +101,7 @@ def load_image(path: Path, limits: InputLimits | None = None, field: str = "imag
     if cached is not None:
         _cache[key] = cached
         return cached
-    prepared = _decode(data, path, sha, limits, field)
+    prepared = _decoded_apart(str(path.resolve()), path, sha, limits, field)
     budget = int(limits.image_cache_mb * 1_000_000)
     if held_bytes(prepared) <= budget:
         _cache[key] = prepared
@@ -116,7 +112,28 @@ def load_image(path: Path, limits: InputLimits | None = None, field: str = "imag
 def decode_image(data: bytes, source: str, limits: InputLimits | None = None, field: str = "image") -> PreparedImage:
     """Validate and normalise an image held in memory (one downloaded from the web), as :func:`load_image`
     does a file; ``source`` names it in errors."""
-    return _decode(data, Path(source), hashlib.sha256(data).hexdigest(), limits or InputLimits(), field)
+    return _decoded_apart(data, Path(source), hashlib.sha256(data).hexdigest(), limits or InputLimits(), field)
+
+
+def _decoded_apart(data: bytes | str, path: Path, sha: str, limits: InputLimits, field: str) -> PreparedImage:
+    """:func:`decode_rgb` in a worker of the parser pool: ``data`` is the file's bytes, or its absolute path
+    (read there, so a large file is not copied between processes)."""
+    item = Item("image", str(path), "the image decoder", field)
+    size, pixels, original, fmt = parse(item, decode_rgb, data, str(path), limits, field)
+    rgb = Image.frombytes("RGB", size, pixels)
+    return PreparedImage(source=path, sha256=sha, image=rgb, original_size=original, format=fmt,
+                         max_decoded_pixels=limits.max_decoded_pixels)
+
+
+def decode_rgb(data: bytes | str, source: str, limits: InputLimits, field: str) -> tuple[tuple[int, int], bytes, tuple[int, int], str]:
+    """The image as RGB scaled to ``max_side``: (size, raw pixels, original size, format); runs in a parser worker."""
+    if isinstance(data, str):
+        try:
+            data = Path(data).read_bytes()
+        except OSError as exc:
+            raise InputError(field, f"cannot read {source}: {exc.strerror or exc}") from exc
+    prepared = _decode(data, Path(source), "", limits, field)
+    return prepared.image.size, prepared.image.tobytes(), prepared.original_size, prepared.format
 
 
 def held_bytes(prepared: PreparedImage) -> int:
@@ -180,11 +197,9 @@ def _decode(data: bytes, path: Path, sha: str, limits: InputLimits, field: str) 
         while scale < 8 and max(width, height) // (scale * 2) >= limits.max_side:
             scale *= 2
         image.draft("RGB", (-(-width // scale), -(-height // scale)))
-    decoded = image.size[0] * image.size[1]
     try:
-        with decode_budget(decoded):
-            image.load()
-            rgb = image.convert("RGB")
+        image.load()
+        rgb = image.convert("RGB")
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         raise InputError(field, f"{path} is corrupt or truncated: {exc}") from exc
     if rgb.size[0] * rgb.size[1] > limits.max_decoded_pixels:
@@ -192,7 +207,8 @@ def _decode(data: bytes, path: Path, sha: str, limits: InputLimits, field: str) 
                          f"decodes to, over max_decoded_pixels ({limits.max_decoded_pixels})")
     if max(rgb.size) > limits.max_side:
         rgb.thumbnail((limits.max_side, limits.max_side), Image.Resampling.LANCZOS)
-    return PreparedImage(source=path, sha256=sha, image=rgb, original_size=(width, height), format=fmt)
+    return PreparedImage(source=path, sha256=sha, image=rgb, original_size=(width, height), format=fmt,
+                         max_decoded_pixels=limits.max_decoded_pixels)
 
 
 def prepare_sample(sample: Sample, limits: InputLimits | None = None) -> PreparedSample:

@@ -6,7 +6,13 @@ empty, not a video, no picture stream, too long, too large) becomes an :class:`I
 
 Frames are found by seeking to the key frame before each wanted time and decoding forward to the
 nearest frame, so sampling four frames from a long video costs a few key-frame intervals of
-decoding, not the whole file.
+decoding, not the whole file. Every frame decoded on the way is held to ``max_video_pixels``, not
+only the first (a stream may change its resolution midway), and frames come back scaled to
+``max_side`` like images.
+
+Probing and decoding run in a worker of the run's parser pool (:mod:`m3d_agents.isolation`): a
+file that crashes FFmpeg, hangs it or makes it allocate without end costs that video alone, and
+is reported in words.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import av
 from PIL import Image
 
 from m3d_agents.errors import InputError
+from m3d_agents.isolation import Item, parse
 from m3d_agents.media.files import checked_size
 from m3d_agents.sample import InputLimits
 
@@ -55,19 +62,26 @@ class Frame:
     image: Image.Image
 
 
-def _open(path: Path, field: str) -> av.container.InputContainer:
+def _open(file: Path, path: Path, field: str) -> av.container.InputContainer:
     try:
-        return av.open(str(path), mode="r")
+        return av.open(str(file), mode="r")
     except (av.error.InvalidDataError, av.error.FFmpegError, UnicodeDecodeError) as exc:
         raise InputError(field, f"{path} is not a video file FFmpeg can read ({type(exc).__name__})") from exc
 
 
 def probe(path: Path | str, limits: InputLimits | None = None, field: str = FIELD) -> VideoInfo:
-    """Check a video file against the limits and read its duration, frame rate and size."""
+    """Check a video file against the limits and read its duration, frame rate and size (FFmpeg reads it in a
+    parser worker)."""
     limits = limits or InputLimits()
     path = Path(path)
     size = checked_size(path, limits.max_video_bytes, field)
-    with _open(path, field) as container:
+    item = Item("video", str(path), "the video decoder", field)
+    return parse(item, read_info, path.resolve(), path, size, limits, field)
+
+
+def read_info(file: Path, path: Path, size: int, limits: InputLimits, field: str = FIELD) -> VideoInfo:
+    """What :func:`probe` asks a parser worker: FFmpeg's reading of ``file`` (named ``path`` in errors)."""
+    with _open(file, path, field) as container:
         if not container.streams.video:
             raise InputError(field, f"{path} has no video stream")
         stream = container.streams.video[0]
@@ -128,10 +142,22 @@ def _frame_time(frame: av.VideoFrame) -> float | None:
     return float(frame.pts * frame.time_base)
 
 
-def decode_at(path: Path, times: Sequence[float], field: str = FIELD) -> list[Frame]:
-    """The frame shown nearest each time (times in increasing order)."""
-    frames: list[Frame] = []
-    with _open(path, field) as container:
+def decode_at(path: Path, times: Sequence[float], field: str = FIELD, limits: InputLimits | None = None) -> list[Frame]:
+    """The frame shown nearest each time (times in increasing order), decoded in a parser worker."""
+    path = Path(path)
+    item = Item("video", str(path), "the video decoder", field)
+    decoded = parse(item, decode_frames, path.resolve(), path, list(times), limits or InputLimits(), field, deadline="analysis")
+    return [Frame(time_s=time_s, image=Image.frombytes("RGB", size, pixels)) for time_s, size, pixels in decoded]
+
+
+def decode_frames(
+    file: Path, path: Path, times: Sequence[float], limits: InputLimits, field: str = FIELD
+) -> list[tuple[float, tuple[int, int], bytes]]:
+    """What :func:`decode_at` asks a parser worker: (time, size, RGB pixels) per frame of ``file`` (named ``path``)."""
+    frames: list[tuple[float, tuple[int, int], bytes]] = []
+    with _open(file, path, field) as container:
+        if not container.streams.video:
+            raise InputError(field, f"{path} has no video stream")
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
         time_base = stream.time_base
@@ -142,6 +168,7 @@ def decode_at(path: Path, times: Sequence[float], field: str = FIELD) -> list[Fr
             try:
                 for frame in container.decode(stream):
                     shown = _frame_time(frame)
+                    _check_frame_size(frame, shown, path, limits, field)
                     if shown is None:
                         continue
                     if best is None or abs(shown - wanted) < abs(best[0] - wanted):
@@ -152,8 +179,20 @@ def decode_at(path: Path, times: Sequence[float], field: str = FIELD) -> list[Fr
                 raise InputError(field, f"{path} could not be decoded near {wanted:.2f} s: {exc}") from exc
             if best is None:
                 raise InputError(field, f"{path} has no decodable frame near {wanted:.2f} s")
-            frames.append(Frame(time_s=round(best[0], 3), image=best[1].to_image().convert("RGB")))
+            picture = best[1].to_image().convert("RGB")
+            if max(picture.size) > limits.max_side:
+                picture.thumbnail((limits.max_side, limits.max_side), Image.Resampling.BILINEAR)
+            frames.append((round(best[0], 3), picture.size, picture.tobytes()))
     return frames
+
+
+def _check_frame_size(frame: av.VideoFrame, shown: float | None, path: Path, limits: InputLimits, field: str) -> None:
+    """Every decoded frame within ``max_video_pixels``: the probe saw only the first, and a stream may grow midway."""
+    pixels = int(frame.width) * int(frame.height)
+    if pixels > limits.max_video_pixels:
+        when = f" at {shown:.2f} s" if shown is not None else ""
+        raise InputError(field, f"{path} changes to {frame.width}x{frame.height} = {pixels} pixels a frame{when}, "
+                                f"over the limit of {limits.max_video_pixels}")
 
 
 def sample_frames(
@@ -164,7 +203,7 @@ def sample_frames(
         raise InputError("k", f"{k} frames; ask for at least one")
     info = info or probe(path, limits)
     start, end = check_window(info, start_s, end_s)
-    return decode_at(info.path, window_times(start, end, k))
+    return decode_at(info.path, window_times(start, end, k), limits=limits)
 
 
 def overview_frames(path: Path | str, k: int = 8, limits: InputLimits | None = None, info: VideoInfo | None = None) -> list[Frame]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel
 
+from m3d_agents.isolation import ItemLost
 from m3d_agents.tools.analysis import clip_scout as clip_scout_tool
 from m3d_agents.tools.analysis import fact_probe as fact_probe_tool
 from m3d_agents.tools.cards import ToolCard, ToolContext, ToolRegistry
@@ -45,10 +46,14 @@ REGISTRY = ToolRegistry()
 
 def _forensic_factory(key: str) -> Callable[[ToolContext], Callable[..., Any]]:
     def factory(context: ToolContext) -> Callable[..., Any]:
-        from m3d_agents.tools.forensics.fusion import FORENSIC_TOOLS
+        from m3d_agents.tools.forensics.fusion import run_forensics
 
         async def run(image_index: int = 0) -> str:
-            result: ForensicResult = await asyncio.to_thread(FORENSIC_TOOLS[key], context.image(image_index))
+            try:
+                results = await asyncio.to_thread(run_forensics, context.image(image_index), [key])
+            except ItemLost as lost:
+                return f"{_FORENSIC_CARDS[key].name}: unavailable: {lost.line}"
+            result: ForensicResult = results[key]
             return result.for_agents()
 
         return run
@@ -68,7 +73,10 @@ def _fusion(context: ToolContext) -> Callable[..., Any]:
     from m3d_agents.tools.forensics.fusion import fuse, run_forensics
 
     async def forensic_fusion(image_index: int = 0) -> str:
-        results = await asyncio.to_thread(run_forensics, context.image(image_index))
+        try:
+            results = await asyncio.to_thread(run_forensics, context.image(image_index))
+        except ItemLost as lost:
+            return f"forensic_fusion: unavailable: {lost.line}"
         fused = fuse(list(results.values()))
         return "\n".join([fused.for_agents(), *(r.for_agents() for r in results.values())])
 
@@ -86,7 +94,10 @@ def _learned(context: ToolContext) -> Callable[..., Any]:
     binding = context.binding("learned_detector")
 
     async def learned_detector(image_index: int = 0) -> str:
-        result = await asyncio.to_thread(analyse_learned, context.image(image_index), binding.model, binding.positive_label)
+        try:
+            result = await asyncio.to_thread(analyse_learned, context.image(image_index), binding.model, binding.positive_label)
+        except ItemLost as lost:
+            return f"learned_detector: unavailable: {lost.line}"
         return result.for_agents()
 
     return learned_detector

@@ -30,7 +30,7 @@ from m3d_agents.media.post_content import (
 )
 from m3d_agents.tools.analysis.ocr import read_text
 from m3d_agents.tools.analysis.vlm import grounded_description
-from m3d_agents.tools.forensics.exif import read_metadata
+from m3d_agents.tools.forensics.exif import file_metadata_fields
 from m3d_agents.tools.forensics.fusion import fuse, run_forensics
 
 _CACHE_LIMIT = 128
@@ -83,9 +83,9 @@ def enable_image_describers(forensics: bool = True, ocr: bool = True) -> None:
 def file_metadata(image: PreparedImage) -> str:
     """The provenance fields of the image file (camera, date, software, GPS), or that it has none."""
     try:
-        fields = read_metadata(image.source.read_bytes())
-    except (OSError, ValueError) as exc:
-        return f"File metadata: unreadable ({exc})"
+        fields = file_metadata_fields(image)
+    except InputError as exc:
+        return f"File metadata: unreadable ({exc.problem})"
     found = [f"{label} {fields[key]}" for key, label in _FIELDS if fields.get(key)]
     if fields.get("gps"):
         found.append("GPS position recorded")

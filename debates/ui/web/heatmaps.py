@@ -1,8 +1,8 @@
 """Forensic heat maps of a post's images, for the verdict of the live page.
 
 The same pixel forensic tools the agents' findings come from (:mod:`m3d_agents.tools.forensics`)
-run on each image, and their maps (brighter is more suspicious) are kept as PNG bytes that the
-page serves; the fused map comes first.
+run on each image (in the server's parser pool), and their maps (brighter is more suspicious) are
+kept as PNG bytes that the page serves; the fused map comes first.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def analyse_images(images: list[PreparedImage]) -> list[ImageForensics]:
     found = []
     for index, image in enumerate(images):
         try:
-            results = run_forensics(image)
+            results = run_forensics(image, maps=True)
         except InputError as exc:
             found.append(ImageForensics(index, error=exc.problem))
             continue

@@ -204,7 +204,7 @@ async def _new_debate(state: AppState, form: Any) -> LiveDebate:
         taken = next(s for s in config.person_seats() if s.name == seat)
     post = await post_from_form(settings, form)
     try:
-        prepared = prepare_sample(post.sample, settings.limits)
+        prepared = await asyncio.to_thread(prepare_sample, post.sample, settings.limits)
         labels, required, sees_images = get_taxonomy(post.sample.taxonomy).labels, False, True
         if taken is not None:
             labels = get_taxonomy(config.seat_taxonomy(post.sample.taxonomy)).labels

@@ -8,6 +8,7 @@ the file as the person called it, never the server's path.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import secrets
@@ -96,11 +97,11 @@ async def post_from_form(settings: WebSettings, form: FormData) -> Post:
             path, shown = await save_upload(settings, upload)
             uploads.append(path)
             try:
-                load_image(path, settings.limits, field="image")
+                await asyncio.to_thread(load_image, path, settings.limits, "image")
             except InputError as exc:
                 raise PageError(400, f"image {shown}: {exc.problem.replace(str(path), shown)}") from None
         sample = Sample(text=text, images=uploads, taxonomy=taxonomy)
-        prepare_sample(sample, settings.limits)
+        await asyncio.to_thread(prepare_sample, sample, settings.limits)
     except (InputError, ValueError) as exc:
         discard(uploads)
         raise PageError(400, str(exc).replace(str(settings.upload_dir), "upload")) from None

@@ -8,6 +8,7 @@ through :func:`debates.eval.score.annotations.append_annotation`.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -257,7 +258,7 @@ async def post_image(request: Request, ref: str = "", id: str = "", index: int =
     if post is None or not 0 <= index < len(post.images):
         raise PageError(404, "This server has no such image: start it with the run's data set to see its posts.")
     try:
-        data = load_image(post.images[index], app_state(request).settings.limits).png_bytes()
+        data = (await asyncio.to_thread(load_image, post.images[index], app_state(request).settings.limits)).png_bytes()
     except InputError as exc:
         raise PageError(404, f"The post's image cannot be shown: {exc.problem}") from None
     return Response(data, media_type="image/png", headers={"cache-control": "private, max-age=600"})

@@ -31,7 +31,7 @@ async def run_post(
     session = RunSession(
         loaded, settings.pool_factory(), backend=backend, limits=settings.limits, sources=given, replay_mr2=replayed,
         retrieval=None if replayed else settings.retrieval, evidence_store=None if replayed else settings.evidence_store,
-        close_pool=True,
+        close_pool=True, parsers=settings.parsers,
     )
     async with session:
         return await session.run(sample, human_seats=human_seats, on_turn=on_turn)

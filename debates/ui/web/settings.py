@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable
 from debates.ui.web.security import is_loopback
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
+from m3d_agents.isolation import ParserPool, current_pool
 from m3d_agents.sample import InputLimits, Sample
 from m3d_agents.verdict import RetrievalMode
 
@@ -53,6 +54,10 @@ class WebSettings:
     """A study session with no request for this long is dropped with what it holds in memory; the answers given are
     already in its file. ``m3d serve --study-idle-minutes``."""
     upload_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="m3d-serve-uploads-")))
+    parsers: ParserPool = field(default_factory=current_pool)
+    """Where every debate's pages, images and videos, and every upload, are parsed: the server process's one
+    bounded pool of worker processes (a parser that crashes on an upload or a page costs that item, never
+    the server), shut down when the server exits."""
 
     def check(self) -> None:
         """Refuse settings that would expose the server: another address needs a token."""

@@ -383,7 +383,7 @@ async def study_image(request: Request, study_id: str, index: int, image: int) -
     if not 0 <= image < len(sample.images):
         raise PageError(404, "The post has no such image.")
     try:
-        data = load_image(sample.images[image], app_state(request).settings.limits).png_bytes()
+        data = (await asyncio.to_thread(load_image, sample.images[image], app_state(request).settings.limits)).png_bytes()
     except InputError as exc:
         raise PageError(404, f"The post's image cannot be shown: {exc.problem}") from None
     return Response(data, media_type="image/png", headers={"cache-control": "private, max-age=600"})

@@ -6,6 +6,7 @@ import shutil
 
 from pydantic import BaseModel, Field
 
+from m3d_agents.isolation import Item, ItemLost, parse
 from m3d_agents.media.images import PreparedImage
 
 NAME = "ocr"
@@ -38,18 +39,30 @@ def tesseract_missing() -> str | None:
 
 
 def read_text(image: PreparedImage, language: str = "eng") -> OcrResult:
-    """Words Tesseract reads with at least :data:`MIN_CONFIDENCE`, in reading order."""
+    """Words Tesseract reads with at least :data:`MIN_CONFIDENCE`, in reading order; Tesseract and its
+    reading of the pixels run in a worker of the parser pool (:mod:`m3d_agents.isolation`)."""
     missing = tesseract_missing()
     if missing:
         return OcrResult(available=False, reason=missing)
-    import pytesseract
-
     greyscale = image.image.convert("L")
     if max(greyscale.size) < 600:
         factor = 600 / max(greyscale.size)
         greyscale = greyscale.resize((int(greyscale.width * factor), int(greyscale.height * factor)))
     try:
-        data = pytesseract.image_to_data(greyscale, lang=language, output_type=pytesseract.Output.DICT)
+        return parse(Item("image", str(image.source), "OCR"), read_text_here, greyscale.size, greyscale.tobytes(), language,
+                     deadline="analysis")
+    except ItemLost as lost:
+        return OcrResult(available=False, reason=lost.line)
+
+
+def read_text_here(size: tuple[int, int], greyscale: bytes, language: str = "eng") -> OcrResult:
+    """What :func:`read_text` asks a parser worker: Tesseract on 8-bit grey pixels of ``size``."""
+    import pytesseract
+    from PIL import Image
+
+    picture = Image.frombytes("L", size, greyscale)
+    try:
+        data = pytesseract.image_to_data(picture, lang=language, output_type=pytesseract.Output.DICT)
     except pytesseract.TesseractError as exc:
         return OcrResult(available=False, reason=f"tesseract failed: {exc.message.strip()[:200]}")
     words, confidences = [], []

@@ -1,7 +1,11 @@
 """What every pixel forensic tool shares: full-resolution pixels, block maps, scores and heat maps.
 
 Forensic traces (JPEG grids, compression residue, sensor noise) live at the original resolution,
-so the tools re-open the validated file instead of using the resized copy that agents see. Every
+so the tools re-open the validated file instead of using the resized copy that agents see, within
+the decode budget the image was read under (``max_decoded_pixels``: a larger JPEG is decoded at
+a reduced scale, any other format that large is refused) and then at most
+:data:`ANALYSIS_MAX_PIXELS`. They run in a worker of the parser pool (see
+:func:`m3d_agents.tools.forensics.fusion.run_forensics`), within its time and memory limits. Every
 tool expresses its map as a robust z-score against the rest of the same image: "how unusual is
 this block here", which makes maps of different tools commensurable and lets them be fused.
 """
@@ -17,7 +21,7 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
 from m3d_agents.errors import InputError
-from m3d_agents.media.images import PreparedImage
+from m3d_agents.media.images import ImageRef
 
 ANALYSIS_MAX_PIXELS = 12_000_000
 HEATMAP_MAX_SIDE = 1024
@@ -78,21 +82,29 @@ def _keep(sha256: str, entry: AnalysisImage, budget: int) -> None:
         total -= _held(dropped)
 
 
-def analysis_image(image: PreparedImage) -> AnalysisImage:
-    """Decode the original file again at full resolution (cached by content hash)."""
+def analysis_image(image: ImageRef) -> AnalysisImage:
+    """Decode the original file again, within its decode budget and :data:`ANALYSIS_MAX_PIXELS` (cached by content hash)."""
     cached = _pixels.get(image.sha256)
     if cached is not None:
         _pixels.move_to_end(image.sha256)
         return cached
     try:
-        data = image.source.read_bytes()
+        data = image.file.read_bytes()
         decoded = Image.open(io.BytesIO(data))
+        width, height = decoded.size
+        reduced = width * height > image.max_decoded_pixels
+        if reduced and decoded.format != "JPEG":
+            raise InputError("image", f"{image.source} has {width}x{height} pixels; the forensic tools decode at most "
+                                      f"max_decoded_pixels ({image.max_decoded_pixels}) and only a JPEG at a reduced scale")
+        if reduced:
+            scale = next((r for r in (2, 4, 8) if width * height <= image.max_decoded_pixels * r * r), 8)
+            decoded.draft("RGB", (-(-width // scale), -(-height // scale)))
         decoded.load()
-    except (OSError, SyntaxError, ValueError) as exc:
+    except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
         raise InputError("image", f"{image.source} can no longer be read for forensic analysis: {exc}") from exc
     rgb_image = decoded.convert("RGB")
-    downscaled = rgb_image.width * rgb_image.height > ANALYSIS_MAX_PIXELS
-    if downscaled:
+    downscaled = reduced or rgb_image.width * rgb_image.height > ANALYSIS_MAX_PIXELS
+    if rgb_image.width * rgb_image.height > ANALYSIS_MAX_PIXELS:
         factor = (ANALYSIS_MAX_PIXELS / (rgb_image.width * rgb_image.height)) ** 0.5
         size = (max(8, int(rgb_image.width * factor)), max(8, int(rgb_image.height * factor)))
         rgb_image = rgb_image.resize(size, Image.Resampling.BOX)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from m3d_agents.media.images import PreparedImage
+from m3d_agents.media.images import ImageRef
 from m3d_agents.tools.forensics.base import ForensicResult, analysis_image, anomaly_result, block_reduce, jpeg_roundtrip, robust_z
 
 NAME = "error_level_analysis"
@@ -23,7 +23,7 @@ def ela_blocks(rgb: np.ndarray, quality: int = QUALITY, block: int = BLOCK) -> n
     return block_reduce(error.astype(np.float64), block)
 
 
-def analyse_ela(image: PreparedImage) -> ForensicResult:
+def analyse_ela(image: ImageRef) -> ForensicResult:
     pixels = analysis_image(image)
     blocks = ela_blocks(pixels.rgb)
     return anomaly_result(

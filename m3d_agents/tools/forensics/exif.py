@@ -14,7 +14,9 @@ from datetime import datetime
 import numpy as np
 from PIL import Image
 
-from m3d_agents.media.images import PreparedImage
+from m3d_agents.errors import InputError
+from m3d_agents.isolation import Item, parse
+from m3d_agents.media.images import ImageRef, PreparedImage
 from m3d_agents.tools.forensics.base import ForensicResult, analysis_image, heatmap_png, heatmap_shape
 
 NAME = "metadata_analysis"
@@ -38,6 +40,22 @@ def _exif_date(value: object) -> datetime | None:
         return datetime.strptime(str(value).strip("\x00 ")[:19], "%Y:%m:%d %H:%M:%S")
     except ValueError:
         return None
+
+
+def file_metadata_fields(image: PreparedImage) -> dict[str, object]:
+    """:func:`read_metadata` of the image's file, read in a worker of the parser pool (EXIF blocks come from outside)."""
+    return parse(Item("image", str(image.source), "the metadata reader"), _metadata_here, image.ref())
+
+
+def _metadata_here(image: ImageRef) -> dict[str, object]:
+    try:
+        data = image.file.read_bytes()
+    except OSError as exc:
+        raise InputError("image", f"{image.source} can no longer be read: {exc.strerror or exc}") from exc
+    try:
+        return read_metadata(data)
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise InputError("image", f"{image.source} has metadata that cannot be read: {' '.join(str(exc).split())[:200]}") from exc
 
 
 def read_metadata(data: bytes) -> dict[str, object]:
@@ -98,7 +116,7 @@ def judge_metadata(fields: dict[str, object]) -> tuple[float, bool, str]:
     return score, True, "; ".join(parts)
 
 
-def analyse_exif(image: PreparedImage) -> ForensicResult:
+def analyse_exif(image: ImageRef) -> ForensicResult:
     pixels = analysis_image(image)
     fields = read_metadata(pixels.data)
     score, informative, finding = judge_metadata(fields)

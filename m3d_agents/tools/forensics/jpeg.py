@@ -16,7 +16,7 @@ import numpy as np
 from PIL import Image
 from scipy import fft
 
-from m3d_agents.media.images import PreparedImage
+from m3d_agents.media.images import ImageRef
 from m3d_agents.tools.forensics.base import (
     AnalysisImage,
     ForensicResult,
@@ -129,7 +129,7 @@ def _describe_tables(pixels: AnalysisImage) -> tuple[dict[str, object], list[str
     return details, notes, double
 
 
-def analyse_jpeg(image: PreparedImage) -> ForensicResult:
+def analyse_jpeg(image: ImageRef) -> ForensicResult:
     pixels = analysis_image(image)
     details, notes, double = _describe_tables(pixels)
     z = robust_z(ghost_blocks(pixels.rgb))

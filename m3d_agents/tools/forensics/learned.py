@@ -33,7 +33,8 @@ import numpy as np
 from PIL import Image
 
 from m3d_agents.errors import InputError
-from m3d_agents.media.images import PreparedImage
+from m3d_agents.isolation import Item, parse
+from m3d_agents.media.images import ImageRef, PreparedImage
 from m3d_agents.tools.forensics.base import ForensicResult, analysis_image, heatmap_png, heatmap_shape
 
 NAME = "learned_detector"
@@ -175,20 +176,31 @@ def unavailable(reason: str) -> ForensicResult:
     return ForensicResult(tool=NAME, score=0.5, informative=False, finding=f"unavailable: {reason}")
 
 
+def analysis_pixels(image: PreparedImage) -> np.ndarray:
+    """The image at forensic analysis size, decoded in a parser worker (the model itself runs here, where it is loaded)."""
+    return parse(Item("image", str(image.source), "the image decoder"), _pixels_here, image.ref())
+
+
+def _pixels_here(image: ImageRef) -> np.ndarray:
+    return analysis_image(image).rgb
+
+
 def analyse_learned(image: PreparedImage, path: Path | str | None = None, positive_label: str | None = None) -> ForensicResult:
     model_path = configured_path(path)
     if model_path is None:
         return unavailable("no learned detector configured (set tools: {learned_detector: {model: PATH}} "
                            f"or {MODEL_ENV} to a TorchScript file or a Hugging Face checkpoint folder)")
-    pixels = analysis_image(image)
-    height, width = heatmap_shape(pixels.rgb.shape[:2])
+    if not model_path.exists():
+        raise InputError(FIELD, f"{model_path} does not exist")
+    rgb = analysis_pixels(image)
+    height, width = heatmap_shape(rgb.shape[:2])
     if model_path.is_dir():
         detector = _load_hub(str(model_path.resolve()), positive_label, _stamp(model_path))
-        probabilities = detector.probabilities(pixels.rgb)
+        probabilities = detector.probabilities(rgb)
         label = f"{detector.kind} checkpoint {detector.name}"
     elif model_path.is_file():
         model = _load_torchscript(str(model_path), model_path.stat().st_mtime)
-        probabilities = _torchscript_probabilities(model, pixels.rgb, model_path)
+        probabilities = _torchscript_probabilities(model, rgb, model_path)
         label = f"learned detector {model_path.name}"
     else:
         raise InputError(FIELD, f"{model_path} does not exist")

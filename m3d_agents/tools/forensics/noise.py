@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
-from m3d_agents.media.images import PreparedImage
+from m3d_agents.media.images import ImageRef
 from m3d_agents.tools.forensics.base import ForensicResult, analysis_image, anomaly_result, block_reduce, robust_z
 
 NAME = "noise_inconsistency"
@@ -23,7 +23,7 @@ def noise_blocks(luminance: np.ndarray, block: int = BLOCK) -> np.ndarray:
     return np.log(sigma + 0.5)
 
 
-def analyse_noise(image: PreparedImage) -> ForensicResult:
+def analyse_noise(image: ImageRef) -> ForensicResult:
     pixels = analysis_image(image)
     return anomaly_result(
         NAME, np.abs(robust_z(noise_blocks(pixels.luminance))), BLOCK, pixels.rgb.shape[:2], centre=4.0, width=1.0,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
@@ -36,27 +35,17 @@ def test_a_large_jpeg_is_decoded_at_a_reduced_scale(tmp_path: Path) -> None:
     assert max(prepared.image.size) == 1024
 
 
-def test_decodes_in_flight_share_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(images, "DECODE_BUDGET_PIXELS", 100)
-    held: list[int] = []
-    peak: list[int] = []
-    lock = threading.Lock()
+def test_images_are_decoded_in_the_parser_pool_not_in_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decodes of concurrent samples are bounded by the pool: a worker decodes one image at a time, within its limits."""
+    path = tmp_path / "red.png"
+    Image.new("RGB", (40, 30), (200, 0, 0)).save(path)
 
-    def decode(pixels: int) -> None:
-        with images.decode_budget(pixels):
-            with lock:
-                held.append(pixels)
-                peak.append(sum(held))
-            time.sleep(0.01)
-            with lock:
-                held.remove(pixels)
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the calling process decoded an image from outside")
 
-    workers = [threading.Thread(target=decode, args=(60,)) for _ in range(6)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(10)
-    assert max(peak) <= 100 and len(peak) == 6
+    monkeypatch.setattr(Image, "open", refuse)
+    prepared = load_image(path)
+    assert prepared.image.size == (40, 30) and prepared.image.getpixel((0, 0)) == (200, 0, 0)
 
 
 def _picture(path: Path, shade: int, side: int = 100) -> Path:

@@ -38,7 +38,7 @@ def test_a_classification_checkpoint_gives_the_fake_labels_probability(tmp_path:
     processor = transformers.AutoImageProcessor.from_pretrained(folder)
     from PIL import Image
 
-    pixels = processor(images=Image.fromarray(analysis_image(image).rgb), return_tensors="pt")["pixel_values"]
+    pixels = processor(images=Image.fromarray(analysis_image(image.ref()).rgb), return_tensors="pt")["pixel_values"]
     with torch.inference_mode():
         expected = float(torch.softmax(model(pixel_values=pixels).logits, dim=1)[0, 1])
     assert result.informative and result.score == pytest.approx(expected, abs=1e-4)
@@ -51,7 +51,7 @@ def test_a_segmentation_checkpoint_gives_a_heat_map_and_its_maximum(tmp_path: Pa
     image = load_image(EXAMPLE_IMAGE)
     result = analyse_learned(image, folder)
     model = transformers.AutoModelForSemanticSegmentation.from_pretrained(folder)
-    rgb = analysis_image(image).rgb
+    rgb = analysis_image(image.ref()).rgb
     from PIL import Image
 
     resized = np.asarray(Image.fromarray(rgb).resize((48, 48), Image.Resampling.BILINEAR), dtype=np.float32) / 255.0
