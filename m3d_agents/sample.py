@@ -26,6 +26,11 @@ class InputLimits(BaseModel):
     )
     max_image_bytes: int = Field(30 * 1024 * 1024, gt=0)
     max_side: int = Field(1024, gt=0, description="images are resized so that no side exceeds this")
+    image_cache_mb: float = Field(
+        150.0, ge=0,
+        description="the most memory, in MB, that a process keeps of prepared images between samples (their pixels "
+        "and the encoding messages send of them), least recently used dropped first; 0 keeps none",
+    )
     max_images: int = Field(8, ge=0)
     max_video_bytes: int = Field(200 * 1024 * 1024, gt=0)
     max_video_seconds: float = Field(600.0, gt=0, description="longer videos are refused, not cut")

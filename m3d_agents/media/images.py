@@ -9,7 +9,8 @@ decoded at a reduced scale, which its format allows, and any other format that l
 before its pixels are decoded), across concurrent samples (every decode runs in a worker of the
 run's parser pool, :mod:`m3d_agents.isolation`: at most one image per worker at a time, within the
 worker's time and memory limits, so a decoder that crashes or hangs costs that image alone), and
-in the cache of prepared images (bounded by their pixels, not their number).
+in the cache of prepared images (bounded in bytes, ``image_cache_mb``: everything an entry holds,
+its pixels and the encoding that messages send of it, not the number of images).
 """
 
 from __future__ import annotations
@@ -83,9 +84,7 @@ class PreparedSample:
 
 
 _cache: dict[tuple[str, int], PreparedImage] = {}
-_CACHE_LIMIT = 256
-_CACHE_PIXELS = 48_000_000
-"""Prepared images kept at most: about 150 MB of RGB, whatever the number of images."""
+"""Prepared images by content and size, oldest first; bounded by ``InputLimits.image_cache_mb``."""
 
 def load_image(path: Path, limits: InputLimits | None = None, field: str = "image") -> PreparedImage:
     """Validate and normalise one image; repeated content is served from an in-process cache."""
@@ -98,13 +97,15 @@ def load_image(path: Path, limits: InputLimits | None = None, field: str = "imag
         raise InputError(field, f"cannot read {path}: {exc.strerror or exc}") from exc
     sha = hashlib.sha256(data).hexdigest()
     key = (sha, limits.max_side)
-    cached = _cache.get(key)
+    cached = _cache.pop(key, None)
     if cached is not None:
+        _cache[key] = cached
         return cached
     prepared = _decoded_apart(str(path.resolve()), path, sha, limits, field)
-    while _cache and (len(_cache) >= _CACHE_LIMIT or _cached_pixels() + _pixels(prepared) > _CACHE_PIXELS):
-        _cache.pop(next(iter(_cache)))
-    _cache[key] = prepared
+    budget = int(limits.image_cache_mb * 1_000_000)
+    if held_bytes(prepared) <= budget:
+        _cache[key] = prepared
+    evict_past(budget)
     return prepared
 
 
@@ -135,12 +136,31 @@ def decode_rgb(data: bytes | str, source: str, limits: InputLimits, field: str) 
     return prepared.image.size, prepared.image.tobytes(), prepared.original_size, prepared.format
 
 
-def _pixels(prepared: PreparedImage) -> int:
-    return prepared.image.size[0] * prepared.image.size[1]
+def held_bytes(prepared: PreparedImage) -> int:
+    """What keeping ``prepared`` costs: its pixels, and the encoding that messages send of it once one was made."""
+    from m3d_agents.media.message_images import kept_encoding_bytes
+
+    width, height = prepared.image.size
+    return width * height * len(prepared.image.getbands()) + kept_encoding_bytes(prepared.image)
 
 
-def _cached_pixels() -> int:
-    return sum(_pixels(p) for p in _cache.values())
+def cached_bytes() -> int:
+    """What the cache of prepared images holds now, in bytes."""
+    return sum(held_bytes(p) for p in _cache.values())
+
+
+def evict_past(budget: int) -> None:
+    """Drop the least recently used prepared images until the cache holds at most ``budget`` bytes.
+
+    An entry grows after it is cached (a message encodes its picture once, on first send), so the bound is
+    checked again on every insertion, against what each entry holds then."""
+    sizes = {key: held_bytes(p) for key, p in _cache.items()}
+    total = sum(sizes.values())
+    for key in list(_cache):
+        if total <= budget:
+            break
+        total -= sizes[key]
+        del _cache[key]
 
 
 def _decode(data: bytes, path: Path, sha: str, limits: InputLimits, field: str) -> PreparedImage:

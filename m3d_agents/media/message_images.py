@@ -7,20 +7,25 @@ far more than the rest of a model call; and a debate sends each picture once per
 
 Two things make it once per picture. :func:`message_image` gives every seat and call of a sample the
 same Image for a picture (as long as the picture is alive); and, from the import of this module on,
-an Image keeps its encoding once made (``to_base64``, ``data_uri``): the picture in a message never
-changes. The bytes are AutoGen's own, so requests and cache keys are the same as before.
+an Image keeps its PNG encoding once made (``to_base64``): the picture in a message never changes.
+The bytes are AutoGen's own, so requests and cache keys are the same as before.
+
+What that costs in memory is kept to one copy of each: the Image shares the picture's pixels rather
+than converting them into a copy of its own (the picture is RGB already), and its ``data_uri`` is put
+together from the kept encoding on each use instead of being kept beside it. The cache of prepared
+images counts the kept encoding in its bound (:func:`kept_encoding_bytes`).
 """
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, Callable
 
 from autogen_core import Image
 from PIL import Image as PILImage
 
 _KEPT_BASE64 = "_m3d_png_base64"
-_KEPT_DATA_URI = "_m3d_data_uri"
+_MESSAGE_IMAGE = "_m3d_message_image"
+"""Where a picture keeps its message image: on the picture, so that the two live and go together."""
 
 
 def _keeping(encode: Callable[[Image], str], name: str) -> Callable[[Image], str]:
@@ -35,21 +40,30 @@ def _keeping(encode: Callable[[Image], str], name: str) -> Callable[[Image], str
     return kept
 
 
+def _png_data_uri(self: Image) -> str:
+    # AutoGen's data_uri decodes the base64 again to find the type; to_base64 always writes a PNG.
+    return f"data:image/png;base64,{self.to_base64()}"
+
+
 if not getattr(Image.to_base64, "keeps_encoding", False):
-    _data_uri: Any = Image.__dict__["data_uri"]
     Image.to_base64 = _keeping(Image.to_base64, _KEPT_BASE64)  # type: ignore[method-assign, assignment]
-    Image.data_uri = property(_keeping(_data_uri.fget, _KEPT_DATA_URI))  # type: ignore[method-assign, assignment]
-
-
-_made: dict[int, Image] = {}
-"""By the picture's ``id``, for as long as the picture lives (PIL's images cannot be dictionary keys)."""
+    Image.data_uri = property(_png_data_uri)  # type: ignore[method-assign, assignment]
 
 
 def message_image(picture: PILImage.Image) -> Image:
     """The image that messages carry for ``picture`` (a prepared sample's, a video frame ...), made once."""
-    key = id(picture)
-    image = _made.get(key)
+    image: Image | None = picture.__dict__.get(_MESSAGE_IMAGE)
     if image is None:
-        image = _made[key] = Image.from_pil(picture)
-        weakref.finalize(picture, _made.pop, key, None)
+        if picture.mode == "RGB":
+            image = Image.__new__(Image)
+            image.image = picture
+        else:
+            image = Image.from_pil(picture)
+        picture.__dict__[_MESSAGE_IMAGE] = image
     return image
+
+
+def kept_encoding_bytes(picture: PILImage.Image) -> int:
+    """The bytes of the encoding kept for ``picture``'s message image (0 before one is sent)."""
+    image: Image | None = picture.__dict__.get(_MESSAGE_IMAGE)
+    return len(image.__dict__.get(_KEPT_BASE64) or "") if image is not None else 0

@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 
 from debates.eval.lock import LOCK, RunLock
-from debates.eval.run.collector import batch_collector
+from debates.eval.run.collector import after_sample, batch_collector
 from debates.eval.score.prices import PriceTable
 from debates.eval.records import MANIFEST, RESULTS, EvalRow, ResultsFile, RowError, RunManifest, read_manifest, read_rows, row_from_verdict
 from debates.strategy import StrategyConfig
@@ -336,6 +336,7 @@ class BatchRunner:
                     return
                 row = await self.run_one(index, sample)
                 await loop.run_in_executor(writer, self.results.append, row)
+                after_sample()
                 self.tally.add(row)
                 outcome.ran += 1
                 if self.on_progress is not None:

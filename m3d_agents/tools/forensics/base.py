@@ -25,6 +25,8 @@ from m3d_agents.media.images import ImageRef
 
 ANALYSIS_MAX_PIXELS = 12_000_000
 HEATMAP_MAX_SIDE = 1024
+"""Heat maps are kept, fused and drawn at most this many pixels on a side (float32 values): a full-resolution
+float map of a 12-megapixel image would hold about 100 MB per tool, for a picture nobody sees larger."""
 Z_SATURATION = 6.0
 
 
@@ -39,7 +41,8 @@ class ForensicResult(BaseModel):
     informative: bool = Field(True, description="False when the tool had nothing to measure (no metadata, no JPEG)")
     details: dict[str, Any] = Field(default_factory=dict)
     heatmap_png: bytes = Field(b"", exclude=True, repr=False)
-    heatmap: np.ndarray | None = Field(None, exclude=True, repr=False, description="map in [0, 1] at analysis size")
+    heatmap: np.ndarray | None = Field(None, exclude=True, repr=False,
+                                       description="map in [0, 1] at the analysed image's shape, scaled to HEATMAP_MAX_SIDE")
 
     def for_agents(self) -> str:
         return f"{self.tool}: score {self.score:.2f}; {self.finding}"
@@ -62,7 +65,21 @@ class AnalysisImage(BaseModel):
 
 
 _pixels: OrderedDict[str, AnalysisImage] = OrderedDict()
-_PIXEL_CACHE = 8
+PIXEL_CACHE_BYTES = 64_000_000
+"""The most that the decoded originals kept for the forensic tools may hold, pixels and file bytes together
+(each tool of a sample reads the same image, so the latest is kept however large); least recently used first out."""
+
+
+def _held(entry: AnalysisImage) -> int:
+    return entry.rgb.nbytes + len(entry.data)
+
+
+def _keep(sha256: str, entry: AnalysisImage, budget: int) -> None:
+    _pixels[sha256] = entry
+    total = sum(_held(e) for e in _pixels.values())
+    while len(_pixels) > 1 and total > budget:
+        _, dropped = _pixels.popitem(last=False)
+        total -= _held(dropped)
 
 
 def analysis_image(image: ImageRef) -> AnalysisImage:
@@ -92,9 +109,7 @@ def analysis_image(image: ImageRef) -> AnalysisImage:
         size = (max(8, int(rgb_image.width * factor)), max(8, int(rgb_image.height * factor)))
         rgb_image = rgb_image.resize(size, Image.Resampling.BOX)
     result = AnalysisImage(rgb=np.asarray(rgb_image), data=data, format=image.format, downscaled=downscaled)
-    _pixels[image.sha256] = result
-    if len(_pixels) > _PIXEL_CACHE:
-        _pixels.popitem(last=False)
+    _keep(image.sha256, result, PIXEL_CACHE_BYTES)
     return result
 
 
@@ -109,13 +124,22 @@ def block_reduce(values: np.ndarray, block: int, reducer: str = "mean") -> np.nd
     return tiles.mean(axis=(1, 3))
 
 
+def heatmap_shape(shape: tuple[int, int]) -> tuple[int, int]:
+    """The shape a heat map of an image of ``shape`` (rows, columns) is kept at: the same, or scaled to :data:`HEATMAP_MAX_SIDE`."""
+    rows, cols = shape
+    if max(rows, cols) <= HEATMAP_MAX_SIDE:
+        return rows, cols
+    scale = HEATMAP_MAX_SIDE / max(rows, cols)
+    return max(1, round(rows * scale)), max(1, round(cols * scale))
+
+
 def expand_blocks(blocks: np.ndarray, block: int, shape: tuple[int, int]) -> np.ndarray:
-    """Blow a block map back up to pixel size; the ragged edge repeats the nearest block."""
-    full = np.repeat(np.repeat(blocks, block, axis=0), block, axis=1)
-    pad_rows, pad_cols = max(0, shape[0] - full.shape[0]), max(0, shape[1] - full.shape[1])
-    if pad_rows or pad_cols:
-        full = np.pad(full, ((0, pad_rows), (0, pad_cols)), mode="edge")
-    return full[: shape[0], : shape[1]]
+    """A block map as a heat map of an image of ``shape``, at :func:`heatmap_shape`: each cell takes the block
+    under its centre, and the ragged edge repeats the nearest block."""
+    rows, cols = heatmap_shape(shape)
+    at_row = np.minimum(((np.arange(rows) + 0.5) * shape[0] / rows).astype(np.int64) // block, blocks.shape[0] - 1)
+    at_col = np.minimum(((np.arange(cols) + 0.5) * shape[1] / cols).astype(np.int64) // block, blocks.shape[1] - 1)
+    return blocks.astype(np.float32)[np.ix_(at_row, at_col)]
 
 
 def robust_z(values: np.ndarray) -> np.ndarray:

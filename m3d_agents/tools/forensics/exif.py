@@ -17,7 +17,7 @@ from PIL import Image
 from m3d_agents.errors import InputError
 from m3d_agents.isolation import Item, parse
 from m3d_agents.media.images import ImageRef, PreparedImage
-from m3d_agents.tools.forensics.base import ForensicResult, analysis_image, heatmap_png
+from m3d_agents.tools.forensics.base import ForensicResult, analysis_image, heatmap_png, heatmap_shape
 
 NAME = "metadata_analysis"
 EDITORS = (
@@ -120,7 +120,7 @@ def analyse_exif(image: ImageRef) -> ForensicResult:
     pixels = analysis_image(image)
     fields = read_metadata(pixels.data)
     score, informative, finding = judge_metadata(fields)
-    flat = np.full(pixels.rgb.shape[:2], score)
+    flat = np.full(heatmap_shape(pixels.rgb.shape[:2]), score, dtype=np.float32)
     return ForensicResult(
         tool=NAME, score=score, finding=finding, informative=informative, details=fields,
         heatmap=flat, heatmap_png=heatmap_png(flat),

@@ -103,7 +103,9 @@ def ghost_blocks(rgb: np.ndarray, block: int = GHOST_BLOCK) -> np.ndarray:
     """
     errors = []
     for quality in GHOST_QUALITIES:
-        diff = (rgb.astype(np.float64) - jpeg_roundtrip(rgb, quality).astype(np.float64)) ** 2
+        # Integer squares (exact, as in float64) at a quarter of float64's memory: three full-size colour arrays per
+        # quality are what this tool's peak is made of.
+        diff = (rgb.astype(np.int16) - jpeg_roundtrip(rgb, quality).astype(np.int16)).astype(np.int32) ** 2
         errors.append(block_reduce(diff.mean(axis=2), block))
     stack = np.stack(errors)
     return -stack[:LOW_QUALITIES].mean(axis=0) / (stack.mean(axis=0) + 1.0)

@@ -35,7 +35,7 @@ from PIL import Image
 from m3d_agents.errors import InputError
 from m3d_agents.isolation import Item, parse
 from m3d_agents.media.images import ImageRef, PreparedImage
-from m3d_agents.tools.forensics.base import ForensicResult, analysis_image, heatmap_png
+from m3d_agents.tools.forensics.base import ForensicResult, analysis_image, heatmap_png, heatmap_shape
 
 NAME = "learned_detector"
 MODEL_ENV = "M3D_FORGERY_MODEL"
@@ -193,7 +193,7 @@ def analyse_learned(image: PreparedImage, path: Path | str | None = None, positi
     if not model_path.exists():
         raise InputError(FIELD, f"{model_path} does not exist")
     rgb = analysis_pixels(image)
-    height, width = rgb.shape[:2]
+    height, width = heatmap_shape(rgb.shape[:2])
     if model_path.is_dir():
         detector = _load_hub(str(model_path.resolve()), positive_label, _stamp(model_path))
         probabilities = detector.probabilities(rgb)
@@ -206,11 +206,11 @@ def analyse_learned(image: PreparedImage, path: Path | str | None = None, positi
         raise InputError(FIELD, f"{model_path} does not exist")
     if probabilities.ndim == 2:
         picture = Image.fromarray(probabilities.astype(np.float32), mode="F").resize((width, height), Image.Resampling.BILINEAR)
-        heatmap = np.clip(np.asarray(picture, dtype=np.float64), 0.0, 1.0)
+        heatmap = np.clip(np.asarray(picture, dtype=np.float32), 0.0, 1.0)
         score = float(probabilities.max())
     elif probabilities.size == 1:
         score = float(probabilities.reshape(()))
-        heatmap = np.full((height, width), score)
+        heatmap = np.full((height, width), score, dtype=np.float32)
     else:
         raise InputError(FIELD, f"{model_path} returned shape {probabilities.shape}; expected one logit or a (1, 1, h, w) map")
     return ForensicResult(tool=NAME, score=round(score, 4), finding=f"{label}: forgery probability {score:.2f}",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import time
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from PIL import Image
 from m3d_agents.errors import InputError
 from m3d_agents.media import images
 from m3d_agents.media.images import load_image
+from m3d_agents.media.message_images import message_image
 from m3d_agents.sample import InputLimits
 
 
@@ -48,12 +48,40 @@ def test_images_are_decoded_in_the_parser_pool_not_in_the_caller(tmp_path: Path,
     assert prepared.image.size == (40, 30) and prepared.image.getpixel((0, 0)) == (200, 0, 0)
 
 
-def test_the_cache_of_prepared_images_is_bounded_by_pixels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(images, "_CACHE_PIXELS", 3 * 100 * 100)
+def _picture(path: Path, shade: int, side: int = 100) -> Path:
+    noisy = Image.merge("RGB", [Image.effect_noise((side, side), 50 + shade + band) for band in range(3)])
+    noisy.save(path, format="PNG")
+    return path
+
+
+def test_the_cache_of_prepared_images_evicts_past_its_byte_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(images, "_cache", {})
+    limits = InputLimits(image_cache_mb=0.1)  # 100 kB: three 100x100 RGB pictures (30 kB each), not four
     for shade in range(8):
-        buffer = io.BytesIO()
-        Image.new("RGB", (100, 100), (shade, 0, 0)).save(buffer, format="PNG")
-        (tmp_path / f"{shade}.png").write_bytes(buffer.getvalue())
-        load_image(tmp_path / f"{shade}.png")
-    assert len(images._cache) <= 3
+        load_image(_picture(tmp_path / f"{shade}.png", shade), limits)
+        assert images.cached_bytes() <= 100_000
+    assert len(images._cache) == 3
+    assert [p.source.name for p in images._cache.values()] == ["5.png", "6.png", "7.png"], "the oldest go first"
+
+
+def test_the_cache_counts_the_encoding_messages_keep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(images, "_cache", {})
+    limits = InputLimits(image_cache_mb=0.1)
+    first = load_image(_picture(tmp_path / "a.png", 1), limits)
+    message_image(first.image).to_base64()  # sent once: a noisy picture's PNG, in base64, outweighs its pixels
+    assert images.held_bytes(first) > 2 * 30_000
+    load_image(_picture(tmp_path / "b.png", 2), limits)
+    assert images.cached_bytes() <= 100_000 and [p.source.name for p in images._cache.values()] == ["b.png"]
+
+
+def test_a_recently_used_image_stays_and_none_is_kept_at_zero(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(images, "_cache", {})
+    limits = InputLimits(image_cache_mb=0.07)  # two pictures
+    paths = [_picture(tmp_path / f"{k}.png", k) for k in range(3)]
+    load_image(paths[0], limits)
+    load_image(paths[1], limits)
+    load_image(paths[0], limits)  # used again: the newest now
+    load_image(paths[2], limits)
+    assert [p.source.name for p in images._cache.values()] == ["0.png", "2.png"]
+    load_image(paths[1], InputLimits(image_cache_mb=0))
+    assert images._cache == {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -53,9 +54,21 @@ def test_one_picture_is_encoded_once_for_every_seat_and_call(monkeypatch: pytest
 
 def test_an_image_is_forgotten_with_its_picture() -> None:
     source = picture()
-    message_image(source)
-    assert id(source) in message_images._made
-    key = id(source)
+    kept = weakref.ref(message_image(source))
+    kept_encoding = message_image(source).to_base64()
+    assert message_images.kept_encoding_bytes(source) == len(kept_encoding)
     del source
     gc.collect()
-    assert key not in message_images._made
+    assert kept() is None, "nothing outside the picture keeps its message image (and its encoding) alive"
+
+
+def test_the_image_shares_the_pictures_pixels_and_keeps_one_encoding() -> None:
+    source = picture()
+    image = message_image(source)
+    assert image.image is source, "no second copy of the pixels"
+    assert message_images.kept_encoding_bytes(source) == 0
+    uri = image.data_uri
+    assert uri == f"data:image/png;base64,{image.to_base64()}"
+    assert [v for v in vars(image).values() if isinstance(v, str)] == [image.to_base64()], "the data URI is not kept beside it"
+    grey = PILImage.new("L", (4, 4), 9)
+    assert message_image(grey).image.mode == "RGB" and message_image(grey).image is not grey

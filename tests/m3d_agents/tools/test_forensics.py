@@ -149,3 +149,36 @@ def test_learned_detector_slot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         analyse_learned(image, bogus)
     with pytest.raises(InputError, match="does not exist"):
         analyse_learned(image, tmp_path / "missing.pt")
+
+
+def test_heat_maps_of_a_large_image_are_kept_at_the_drawn_size(tmp_path: Path) -> None:
+    """A full-resolution float map of a large photo held about 100 MB per tool; what is kept is what is drawn."""
+    from m3d_agents.tools.forensics.base import HEATMAP_MAX_SIDE
+
+    rng = np.random.default_rng(3)
+    rgb = rng.integers(0, 255, (1500, 2100, 3), dtype=np.uint8)
+    rgb[400:700, 900:1300] = rng.integers(100, 110, (300, 400, 3), dtype=np.uint8)
+    path = tmp_path / "large.jpg"
+    Image.fromarray(rgb).save(path, quality=90)
+    results = run_forensics(load_image(path), maps=True)
+    maps = [r.heatmap for r in [*results.values(), fuse(list(results.values()))] if r.heatmap is not None]
+    assert [(m.shape, m.dtype) for m in maps] == [((731, HEATMAP_MAX_SIDE), np.dtype(np.float32))] * len(maps) and len(maps) >= 3
+    ela = results["ela"].heatmap  # the smooth patch (low error levels) sits where it is in the image, at the map's scale
+    assert ela is not None and ela[200:340, 440:630].mean() < 0.5 * np.delete(ela, np.s_[190:350], axis=0).mean()
+
+
+def test_the_decoded_originals_are_bounded_in_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from m3d_agents.tools.forensics import base
+
+    monkeypatch.setattr(base, "_pixels", base.OrderedDict())
+    monkeypatch.setattr(base, "PIXEL_CACHE_BYTES", 130_000)  # two 120x120 noisy photos (43 kB of pixels, about 15 kB of file)
+    rng = np.random.default_rng(5)
+    for k in range(5):
+        path = tmp_path / f"{k}.jpg"
+        Image.fromarray(rng.integers(0, 255, (120, 120, 3), dtype=np.uint8)).save(path, quality=80)
+        base.analysis_image(load_image(path).ref())
+        assert sum(e.rgb.nbytes + len(e.data) for e in base._pixels.values()) <= 130_000
+    assert len(base._pixels) == 2
+    monkeypatch.setattr(base, "PIXEL_CACHE_BYTES", 10)
+    base.analysis_image(load_image(tmp_path / "0.jpg").ref())
+    assert len(base._pixels) == 1, "the image in use is kept, however large, and nothing else"

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import gc
+import weakref
 
-from debates.eval.run.collector import YOUNG_THRESHOLD, batch_collector
+import pytest
+
+from debates.eval.run import collector
+from debates.eval.run.collector import YOUNG_THRESHOLD, after_sample, batch_collector
 
 
 def test_a_run_freezes_what_was_alive_and_restores_everything_after() -> None:
@@ -46,3 +50,38 @@ def test_the_settings_come_back_when_a_run_fails() -> None:
     except RuntimeError:
         pass
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+class Held:
+    """Something a finished sample leaves in a cycle (an encoded request body, say)."""
+
+    def __init__(self) -> None:
+        self.body = bytearray(1_000_000)
+        self.me = self
+
+
+def test_a_finished_samples_cycles_in_the_oldest_generation_are_collected_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(collector, "_last_full", 0.0)
+    with batch_collector():
+        held = Held()
+        gone = weakref.ref(held)
+        gc.collect(1)  # alive through a collection of the middle generation: moved to the oldest, as a sample's objects are
+        del held
+        for _ in range(3):
+            gc.collect(1)  # what the run's own young and middle collections do: the oldest is not looked at
+        assert gone() is not None
+        assert after_sample()
+        assert gone() is None
+
+
+def test_full_collections_after_samples_are_spaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(collector, "_last_full", 0.0)
+    monkeypatch.setattr(collector, "FULL_COLLECTION_S", 3600.0)
+    with batch_collector():
+        assert after_sample()
+        held = Held()
+        gone = weakref.ref(held)
+        del held
+        assert not after_sample(), "a second sample done within the interval waits for the next collection"
+        monkeypatch.setattr(collector, "FULL_COLLECTION_S", 0.0)
+        assert after_sample() and gone() is None
