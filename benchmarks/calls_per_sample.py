@@ -36,12 +36,12 @@ sys.path.insert(0, str(REPO))
 
 from autogen_core.models import LLMMessage  # noqa: E402
 
-from debates.chat.config import TURN_POLICY_SETTINGS, DebateConfig  # noqa: E402
+from debates.debate_engine.config import TURN_POLICY_SETTINGS, DebateConfig  # noqa: E402
 from debates.config_loader import load_config  # noqa: E402
 from debates.eval.score.report import summarise  # noqa: E402
 from debates.session import run_sample  # noqa: E402
 from m3d_agents.backends.factory import BackendPool  # noqa: E402
-from debates.chat.diagnostics import DebateDiagnostics  # noqa: E402
+from debates.debate_engine.diagnostics import DebateDiagnostics  # noqa: E402
 from m3d_agents.sample import Sample  # noqa: E402
 from tests.support.scripted import ScriptedClient, scripted_backend, text_of  # noqa: E402
 

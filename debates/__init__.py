@@ -6,7 +6,7 @@
 | :mod:`debates.eval` | the harness: running batches (``run``), scoring them (``score``), the papers' tables (``papers``) |
 | :mod:`debates.strategies` | one module or subpackage per strategy: how one sample is checked end to end |
 | :mod:`debates.turns` | turn policies for any seat (single, best-of-N, planned, ReAct) with rewards and critics |
-| :mod:`debates.chat` | the policy-driven AutoGen group chat that strategies share, with its contracts |
+| :mod:`debates.debate_engine` | the policy-driven AutoGen group chat that strategies share, with its contracts |
 | kernel | :mod:`debates.strategy` (the Strategy contract and RunContext), :mod:`debates.config_loader` (finding and validating configurations), :mod:`debates.session` (one run session for every front-end) |
 
 Importing the package imports no strategy: each registry (strategies, configuration models,

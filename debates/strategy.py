@@ -296,7 +296,7 @@ class RunContext:
     evidence_log: EvidenceLog | None = None
     """Collects what retrieval did for the sample; the session puts its report on the verdict."""
     human_seats: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
-    """Seat name -> input function (sync or async; see :mod:`debates.chat.human_input`)."""
+    """Seat name -> input function (sync or async; see :mod:`debates.debate_engine.human_input`)."""
     on_turn: TurnCallback | None = None
     on_message: MessageCallback | None = None
     ledger: UsageLedger = field(default_factory=_new_ledger)

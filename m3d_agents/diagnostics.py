@@ -1,7 +1,7 @@
 """How a verdict was reached: the part every strategy's diagnostics share, and how a row is read back.
 
 Each strategy keeps its own diagnostics model beside itself (``CheckDiagnostics`` in
-:mod:`debates.strategies.check`, ``DebateDiagnostics`` in :mod:`debates.chat.diagnostics` ...) and
+:mod:`debates.strategies.check`, ``DebateDiagnostics`` in :mod:`debates.debate_engine.diagnostics` ...) and
 registers it with its strategy (``@strategy("check", diagnostics=CheckDiagnostics)``), so a new
 strategy adds its diagnostics without editing this module. Training export, reports, the notebooks
 and the web page read those models' fields; a field read by key with a default would pass silently

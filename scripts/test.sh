@@ -3,7 +3,7 @@
 #   bash scripts/test.sh        everything (what CI runs)
 #   bash scripts/test.sh fast   the fast tier for development: no embedded model, Ray, training,
 #                               browser, notebook or vLLM tests, and no site build
-# Further arguments go to pytest (bash scripts/test.sh fast tests/debates/chat -x).
+# Further arguments go to pytest (bash scripts/test.sh fast tests/debates/debate_engine -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tier=full

@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-from debates.chat.config import DebateConfig
+from debates.debate_engine.config import DebateConfig
 from debates.config_loader import builtin_config_names, load_config
 from debates.eval.papers.paper_tables import table_names
 from m3d_agents.datasets import DATASETS

@@ -5,18 +5,18 @@
   ``if TYPE_CHECKING:`` (annotations only, never executed) are counted as well, so that no module
   knows, even by type, the module that builds on it.
 - The front-ends never look inside a debate configuration: they ask any configuration what it
-  offers (its seats, its turns), so ``debates.chat.config`` and ``debates.chat.protocol`` are not
+  offers (its seats, its turns), so ``debates.debate_engine.config`` and ``debates.debate_engine.protocol`` are not
   theirs to import.
-- AutoGen's private modules are imported only by the chat machinery (``debates/chat``).
+- AutoGen's private modules are imported only by the group chat every strategy runs in (``debates/groupchat``).
 - No module outside ``debates/strategies/debate/protocols`` branches on a protocol's name.
 - No test module imports another test module; shared helpers live in ``tests/support``.
 - ``debates`` is layered, and a module imports only its own layer or the layers below it:
   front-ends (``cli``, ``ui``) over the harness (``eval.papers`` over ``eval.run`` over
-  ``eval.score``) over the strategies over the turn policies over the chat machinery over the
-  kernel (``strategy``, ``config_loader``, ``session``, ``fidelity``, ``tool_settings``). The kernel imports no strategy; the
+  ``eval.score``) over the strategies over the turn policies over the debate engine over the group
+  chat over the kernel (``strategy``, ``config_loader``, ``session``, ``fidelity``, ``tool_settings``). The kernel imports no strategy; the
   strategies import no harness or front-end.
 - No strategy imports another strategy's internals; what two strategies share lives below them
-  (``debates/chat``, ``debates/turns``, ``m3d_agents/tools``) or in ``debates/strategies/checker.py``.
+  (``debates/groupchat``, ``debates/debate_engine``, ``debates/turns``, ``m3d_agents/tools``) or in ``debates/strategies/checker.py``.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def test_a_type_checking_import_counts_only_when_asked() -> None:
     assert [m for m, _, _ in imports(tree, annotations=True)] == ["typing", "a", "c"]
 
 
-DEBATE_CONFIGURATION_TYPES = ("debates.chat.config", "debates.chat.protocol")
+DEBATE_CONFIGURATION_TYPES = ("debates.debate_engine.config", "debates.debate_engine.protocol")
 
 
 def test_front_ends_do_not_look_inside_debate_configurations() -> None:
@@ -170,11 +170,11 @@ def test_front_ends_do_not_look_inside_debate_configurations() -> None:
     assert offenders == []
 
 
-def test_autogen_private_modules_are_used_only_by_the_chat_machinery() -> None:
+def test_autogen_private_modules_are_used_only_by_the_group_chat() -> None:
     private = re.compile(r"^\s*(from|import)\s+autogen_\w+(\.\w+)*\._", re.MULTILINE)
     offenders = [
         name for name, path in source_files(*PACKAGES).items()
-        if private.search(path.read_text()) and not name.startswith("debates.chat.")
+        if private.search(path.read_text()) and not name.startswith("debates.groupchat.")
     ]
     assert offenders == []
 
@@ -205,7 +205,8 @@ LAYERS = (
     ("score", ("debates.eval.score", "debates.eval")),
     ("strategies", ("debates.strategies",)),
     ("turns", ("debates.turns",)),
-    ("chat", ("debates.chat",)),
+    ("debate engine", ("debates.debate_engine",)),
+    ("group chat", ("debates.groupchat",)),
     ("kernel", ("debates.strategy", "debates.config_loader", "debates.session", "debates.fidelity", "debates.tool_settings")),
 )
 """Top to bottom. The package ``debates`` itself (its ``__init__``) only registers the built-ins."""
@@ -259,7 +260,7 @@ def test_no_strategy_imports_another_strategys_internals() -> None:
 
 
 def test_the_layer_rules_catch_an_upward_import() -> None:
-    assert layer_of("debates.chat.team") is not None and layer_of("debates.eval.run.batch") is not None
-    assert layer_of("debates.eval.run.batch") < layer_of("debates.chat.team")  # type: ignore[operator]
+    assert layer_of("debates.groupchat.team") is not None and layer_of("debates.eval.run.batch") is not None
+    assert layer_of("debates.eval.run.batch") < layer_of("debates.groupchat.team")  # type: ignore[operator]
     assert strategy_unit("debates.strategies.t2agent.tree") == "t2agent"
     assert strategy_unit("debates.strategies.checker") is None

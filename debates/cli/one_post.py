@@ -66,7 +66,7 @@ def one_post_command(default_config: str, *, streams: bool, summary: str) -> Cal
         ),
     ) -> None:
         # Imported when the command runs, not when m3d starts: the run session brings AutoGen and the model clients.
-        from debates.chat.human_input import TerminalSeat
+        from debates.debate_engine.human_input import TerminalSeat
         from debates.cli.thinking import ThinkingLine
         from debates.config_loader import load_config, with_overrides
         from debates.session import RunSession

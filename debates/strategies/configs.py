@@ -2,9 +2,9 @@
 :data:`debates.strategy.CONFIG_MODELS` imports on its first lookup. These modules import no model
 client, tool implementation or AutoGen, so reading a configuration stays quick (``m3d config``)."""
 
-from debates.chat import config as debate
+from debates.debate_engine import config as debate
 from debates.strategies import check, self_consistency
-from debates.strategies.agentfact import settings as agentfact
+from debates.strategies.agentfact import config as agentfact
 from debates.strategies.factguard import config as factguard
 from debates.strategies.t2agent import config as t2agent
 

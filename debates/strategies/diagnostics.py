@@ -9,7 +9,7 @@ model to ``@strategy(name, diagnostics=...)``, which is how a strategy from outs
 (registering the same model again changes nothing). A new built-in strategy adds its model here.
 """
 
-from debates.chat.diagnostics import DebateDiagnostics
+from debates.debate_engine.diagnostics import DebateDiagnostics
 from debates.strategies.agentfact.diagnostics import AgentFactDiagnostics
 from debates.strategies.check import CheckDiagnostics
 from debates.strategies.factguard.diagnostics import FactGuardDiagnostics

@@ -16,16 +16,16 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from autogen_core.models import LLMMessage
 
-from debates.chat.config import BestOfNSettings
+from debates.debate_engine.config import BestOfNSettings
 from debates.turns.critics import Critic, ForgeryReport, critic_for
 from debates.turns.rewards import RewardScorer, build_reward_scorer
 from debates.turns.scoring import CandidateScore, best_index, early_stop_m, gap_exceeds
-from debates.chat.turn_state import TurnSelection
-from debates.chat.turn_policy import TURN_POLICIES, TurnContext, TurnRequest
+from debates.debate_engine.turn_state import TurnSelection
+from debates.debate_engine.turn_policy import TURN_POLICIES, TurnContext, TurnRequest
 from debates.strategy import derive_seed
 from m3d_agents.asking import Answer, ask, choice_seed
 from m3d_agents.backends.metering import MeteredClient
-from debates.chat.diagnostics import CandidateScore as CandidateReport
+from debates.debate_engine.diagnostics import CandidateScore as CandidateReport
 
 T = TypeVar("T")
 

@@ -20,11 +20,11 @@ from typing import Callable, Protocol
 from autogen_core.models import SystemMessage, UserMessage
 
 import prompts
-from debates.chat.config import BestOfNSettings
+from debates.debate_engine.config import BestOfNSettings
 from debates.turns.logic_check import logic_consistency_report
 from debates.turns.rewards import Score
 from debates.turns.scoring import unit_from_ten_point
-from debates.chat.turn_policy import TurnContext
+from debates.debate_engine.turn_policy import TurnContext
 from m3d_agents.media.post_content import described_images, user_content
 from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient

@@ -9,7 +9,7 @@ invented one.
 
 from __future__ import annotations
 
-from debates.chat.turn_policy import TurnContext
+from debates.debate_engine.turn_policy import TurnContext
 from m3d_agents.backends.transports.schemas import structured_create_args
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.tools.analysis.logic_check import LogicVerdict, run_logic_check

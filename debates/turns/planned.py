@@ -13,9 +13,9 @@ from autogen_core.models import SystemMessage, UserMessage
 
 import prompts
 from debates.turns.best_of_n import BestOfN
-from debates.chat.config import BestOfNSettings
-from debates.chat.turn_state import PlanDecision
-from debates.chat.turn_policy import TURN_POLICIES, TurnContext, TurnRequest
+from debates.debate_engine.config import BestOfNSettings
+from debates.debate_engine.turn_state import PlanDecision
+from debates.debate_engine.turn_policy import TURN_POLICIES, TurnContext, TurnRequest
 from debates.turns.single import SinglePass
 from m3d_agents.media.post_content import described_images, user_content
 from m3d_agents.asking import Answer, ask

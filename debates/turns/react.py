@@ -16,10 +16,10 @@ from typing import Any, Sequence, TypeVar
 from autogen_core.models import LLMMessage, UserMessage
 
 import prompts
-from debates.chat.config import ReactPolicy
+from debates.debate_engine.config import ReactPolicy
 from m3d_agents.tools.actions import ActionRunner
 from m3d_agents.tools.react import FINISH, Step, action_menu, action_specs, parse_step
-from debates.chat.turn_policy import TURN_POLICIES, TurnRequest
+from debates.debate_engine.turn_policy import TURN_POLICIES, TurnRequest
 from m3d_agents.asking import Answer, ask
 from m3d_agents.grammars import react_step, with_grammar
 from m3d_agents.tools.cards import ToolContext

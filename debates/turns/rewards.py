@@ -15,9 +15,9 @@ from typing import Any, Callable, Protocol, Sequence
 from autogen_core.models import AssistantMessage, LLMMessage, UserMessage
 
 import prompts
-from debates.chat.config import RewardConfig
+from debates.debate_engine.config import RewardConfig
 from debates.turns.scoring import logistic
-from debates.chat.turn_policy import TurnContext
+from debates.debate_engine.turn_policy import TurnContext
 from m3d_agents.asking import ask
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.errors import InputError

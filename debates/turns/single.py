@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 
-from debates.chat.turn_policy import TURN_POLICIES, TurnRequest
+from debates.debate_engine.turn_policy import TURN_POLICIES, TurnRequest
 from m3d_agents.asking import Answer
 
 T = TypeVar("T")

@@ -15,11 +15,11 @@ from autogen_core import CancellationToken
 
 from debates.strategy import StrategyConfig
 from debates.config_loader import available_configs, load_config
-from debates.chat.human_input import QueueInput
-from debates.chat.state import DESK_NAME, DebateState, TurnRecord
+from debates.debate_engine.human_input import QueueInput
+from debates.debate_engine.state import DESK_NAME, DebateState, TurnRecord
 from m3d_agents.backends.config import BackendConfig, load_backend_settings
 from m3d_agents.backends.factory import BackendPool
-from debates.chat.diagnostics import DebateDiagnostics
+from debates.debate_engine.diagnostics import DebateDiagnostics
 from m3d_agents.labels import Taxonomy, get_taxonomy
 from m3d_agents.redaction import redact
 from m3d_agents.sample import Sample

@@ -9,7 +9,7 @@ import pytest
 from autogen_core import Image as AgentImage
 from autogen_core.models import LLMMessage
 
-from debates.chat.config import TURN_POLICY_SETTINGS, DebateConfig
+from debates.debate_engine.config import TURN_POLICY_SETTINGS, DebateConfig
 from debates.session import run_sample
 from debates.config_loader import load_config
 from m3d_agents.evidence import Evidence

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from debates.chat.config import TURN_POLICY_SETTINGS, BestOfNPolicy, ReactPolicy, SinglePolicy
+from debates.debate_engine.config import TURN_POLICY_SETTINGS, BestOfNPolicy, ReactPolicy, SinglePolicy
 from debates.config_loader import builtin_config_names, load_config, with_overrides
 from m3d_agents.backends.config import BackendConfig, BackendSettings, load_backend_settings
 from m3d_agents.config_reference import config_fields

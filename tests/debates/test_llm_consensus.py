@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 from autogen_core.models import LLMMessage
 
 import prompts
-from debates.chat.config import DebateConfig
+from debates.debate_engine.config import DebateConfig
 from debates.session import run_sample
 from debates.config_loader import builtin_config_names, load_config
 from m3d_agents.datasets import load_dataset
@@ -70,7 +70,7 @@ async def test_rounds_get_an_independent_prompt_then_a_first_debate_prompt_then_
 def test_the_human_and_ai_framings_differ_only_in_who_the_other_party_is() -> None:
     human, ai = prompts.load("debate/framing_human"), prompts.load("debate/framing_ai")
     assert human.replace("a person", "another AI model") == ai
-    from debates.chat.visibility import SeatView
+    from debates.debate_engine.visibility import SeatView
     from debates.strategies.debate.protocols.base import other_side
 
     for template in ("debate/turn_first_debate", "debate/turn_later"):

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from m3d_agents.diagnostics import DIAGNOSTICS, StrategyDiagnostics, UntypedDiagnostics
 from debates.strategies.agentfact.diagnostics import AgentFactDiagnostics
 from debates.strategies.check import CheckDiagnostics
-from debates.chat.diagnostics import DebateDiagnostics
+from debates.debate_engine.diagnostics import DebateDiagnostics
 from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from debates.strategies.self_consistency import SelfConsistencyDiagnostics
 from debates.strategies.t2agent.diagnostics import T2AgentDiagnostics

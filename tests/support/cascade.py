@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from debates.chat.config import TURN_POLICY_SETTINGS, DebateConfig
+from debates.debate_engine.config import TURN_POLICY_SETTINGS, DebateConfig
 from debates.config_loader import load_config
 from m3d_agents.sample import Sample
 from tests.support.paths import EXAMPLE_IMAGE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from debates.chat.config import DebateConfig
+from debates.debate_engine.config import DebateConfig
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.sample import Sample
 from tests.support.paths import EXAMPLE_IMAGE

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from debates.chat.config import DebateConfig
-from debates.chat.protocol import PROTOCOLS, DebateProtocol, debate_state
-from debates.chat.state import DebateState
-from debates.chat.visibility import SeatView, Seen
+from debates.debate_engine.config import DebateConfig
+from debates.debate_engine.protocol import PROTOCOLS, DebateProtocol, debate_state
+from debates.debate_engine.state import DebateState
+from debates.debate_engine.visibility import SeatView, Seen
 from debates.config_loader import load_config
 from m3d_agents.labels import get_taxonomy
 

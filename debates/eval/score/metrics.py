@@ -43,7 +43,7 @@ from pydantic import BaseModel, Field
 
 from debates.eval.records import Escalation, EvalRow
 from debates.strategies.agentfact.diagnostics import AgentFactDiagnostics
-from debates.chat.diagnostics import DebateDiagnostics
+from debates.debate_engine.diagnostics import DebateDiagnostics
 from debates.strategies.factguard.diagnostics import FactGuardDiagnostics
 from m3d_agents.labels import get_taxonomy
 

@@ -3,7 +3,7 @@ cite evidence ids.
 
 | module | what |
 |---|---|
-| :mod:`~debates.strategies.agentfact.settings` | the configuration: setting, seats, every threshold |
+| :mod:`~debates.strategies.agentfact.config` | the configuration: setting, seats, every threshold |
 | :mod:`~debates.strategies.agentfact.board` | plans, the query queue, evidence pools and ids, counters |
 | :mod:`~debates.strategies.agentfact.policy` | the controller: who acts next, a pure function of the board |
 | :mod:`~debates.strategies.agentfact.schemas` | each agent's JSON answer, with id enums built per call |

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from debates.strategies.agentfact.schemas import Plan
-from debates.strategies.agentfact.settings import AgentFactConfig, Role
+from debates.strategies.agentfact.config import AgentFactConfig, Role
 from m3d_agents.evidence import Evidence
 from retrieval.leakage import RULES, rule_of
 

@@ -60,7 +60,7 @@ from debates.strategies.agentfact.schemas import (
     query_schema,
     tampering_schema,
 )
-from debates.strategies.agentfact.settings import AgentFactConfig, Role
+from debates.strategies.agentfact.config import AgentFactConfig, Role
 from debates.strategy import RunContext
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.config import ToolBinding

@@ -1,6 +1,6 @@
 """Strategy ``agentfact``: AgentFact's planned, evidence-grounded fact-checking workflow on one sample.
 
-The agents are hosted in the project's group chat (:class:`~debates.chat.team.PolicyGroupChat`)
+The agents are hosted in the project's group chat (:class:`~debates.groupchat.team.PolicyGroupChat`)
 under a deterministic policy over the run's board, as AgentFact's controller is deterministic:
 the chat gives streaming of every finished turn, cancellation in the middle of a model call, and
 a participant seat per agent, while the policy, the board and the agents stay plain, tested code.
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from debates.chat.team import PolicyGroupChat
+from debates.groupchat.team import PolicyGroupChat
 from debates.strategies.agentfact.board import Board
 from debates.strategies.agentfact.diagnostics import AgentFactDiagnostics
 from debates.strategies.agentfact.explain import diagnostics_of, evidence_of, explanation_of, findings_of
 from debates.strategies.agentfact.participants import Workflow, build_participants
-from debates.strategies.agentfact.settings import AgentFactConfig, Role
+from debates.strategies.agentfact.config import AgentFactConfig, Role
 from debates.strategies.agentfact.state import AgentFactState, speakers
-from debates.chat.run import run_team
+from debates.groupchat.run import run_team
 from debates.strategy import ConfiguredStrategy, RunContext, StrategyConfig, answer_taxonomy, strategy
 from m3d_agents.backends.config import ToolBinding
 from m3d_agents.errors import InputError

@@ -5,6 +5,6 @@
 | :mod:`.strategy` | the strategy: seats, evidence, the team, the verdict |
 | :mod:`.protocols` | one module per protocol (async, sync, judged, actor-skeptic, disambiguation, cascade, standard) |
 
-The protocol contract and the configuration model live in :mod:`debates.chat`, because the chat
+The protocol contract and the configuration model live in :mod:`debates.debate_engine`, because the chat
 machinery that AgentFact and FactGuard also use reads them.
 """

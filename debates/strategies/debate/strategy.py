@@ -12,18 +12,18 @@ from typing import ClassVar
 
 from autogen_agentchat.base import ChatAgent, Team
 
-from debates.chat.human import HumanSeat
-from debates.chat.preparation import SamplePreparation
-from debates.chat.seats import ModelSeat
-from debates.chat.state import DebateState, TurnRecord
-from debates.chat.team import PolicyGroupChat
-from debates.chat.visibility import PeopleScreen
-from debates.chat.config import DebateConfig, SeatConfig
-from debates.chat.diagnostics import DebateDiagnostics
-from debates.chat.protocol import PROTOCOLS, DebateProtocol, debate_state
+from debates.debate_engine.human import HumanSeat
+from debates.debate_engine.preparation import SamplePreparation
+from debates.debate_engine.seats import ModelSeat
+from debates.debate_engine.state import DebateState, TurnRecord
+from debates.groupchat.team import PolicyGroupChat
+from debates.debate_engine.visibility import PeopleScreen
+from debates.debate_engine.config import DebateConfig, SeatConfig
+from debates.debate_engine.diagnostics import DebateDiagnostics
+from debates.debate_engine.protocol import PROTOCOLS, DebateProtocol, debate_state
 from debates.strategy import ConfiguredStrategy, RunContext, StrategyConfig, answer_taxonomy, strategy
 from debates.turns import build_turn_policy
-from debates.chat.run import run_team
+from debates.groupchat.run import run_team
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
 from m3d_agents.tools.cards import ToolContext

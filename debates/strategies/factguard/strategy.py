@@ -21,8 +21,8 @@ from autogen_core import Image as AgentImage
 from autogen_core.models import LLMMessage
 
 import prompts
-from debates.chat.team import PolicyGroupChat
-from debates.chat.run import run_team
+from debates.groupchat.team import PolicyGroupChat
+from debates.groupchat.run import run_team
 from debates.strategies.factguard.config import FactGuardConfig
 from debates.strategies.factguard.frames import ShownFrame, images_of, shown_frames, video_context
 from debates.strategies.factguard.seats import DESK, VERIFIER, FactGuardState, ToolDesk, VerifierSeat, opening_messages

@@ -2,7 +2,7 @@
 
 A debate is created by the form and starts only when its page opens the websocket; it runs
 through :func:`debates.ui.web.running.run_post`, with the run's evidence sources, like every other run path. Turns are sent as they
-finish (``on_turn``), a person's seat is a :class:`~debates.chat.human_input.QueueInput` that the
+finish (``on_turn``), a person's seat is a :class:`~debates.debate_engine.human_input.QueueInput` that the
 page fills, and the verdict arrives with its evidence cards, the forensic heat maps of the
 post's images and the accounting. Closing or leaving the page closes the websocket, which
 cancels the debate at once: no model keeps answering for a page nobody reads.
@@ -23,7 +23,7 @@ from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import RedirectResponse, Response
 from starlette.responses import HTMLResponse
 
-from debates.chat.human_input import QueueInput
+from debates.debate_engine.human_input import QueueInput
 from debates.strategy import StrategyConfig, check_person_seats
 from debates.config_loader import available_configs, load_config
 from debates.eval.run.saved_post import save_post_run, saved_run_name

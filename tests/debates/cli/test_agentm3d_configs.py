@@ -18,7 +18,7 @@ def test_every_selector_config_runs_from_the_command_line(name: str, tmp_path: P
     from typer.testing import CliRunner
 
     from debates.cli.main import app
-    from debates.chat.diagnostics import DebateDiagnostics
+    from debates.debate_engine.diagnostics import DebateDiagnostics
     from m3d_agents.verdict import Verdict
     from tests.support.paths import REPO
     from tests.support.openai_stub_server import StubOpenAIServer, completion_body

@@ -7,10 +7,10 @@ from typing import Any, Mapping, Sequence
 import pytest
 from autogen_core.models import LLMMessage
 
-from debates.chat.config import DebateConfig
+from debates.debate_engine.config import DebateConfig
 from debates.config_loader import load_config
 from debates.session import run_sample
-from debates.chat.human_input import QueueInput
+from debates.debate_engine.human_input import QueueInput
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
 from tests.support.debate import SAMPLE, answer, prompts_of, seat_pool
@@ -299,7 +299,7 @@ async def test_json_turns_carry_disambiguation_queries() -> None:
 
 
 def test_json_turn_with_an_out_of_range_confidence_keeps_its_label_and_drops_the_confidence() -> None:
-    from debates.chat.structured_turns import read_structured, turn_schema
+    from debates.debate_engine.structured_turns import read_structured, turn_schema
     from m3d_agents.errors import ParseError
     from m3d_agents.labels import get_taxonomy
 

@@ -59,7 +59,7 @@ async def test_uniform_best_of_n_scores_every_candidate_and_cross_modal_uses_the
 
 async def test_image_critic_receives_an_injected_forgery_report() -> None:
     from debates.turns.best_of_n import BestOfN
-    from debates.chat.turn_policy import TURN_POLICIES
+    from debates.debate_engine.turn_policy import TURN_POLICIES
 
     script = SelectorScript(answers={"text": lambda i: finish("TEXT SUPPORT"), "image": lambda i: finish("IMAGE REFUTE", f"CAND-{i}"),
                                      "cross_modal": lambda i: finish("MATCH")})

@@ -14,7 +14,7 @@ from autogen_agentchat.messages import TextMessage
 
 from debates.config_loader import load_config
 from debates.session import run_sample
-from debates.chat.state import DebateState
+from debates.debate_engine.state import DebateState
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy
 from m3d_agents.verdict import Verdict

@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING, ClassVar
 
 import prompts
 from m3d_agents.fence import render_prompt
-from debates.chat.protocol import protocol
-from debates.chat.protocol import DebateOutcome
-from debates.chat.stopping import MaxRounds, StopRule
-from debates.strategies.debate.protocols.base import DebaterProtocol, single_answer, stated_or_one
+from debates.debate_engine.protocol import protocol
+from debates.debate_engine.protocol import DebateOutcome
+from debates.debate_engine.stopping import MaxRounds, StopRule
+from debates.strategies.debate.protocols.base import DebateDefaults, single_answer, stated_or_one
 from m3d_agents.grammars import Grammar, prose_or
 from m3d_agents.parsing import strip_reasoning
 
 if TYPE_CHECKING:
-    from debates.chat.state import DebateState
-    from debates.chat.visibility import SeatView, Seen
-    from debates.chat.config import DebateConfig, SeatConfig
+    from debates.debate_engine.state import DebateState
+    from debates.debate_engine.visibility import SeatView, Seen
+    from debates.debate_engine.config import DebateConfig, SeatConfig
     from m3d_agents.labels import Taxonomy
 
 ACTOR = "actor"
@@ -50,7 +50,7 @@ class NoObjections(StopRule):
 
 
 @protocol("actor_skeptic")
-class ActorSkeptic(DebaterProtocol):
+class ActorSkeptic(DebateDefaults):
     """One actor decides; a skeptic probes its reasoning."""
 
     roles: ClassVar[frozenset[str]] = frozenset({ACTOR, SKEPTIC})

@@ -1,6 +1,6 @@
 """What debate protocols share: the defaults of a debate between debaters, with an optional judge.
 
-:class:`DebaterProtocol` implements :class:`debates.chat.protocol.DebateProtocol` for the common case:
+:class:`DebateDefaults` implements :class:`debates.debate_engine.protocol.DebateProtocol` for the common case:
 debaters answer with a label, first answers are independent, consensus over every debater's latest
 answer stops the debate, a majority decides otherwise (a tie abstains), and a judge seat, when the
 configuration has one, sees the whole transcript but never the evidence. Each protocol module
@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Callable, ClassVar
 
 import prompts
 from m3d_agents.fence import render_prompt
-from debates.chat.reading import StanceReading, read_message
-from debates.chat.protocol import PROTOCOLS
-from debates.chat.protocol import DebateOutcome
-from debates.chat.stopping import Consensus, FinalAnswer, MaxRounds, StopRule
+from debates.debate_engine.reading import StanceReading, read_message
+from debates.debate_engine.protocol import PROTOCOLS
+from debates.debate_engine.protocol import DebateOutcome
+from debates.debate_engine.stopping import Consensus, FinalAnswer, MaxRounds, StopRule
 from m3d_agents.evidence import evidence_block
 from m3d_agents.grammars import Grammar, answer_lines, prose_only
 from m3d_agents.verdict import Finding
@@ -28,9 +28,9 @@ from m3d_agents.verdict import Finding
 if TYPE_CHECKING:
     from autogen_agentchat.base import ChatAgent
 
-    from debates.chat.state import DebateState
-    from debates.chat.visibility import SeatView, Seen
-    from debates.chat.config import DebateConfig, SeatConfig
+    from debates.debate_engine.state import DebateState
+    from debates.debate_engine.visibility import SeatView, Seen
+    from debates.debate_engine.config import DebateConfig, SeatConfig
     from m3d_agents.backends.factory import Backend
     from m3d_agents.backends.metering import UsageLedger
     from m3d_agents.evidence import Evidence
@@ -52,7 +52,7 @@ def owner_of(role: str) -> str | None:
     return None
 
 
-class DebaterProtocol:
+class DebateDefaults:
     """Debaters answer in rounds; consensus stops the debate; otherwise a majority or the judge decides."""
 
     name: str = ""
@@ -62,7 +62,7 @@ class DebaterProtocol:
     and agreement counts only where a round is complete (see :meth:`DebateState.consensus_turn`)."""
     asks_queries: ClassVar[bool] = False
     stops: ClassVar[StopRule] = Consensus() | MaxRounds()
-    """When the debaters are done (:mod:`debates.chat.stopping`): consensus, else the last round."""
+    """When the debaters are done (:mod:`debates.debate_engine.stopping`): consensus, else the last round."""
 
     # --- seats ---------------------------------------------------------------------------------
 
@@ -239,7 +239,7 @@ class DebaterProtocol:
         ]
 
 
-class SoloProtocol(DebaterProtocol):
+class SoloProtocol(DebateDefaults):
     """Seats that each judge alone: every seat decides, nobody sees another's message, and every
     turn is one assessment (the single classifier, the cascade's modality agents)."""
 

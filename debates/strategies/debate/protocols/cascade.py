@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Callable, ClassVar
 
 import prompts
 from m3d_agents.fence import render_prompt
-from debates.chat.reading import StanceReading, stated_confidence
-from debates.chat.protocol import protocol
-from debates.chat.protocol import DebateOutcome
+from debates.debate_engine.reading import StanceReading, stated_confidence
+from debates.debate_engine.protocol import protocol
+from debates.debate_engine.protocol import DebateOutcome
 from debates.strategies.debate.protocols.base import SoloProtocol
 from m3d_agents.evidence import evidence_block
 from m3d_agents.errors import ParseError
@@ -32,8 +32,8 @@ from m3d_agents.parsing import parse_finish, strip_reasoning
 from m3d_agents.verdict import Finding
 
 if TYPE_CHECKING:
-    from debates.chat.state import DebateState
-    from debates.chat.config import DebateConfig, SeatConfig
+    from debates.debate_engine.state import DebateState
+    from debates.debate_engine.config import DebateConfig, SeatConfig
     from m3d_agents.backends.factory import Backend
     from m3d_agents.backends.metering import UsageLedger
     from m3d_agents.evidence import Evidence

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Callable, ClassVar
 
 import prompts
 from m3d_agents.fence import render_prompt
-from debates.chat.protocol import protocol
+from debates.debate_engine.protocol import protocol
 from debates.strategies.debate.protocols.cascade import ALL_CHECKS, Cascade
 from m3d_agents.evidence import evidence_block
 
 if TYPE_CHECKING:
-    from debates.chat.config import DebateConfig, SeatConfig
-    from debates.chat.visibility import SeatView, Seen
+    from debates.debate_engine.config import DebateConfig, SeatConfig
+    from debates.debate_engine.visibility import SeatView, Seen
     from m3d_agents.backends.factory import Backend
     from m3d_agents.backends.metering import UsageLedger
     from m3d_agents.evidence import Evidence

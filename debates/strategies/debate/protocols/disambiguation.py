@@ -15,23 +15,23 @@ from typing import TYPE_CHECKING, ClassVar
 
 import prompts
 from m3d_agents.fence import render_prompt
-from debates.chat.state import DESK_NAME
-from debates.chat.protocol import protocol
-from debates.strategies.debate.protocols.base import JUDGE, DebaterProtocol
+from debates.debate_engine.state import DESK_NAME
+from debates.debate_engine.protocol import protocol
+from debates.strategies.debate.protocols.base import JUDGE, DebateDefaults
 
 if TYPE_CHECKING:
     from autogen_agentchat.base import ChatAgent
 
-    from debates.chat.state import DebateState
-    from debates.chat.visibility import SeatView, Seen
-    from debates.chat.config import DebateConfig, SeatConfig
+    from debates.debate_engine.state import DebateState
+    from debates.debate_engine.visibility import SeatView, Seen
+    from debates.debate_engine.config import DebateConfig, SeatConfig
     from m3d_agents.backends.metering import UsageLedger
     from m3d_agents.labels import Taxonomy
     from m3d_agents.sample import Sample
     from retrieval.interfaces import QueryAnswerer
 
 
-class AsksQueries(DebaterProtocol):
+class AsksQueries(DebateDefaults):
     """What both disambiguation schedules share: the desk, its turn, who sees its answers, the prompt."""
 
     asks_queries: ClassVar[bool] = True
@@ -39,7 +39,7 @@ class AsksQueries(DebaterProtocol):
     def extra_participants(
         self, state: DebateState, sample: Sample, ledger: UsageLedger, answerer: QueryAnswerer | None
     ) -> list[ChatAgent]:
-        from debates.chat.desk import RetrievalDesk  # an AutoGen agent: imported by a run, not by reading a configuration
+        from debates.debate_engine.desk import RetrievalDesk  # an AutoGen agent: imported by a run, not by reading a configuration
 
         return [RetrievalDesk(state, answerer, sample, ledger)]
 

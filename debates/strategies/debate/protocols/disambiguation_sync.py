@@ -8,7 +8,7 @@ the ``disambiguation`` protocol now takes turns and this one is kept as an optio
 
 from __future__ import annotations
 
-from debates.chat.protocol import protocol
+from debates.debate_engine.protocol import protocol
 from debates.strategies.debate.protocols.disambiguation import AsksQueries
 from debates.strategies.debate.protocols.sync import SyncDebate
 

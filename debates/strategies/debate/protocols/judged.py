@@ -2,7 +2,7 @@
 
 The debaters argue, they do not vote: their messages need no answer line, and agreement does not
 end the debate. The judge sees the post and the debaters' messages, never the retrieved evidence
-(see :meth:`DebaterProtocol.post_block`), so the information gap of the setting holds.
+(see :meth:`DebateDefaults.post_block`), so the information gap of the setting holds.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, ClassVar
 
 import prompts
 from m3d_agents.fence import render_prompt
-from debates.chat.protocol import protocol
-from debates.chat.stopping import MaxRounds, StopRule
-from debates.strategies.debate.protocols.base import DEBATER, JUDGE, DebaterProtocol, other_side
+from debates.debate_engine.protocol import protocol
+from debates.debate_engine.stopping import MaxRounds, StopRule
+from debates.strategies.debate.protocols.base import DEBATER, JUDGE, DebateDefaults, other_side
 
 if TYPE_CHECKING:
-    from debates.chat.state import DebateState
-    from debates.chat.visibility import SeatView
-    from debates.chat.config import DebateConfig, SeatConfig
+    from debates.debate_engine.state import DebateState
+    from debates.debate_engine.visibility import SeatView
+    from debates.debate_engine.config import DebateConfig, SeatConfig
     from m3d_agents.labels import Taxonomy
 
 STANCE_TEXT = {
@@ -28,7 +28,7 @@ STANCE_TEXT = {
 
 
 @protocol("judged")
-class JudgedDebate(DebaterProtocol):
+class JudgedDebate(DebateDefaults):
     """Two sides defend assigned stances; a judge who never sees the evidence decides."""
 
     stops: ClassVar[StopRule] = MaxRounds()

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from m3d_agents.fence import render_prompt
-from debates.chat.protocol import protocol
-from debates.chat.protocol import DebateOutcome
-from debates.chat.stopping import FinalAnswer, StopRule
+from debates.debate_engine.protocol import protocol
+from debates.debate_engine.protocol import DebateOutcome
+from debates.debate_engine.stopping import FinalAnswer, StopRule
 from debates.strategies.debate.protocols.base import SoloProtocol, single_answer, stated_or_one
 
 if TYPE_CHECKING:
-    from debates.chat.state import DebateState
-    from debates.chat.config import DebateConfig, SeatConfig
+    from debates.debate_engine.state import DebateState
+    from debates.debate_engine.config import DebateConfig, SeatConfig
     from m3d_agents.labels import Taxonomy
 
 SINGLE = "single"

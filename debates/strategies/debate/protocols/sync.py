@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from debates.chat.protocol import protocol
-from debates.strategies.debate.protocols.base import DEBATER, DebaterProtocol
+from debates.debate_engine.protocol import protocol
+from debates.strategies.debate.protocols.base import DEBATER, DebateDefaults
 
 if TYPE_CHECKING:
-    from debates.chat.state import DebateState
+    from debates.debate_engine.state import DebateState
 
 
 @protocol("sync")
-class SyncDebate(DebaterProtocol):
+class SyncDebate(DebateDefaults):
     """Concurrent rounds: everyone answers at once, seeing the previous round only."""
 
     previous_round_only: ClassVar[bool] = True

@@ -10,7 +10,7 @@ from typing import Any
 from debates.config_loader import load_config, with_overrides
 from debates.session import run_sample
 from debates.strategies.agentfact.board import clean_query
-from debates.strategies.agentfact.settings import AgentFactConfig
+from debates.strategies.agentfact.config import AgentFactConfig
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.bounds import fit_to_bounds
 from m3d_agents.sample import Sample

@@ -16,7 +16,7 @@ import pytest
 from debates.strategies.agentfact.board import SCREENED_OUT, Board, Judgement
 from debates.strategies.agentfact.policy import advance
 from debates.strategies.agentfact.schemas import BackgroundNeed, Plan, SentenceToCheck
-from debates.strategies.agentfact.settings import AgentFactConfig
+from debates.strategies.agentfact.config import AgentFactConfig
 from debates.strategies.agentfact.views import strategist_task
 from debates.config_loader import parse_config
 from m3d_agents.errors import InputError

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 import pytest
 from autogen_core.models import LLMMessage
 
-from debates.strategies.agentfact.settings import AgentFactConfig
+from debates.strategies.agentfact.config import AgentFactConfig
 from debates.config_loader import load_config
 from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
@@ -43,10 +43,19 @@ def respond(messages: Sequence[LLMMessage], kwargs: Mapping[str, Any]) -> str:
 
 @pytest.fixture
 def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refuses every connection over a network; a Unix socket (the parser pool's fork server) is the
+    machine's own process talking to itself, not the network, and goes through."""
+    connect = socket.socket.connect
+
+    def refuse_network(self: socket.socket, address: object) -> None:
+        if self.family == socket.AF_UNIX:
+            return connect(self, address)  # type: ignore[arg-type]
+        raise AssertionError("a network connection was attempted")
+
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a network connection was attempted")
 
-    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse_network)
     monkeypatch.setattr(socket, "create_connection", refuse)
 
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pytest
 from autogen_core.models import LLMMessage
 
-from debates.strategies.agentfact.settings import AgentFactConfig
+from debates.strategies.agentfact.config import AgentFactConfig
 from debates.config_loader import load_config
 from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool

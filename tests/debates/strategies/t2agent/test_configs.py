@@ -12,12 +12,12 @@ from autogen_core.models import LLMMessage
 from typer.testing import CliRunner
 
 from debates.cli.main import app
-from debates.chat.config import DebateConfig
+from debates.debate_engine.config import DebateConfig
 from debates.session import run_sample
 from debates.strategies.t2agent.config import T2AgentConfig
 from debates.config_loader import load_config
 from m3d_agents.backends.factory import BackendPool
-from debates.chat.diagnostics import DebateDiagnostics
+from debates.debate_engine.diagnostics import DebateDiagnostics
 from debates.strategies.t2agent.diagnostics import T2AgentDiagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample

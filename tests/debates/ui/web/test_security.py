@@ -19,7 +19,7 @@ from debates.ui.web.security import (
     same_origin,
 )
 from debates.ui.web.settings import WebSettings
-from debates.chat.reading import read_message
+from debates.debate_engine.reading import read_message
 from m3d_agents.backends.factory import BackendPool
 from m3d_agents.errors import InputError
 from m3d_agents.labels import get_taxonomy

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from debates.chat.protocol import PROTOCOLS
+from debates.debate_engine.protocol import PROTOCOLS
 from tests.support.protocols import debate, says, seen, view_of
 
 
@@ -53,7 +53,7 @@ def test_stated_confidence_scales_agreement() -> None:
 
 
 def test_a_judge_decides_when_asked_for_and_sees_only_the_debaters() -> None:
-    from debates.chat.config import SeatConfig
+    from debates.debate_engine.config import SeatConfig
     from debates.config_loader import load_config
 
     config = load_config("async-three").model_copy(deep=True)

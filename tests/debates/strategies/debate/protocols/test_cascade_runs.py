@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from debates.chat.config import TURN_POLICY_SETTINGS, DebateConfig
+from debates.debate_engine.config import TURN_POLICY_SETTINGS, DebateConfig
 from debates.config_loader import load_config
 from debates.session import run_sample
 from debates.strategies.debate.protocols.cascade import cascade_label, distortion_label, parse_modality_action

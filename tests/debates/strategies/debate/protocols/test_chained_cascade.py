@@ -9,11 +9,11 @@ import pytest
 from autogen_core import Image as AgentImage
 from autogen_core.models import LLMMessage
 
-from debates.chat.config import DebateConfig
+from debates.debate_engine.config import DebateConfig
 from debates.config_loader import load_config
 from debates.session import run_sample
 from m3d_agents.backends.factory import BackendPool
-from debates.chat.diagnostics import DebateDiagnostics
+from debates.debate_engine.diagnostics import DebateDiagnostics
 from m3d_agents.evidence import Evidence
 from m3d_agents.sample import Sample
 from tests.support.paths import EXAMPLE_IMAGE

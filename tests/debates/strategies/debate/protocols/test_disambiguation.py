@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from debates.chat.desk import RetrievalDesk
-from debates.chat.state import DESK_NAME
+from debates.debate_engine.desk import RetrievalDesk
+from debates.debate_engine.state import DESK_NAME
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.sample import Sample
 from tests.support.protocols import debate, says, seen, view_of
@@ -34,7 +34,7 @@ def test_the_protocol_brings_a_retrieval_desk_and_asks_for_queries_in_json_turns
 def test_the_papers_disambiguation_takes_every_query_in_free_text_and_our_variant_caps_them_in_json() -> None:
     """LLM-Consensus lines 192, 199, 205: free text ending in a definite answer, questions without a number."""
     from debates.config_loader import available_configs, load_config
-    from debates.chat.config import DebateConfig
+    from debates.debate_engine.config import DebateConfig
     from m3d_agents.labels import get_taxonomy
 
     three = "QUERY: where?\nQUERY: when?\nQUERY: who?\n" + says("fake")

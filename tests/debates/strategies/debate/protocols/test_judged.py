@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from debates.chat.config import DebateConfig
+from debates.debate_engine.config import DebateConfig
 from debates.config_loader import load_config
 from m3d_agents.evidence import Evidence
 from m3d_agents.media.images import prepare_sample

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from debates.chat.config import DebateConfig
+from debates.debate_engine.config import DebateConfig
 from debates.config_loader import load_config
 from tests.support.protocols import debate, says, seen, view_of
 

@@ -1,6 +1,6 @@
 """A debate participant backed by a model, in any seat of any protocol.
 
-A seat knows only the messages the group chat sent it (see :mod:`debates.chat.visibility`) plus the
+A seat knows only the messages the group chat sent it (see :mod:`debates.debate_engine.visibility`) plus the
 post and what its protocol lets it know about the post (the judge, for example, never gets the
 retrieved evidence). Its prompts and how its answer is read are the protocol's; how the answer is
 produced (one call, best-of-N ...) is its turn policy's.
@@ -18,14 +18,14 @@ from autogen_core import CancellationToken
 from autogen_core.models import SystemMessage, UserMessage
 from pydantic import BaseModel
 
-from debates.chat.preparation import SamplePreparation
-from debates.chat.reading import StanceReading
-from debates.chat.structured_turns import instruction, read_structured, turn_schema
-from debates.chat.visibility import SeatView
-from debates.chat.config import DebateConfig, SeatConfig
-from debates.chat.protocol import DebateProtocol
-from debates.chat.turn_policy import TurnContext, TurnPolicy, TurnRequest
-from debates.chat.turn_state import TurnPolicyState
+from debates.debate_engine.preparation import SamplePreparation
+from debates.debate_engine.reading import StanceReading
+from debates.debate_engine.structured_turns import instruction, read_structured, turn_schema
+from debates.debate_engine.visibility import SeatView
+from debates.debate_engine.config import DebateConfig, SeatConfig
+from debates.debate_engine.protocol import DebateProtocol
+from debates.debate_engine.turn_policy import TurnContext, TurnPolicy, TurnRequest
+from debates.debate_engine.turn_state import TurnPolicyState
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.errors import ParseError
 from m3d_agents.evidence import Evidence

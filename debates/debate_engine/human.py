@@ -4,7 +4,7 @@ The person sees what a model in that seat would see (the same visibility rules: 
 evidence and no image), told the way a person is told: the other seats by their names (a model
 debater under the ``human`` framing reads them as "Me", which would only confuse a person), the
 post's image files by their paths, and what to do without the model's answer-format instructions
-where the front end asks for the label and the confidence itself (:class:`~debates.chat.human_input.TurnInput`,
+where the front end asks for the label and the confidence itself (:class:`~debates.debate_engine.human_input.TurnInput`,
 the terminal). Their message is read by the same parser as a model's; if it cannot be read, they
 are asked again.
 """
@@ -22,11 +22,11 @@ from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, TextMess
 from autogen_core import CancellationToken
 
 import prompts
-from debates.chat.human_input import InputFunc, PersonAnswer, PersonTurn, TurnInput
-from debates.chat.preparation import SamplePreparation
-from debates.chat.visibility import SeatView
-from debates.chat.config import DebateConfig, SeatConfig
-from debates.chat.protocol import DebateProtocol
+from debates.debate_engine.human_input import InputFunc, PersonAnswer, PersonTurn, TurnInput
+from debates.debate_engine.preparation import SamplePreparation
+from debates.debate_engine.visibility import SeatView
+from debates.debate_engine.config import DebateConfig, SeatConfig
+from debates.debate_engine.protocol import DebateProtocol
 from m3d_agents.evidence import Evidence, evidence_block
 from m3d_agents.labels import Taxonomy
 from m3d_agents.media.images import PreparedSample

@@ -6,7 +6,7 @@ termination condition only sees the last parallel speaker's messages.
 
 The state is data and knows no protocol: what it needs of one (whose answers count, whether rounds
 are concurrent, how a seat's message is read) the manager hands it as :class:`DebateRules` when
-the debate starts (:func:`debates.chat.protocol.debate_state`), so the protocol sits above the
+the debate starts (:func:`debates.debate_engine.protocol.debate_state`), so the protocol sits above the
 state it reads.
 """
 
@@ -16,15 +16,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from debates.chat.reading import StanceReading, read_message
-from debates.chat.config import DebateConfig
-from debates.chat.turn_state import TurnPolicyState
-from debates.chat.diagnostics import AnswerTaxonomy, DebateDiagnostics
+from debates.debate_engine.reading import StanceReading, read_message
+from debates.debate_engine.config import DebateConfig
+from debates.debate_engine.turn_state import TurnPolicyState
+from debates.debate_engine.diagnostics import AnswerTaxonomy, DebateDiagnostics
 from m3d_agents.labels import Taxonomy
 from m3d_agents.verdict import TranscriptTurn
 
 DESK_NAME = "retrieval_desk"
-"""The participant that answers the debaters' queries from retrieval (see :mod:`debates.chat.desk`)."""
+"""The participant that answers the debaters' queries from retrieval (see :mod:`debates.debate_engine.desk`)."""
 
 
 @dataclass

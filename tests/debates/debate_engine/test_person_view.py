@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from debates.chat.human_input import PersonAnswer, PersonTurn, TerminalSeat, how_to_answer
+from debates.debate_engine.human_input import PersonAnswer, PersonTurn, TerminalSeat, how_to_answer
 from debates.config_loader import load_config
 from debates.session import run_sample
 from m3d_agents.evidence import Evidence
@@ -100,7 +100,7 @@ def test_how_to_answer_names_each_step_in_order() -> None:
 
 
 async def test_a_page_that_asks_for_the_label_itself_shows_no_answer_lines_to_write() -> None:
-    from debates.chat.human_input import QueueInput
+    from debates.debate_engine.human_input import QueueInput
 
     prompts = {}
     for asks in (False, True):

@@ -12,8 +12,8 @@ from autogen_core.models import UserMessage
 from debates.session import run_sample
 from debates.config_loader import load_config
 from debates.turns.critics import ImageCritic
-from debates.chat.turn_policy import TurnContext
-from debates.chat.turn_state import TurnPolicyState
+from debates.debate_engine.turn_policy import TurnContext
+from debates.debate_engine.turn_state import TurnPolicyState
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.media.images import prepare_sample
 from tests.support.debate import SAMPLE, seat_pool

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from debates.chat.human_input import QueueInput
+from debates.debate_engine.human_input import QueueInput
 from debates.session import run_sample
 from m3d_agents.sample import Sample
 from tests.support.runs import judged_responder, scripted_pool_factory

@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from debates.chat.structured_turns import instruction, read_structured, turn_schema
+from debates.debate_engine.structured_turns import instruction, read_structured, turn_schema
 from m3d_agents.labels import get_taxonomy
 
 
@@ -39,7 +39,7 @@ def test_the_argument_has_no_length_bound_that_a_grammar_would_have_to_unroll() 
 
 def test_queries_and_answers_come_from_the_turns_own_fields_never_from_its_argument() -> None:
     """The audit's case: a QUERY: line of a page, echoed by a model, was issued as the debater's query."""
-    from debates.chat.reading import read_message
+    from debates.debate_engine.reading import read_message
     from m3d_agents.fence import quote_text
 
     schema = turn_schema(("real", "fake"), True, 2)

@@ -8,7 +8,7 @@ registers itself with ``@protocol("name")``, so "where is the judged debate?" ha
 ``debates/strategies/debate/protocols/judged.py``.
 
 Implementations are plain objects whose methods are pure functions of the state they are given,
-so every rule can be unit-tested on a hand-built :class:`~debates.chat.state.DebateState` without
+so every rule can be unit-tested on a hand-built :class:`~debates.debate_engine.state.DebateState` without
 any model. The state, the seats' views and the configuration know no protocol: the manager passes
 the protocol to whatever needs it, and hands the state what it needs of the protocol as data
 (:func:`debate_state`), so this module sits above the data it reads.
@@ -19,16 +19,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, TypeVar, cast
 
-from debates.chat.config import PROTOCOLS as PROTOCOL_RULES
-from debates.chat.config import DebateConfig, ProtocolRules, SeatConfig
-from debates.chat.reading import StanceReading
-from debates.chat.state import DebateRules, DebateState
+from debates.debate_engine.config import PROTOCOLS as PROTOCOL_RULES
+from debates.debate_engine.config import DebateConfig, ProtocolRules, SeatConfig
+from debates.debate_engine.reading import StanceReading
+from debates.debate_engine.state import DebateRules, DebateState
 from m3d_agents.registry import Registry
 
 if TYPE_CHECKING:
     from autogen_agentchat.base import ChatAgent
 
-    from debates.chat.visibility import SeatView, Seen
+    from debates.debate_engine.visibility import SeatView, Seen
     from m3d_agents.backends.factory import Backend
     from m3d_agents.backends.metering import UsageLedger
     from m3d_agents.evidence import Evidence
@@ -51,7 +51,7 @@ class DebateOutcome:
 
 
 class DebateProtocol(ProtocolRules, Protocol):
-    """A debate setting. See :class:`debates.strategies.debate.protocols.base.DebaterProtocol` for the shared defaults."""
+    """A debate setting. See :class:`debates.strategies.debate.protocols.base.DebateDefaults` for the shared defaults."""
 
     name: str
     previous_round_only: ClassVar[bool]
@@ -98,7 +98,7 @@ class DebateProtocol(ProtocolRules, Protocol):
         """Work ``seat`` needs on the post before its first turn (the cascade's image description),
         done when the seat is first asked, so a debate that stops before it never pays for it;
         returns the prepared sample the seat is given, which later seats receive in turn (see
-        :class:`debates.chat.preparation.SamplePreparation`)."""
+        :class:`debates.debate_engine.preparation.SamplePreparation`)."""
 
     def decide(self, state: DebateState) -> DebateOutcome: ...
 
@@ -109,7 +109,7 @@ class DebateProtocol(ProtocolRules, Protocol):
 
 PROTOCOLS = cast(Registry[DebateProtocol], PROTOCOL_RULES)
 """Every debate protocol by name; the built-in ones register when :mod:`debates.strategies.debate.protocols` is
-imported (on the first lookup). The registry is the one :mod:`debates.chat.config` validates configurations with,
+imported (on the first lookup). The registry is the one :mod:`debates.debate_engine.config` validates configurations with,
 typed here with the whole contract (a protocol is registered only through :func:`protocol`, which takes a whole
 one)."""
 

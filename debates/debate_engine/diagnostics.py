@@ -1,7 +1,7 @@
 """How a debate was reached: the debate strategy's diagnostics, and what the seats' turn policies did.
 
-Written by the debate state (:meth:`debates.chat.state.DebateState.diagnostics`) and the turn
-policies' shared state (:mod:`debates.chat.turn_state`); registered with the ``debate`` strategy.
+Written by the debate state (:meth:`debates.debate_engine.state.DebateState.diagnostics`) and the turn
+policies' shared state (:mod:`debates.debate_engine.turn_state`); registered with the ``debate`` strategy.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from autogen_agentchat.teams._group_chat._base_group_chat_manager import BaseGro
 from autogen_agentchat.teams._group_chat._events import GroupChatTermination
 from autogen_core import AgentRuntime
 
-from debates.chat.runtime import team_runtime
+from debates.groupchat.runtime import team_runtime
 
 
 class ChatState(Protocol):

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 from typing import Callable
 
-from debates.chat.config import DebateConfig, SeatConfig
-from debates.chat.protocol import DebateProtocol
+from debates.debate_engine.config import DebateConfig, SeatConfig
+from debates.debate_engine.protocol import DebateProtocol
 from m3d_agents.backends.factory import Backend
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.media.images import PreparedSample

@@ -2,7 +2,7 @@
 
 A :class:`SeatView` records what the group chat delivered to one seat (and the seat's own
 messages, which the chat does not send back). Which of those messages the seat may use for its
-next turn is the protocol's rule (:meth:`debates.chat.protocol.DebateProtocol.visible`), applied by
+next turn is the protocol's rule (:meth:`debates.debate_engine.protocol.DebateProtocol.visible`), applied by
 the seat that holds the view; the view knows no protocol and only offers the common selections
 (the latest answer of a speaker, optionally before a round). The same views serve model seats and people,
 and :class:`PeopleScreen` holds a front-end's stream of finished turns to the same rule while people sit
@@ -16,8 +16,8 @@ from typing import Generic, Protocol, Sequence, TypeVar
 
 from autogen_agentchat.messages import BaseChatMessage
 
-from debates.chat.state import DESK_NAME
-from debates.chat.config import DebateConfig, SeatConfig
+from debates.debate_engine.state import DESK_NAME
+from debates.debate_engine.config import DebateConfig, SeatConfig
 
 
 ARGUING_ROLES = ("debater", "actor", "skeptic")
@@ -115,7 +115,7 @@ class SpokenTurn(Protocol):
 
 
 class SeatRule(Protocol):
-    """What a screen needs of the debate protocol (:class:`debates.chat.protocol.DebateProtocol` is one): which
+    """What a screen needs of the debate protocol (:class:`debates.debate_engine.protocol.DebateProtocol` is one): which
     messages a seat may use, and how many turns each seat takes at most. Typed here by shape, since the protocol
     module sits above the views."""
 

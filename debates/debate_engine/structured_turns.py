@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 import prompts
-from debates.chat.reading import StanceReading
+from debates.debate_engine.reading import StanceReading
 from m3d_agents.fence import one_line
 from m3d_agents.labels import Taxonomy
 from m3d_agents.parsing import parse_model_setting_aside_confidence

@@ -14,7 +14,7 @@ from autogen_agentchat.base import Response
 from autogen_agentchat.messages import BaseChatMessage, TextMessage
 from autogen_core import CancellationToken
 
-from debates.chat.state import DESK_NAME, DebateState
+from debates.debate_engine.state import DESK_NAME, DebateState
 from m3d_agents.backends.metering import UsageLedger
 from m3d_agents.evidence import Evidence
 from m3d_agents.fence import one_line

@@ -10,7 +10,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from debates.chat.diagnostics import BestOfNTurn, CandidateScore, PlannerDecision, SavedCalls, SelectionDiagnostics
+from debates.debate_engine.diagnostics import BestOfNTurn, CandidateScore, PlannerDecision, SavedCalls, SelectionDiagnostics
 
 
 @dataclass

@@ -14,7 +14,7 @@ from autogen_agentchat.base import TaskResult
 from autogen_agentchat.messages import TextMessage
 from autogen_core import CancellationToken
 
-from debates.chat.team import PolicyGroupChat
+from debates.groupchat.team import PolicyGroupChat
 from m3d_agents.errors import BackendError
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def root_cause(exc: BaseException) -> str:
 
 
 class TurnScreen(Protocol):
-    """Holds finished turns back from the stream until they may be shown (see :class:`~debates.chat.visibility.PeopleScreen`)."""
+    """Holds finished turns back from the stream until they may be shown (see :class:`~debates.debate_engine.visibility.PeopleScreen`)."""
 
     def finished(self, turn: Any) -> list[Any]: ...
 
@@ -51,7 +51,7 @@ async def run_team(team: PolicyGroupChat[Any], state: Any, task: str, ctx: RunCo
                    screen: TurnScreen | None = None) -> None:
     """Run a group chat to its end, streaming every message and finished turn; cancellation stops it at once.
 
-    ``state`` must offer ``finished_turn(message)`` (see :class:`~debates.chat.state.DebateState`) for
+    ``state`` must offer ``finished_turn(message)`` (see :class:`~debates.debate_engine.state.DebateState`) for
     turns to reach ``ctx.on_turn``. With a ``screen`` (people in seats), a finished turn and its
     message reach the callbacks only when the screen lets them out, and whatever it still holds when
     the chat ends goes out then.

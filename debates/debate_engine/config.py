@@ -9,7 +9,7 @@ what holds for every protocol.
 A configuration sees its protocol only through :class:`ProtocolRules`, what a protocol says about a
 configuration before any debate runs (which seats it accepts, how many turns each may take, who
 must answer). The whole contract, what a protocol does during a debate, extends it in
-:mod:`debates.chat.protocol`, which sits above this module, the state and the views it reads.
+:mod:`debates.debate_engine.protocol`, which sits above this module, the state and the views it reads.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ class ProtocolRules(Protocol):
 
 PROTOCOLS: Registry[ProtocolRules] = Registry("protocol", plugins=("debates.strategies.debate.protocols",))
 """Every debate protocol by name, seen through what a configuration needs of it; the built-in ones register when
-:mod:`debates.strategies.debate.protocols` is imported (on the first lookup). :data:`debates.chat.protocol.PROTOCOLS`
+:mod:`debates.strategies.debate.protocols` is imported (on the first lookup). :data:`debates.debate_engine.protocol.PROTOCOLS`
 is the same registry, typed with the whole contract."""
 
 
@@ -257,7 +257,7 @@ class DebateConfig(StrategyConfig):
                 f"without consensus: {self.on_no_consensus} · seats: {seats}")
 
     def call_budget(self) -> CallBudget:
-        """Each seat's most turns (the protocol's :meth:`~debates.chat.protocol.DebateProtocol.most_turns`) times
+        """Each seat's most turns (the protocol's :meth:`~debates.debate_engine.protocol.DebateProtocol.most_turns`) times
         the most calls of one turn under its turn policy, plus the protocol's calls before the first turn."""
         protocol = PROTOCOLS.get(self.protocol)
         turns = protocol.most_turns(self)

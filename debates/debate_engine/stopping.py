@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from debates.chat.state import DebateState
+from debates.debate_engine.state import DebateState
 
 
 class StopRule:

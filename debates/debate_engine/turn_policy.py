@@ -13,8 +13,8 @@ from typing import Any, Callable, Generic, Protocol, Sequence, TypeVar
 
 from autogen_core.models import LLMMessage
 
-from debates.chat.config import DebateConfig, SeatConfig, TurnPolicyConfig
-from debates.chat.turn_state import TurnPolicyState
+from debates.debate_engine.config import DebateConfig, SeatConfig, TurnPolicyConfig
+from debates.debate_engine.turn_state import TurnPolicyState
 from m3d_agents.asking import Answer, ask
 from m3d_agents.backends.metering import MeteredClient
 from m3d_agents.registry import Registry

@@ -9,12 +9,12 @@ import autogen_agentchat.agents._base_chat_agent as base_chat_agent
 import autogen_agentchat.teams._group_chat._chat_agent_container as chat_agent_container
 import pytest
 
-import debates.chat.team
+import debates.groupchat.team
 from autogen_core import EVENT_LOGGER_NAME, ROOT_LOGGER_NAME, SingleThreadedAgentRuntime
 
 from debates.config_loader import load_config
 from debates.session import run_sample
-from debates.chat.runtime import QuietRuntime, team_runtime, telemetry_wanted
+from debates.groupchat.runtime import QuietRuntime, team_runtime, telemetry_wanted
 from tests.support.debate import SAMPLE, answer, seat_pool
 
 SCRIPTS = {
@@ -55,7 +55,7 @@ async def test_the_same_debate_on_either_runtime(monkeypatch: pytest.MonkeyPatch
         made.append(team_runtime())
         return made[-1]
 
-    monkeypatch.setattr(debates.chat.team, "team_runtime", recording)
+    monkeypatch.setattr(debates.groupchat.team, "team_runtime", recording)
     config, pool, clients = seat_pool(load_config("async-three"), SCRIPTS)
     quiet = await run_sample(config, SAMPLE, pool)
 
