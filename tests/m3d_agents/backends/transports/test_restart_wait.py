@@ -55,7 +55,7 @@ def stop(servers: list[StubOpenAIServer]) -> None:
 
 @pytest.fixture(autouse=True)
 def quick_reminders(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(outage, "REMIND_S", 0.5)
+    monkeypatch.setattr(outage, "REMIND_S", 0.2)
     yield
 
 
